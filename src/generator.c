@@ -1,0 +1,530 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/generator.c
+ *	  next_id(): minting sharded ids that never repeat, and the shared state
+ *	  that makes that so.
+ *
+ *	 63 62                                    23 22          10 9          0
+ *	+--+----------------------------------------+--------------+------------+
+ *	|0 |   milliseconds since the epoch (41)    |  shard (13)  |  seq (10)  |
+ *	+--+----------------------------------------+--------------+------------+
+ *
+ * The seed formula, (ms << 23) | (shard << 10) | (nextval % 1024), repeats
+ * an id as soon as one shard is asked for more than 1024 ids in a
+ * millisecond, or two sessions with cached sequences meet on the same low
+ * bits.  Here every (layout, shard) pair owns a slot in shared memory
+ * holding the millisecond it is filling and a bitmap of the sequence-field
+ * values already handed out in that millisecond:
+ *
+ *	 - A call reads the clock and takes nextval.  If the millisecond is new,
+ *	   the bitmap starts empty.  If nextval's low bits are free, the id is
+ *	   bit for bit the seed's; otherwise the next free value is taken.
+ *	 - When all values of the current millisecond are taken, the caller
+ *	   waits (at most the rest of that millisecond) for the clock to tick.
+ *	 - When the clock reads earlier than the slot's millisecond (it was
+ *	   stepped back), the slot keeps its millisecond and, once that is
+ *	   full, moves to the next one without waiting.  Ids thus never go
+ *	   back in time and never repeat; their time stays frozen at the
+ *	   high-water mark, creeping forward 1 ms per 1024 ids, until the clock
+ *	   catches up.
+ *
+ * Shared memory does not survive a restart, so a durable ceiling covers
+ * every millisecond handed out: the file sharded_id.state in the data
+ * directory holds a time that no id has passed.  It is raised (written to
+ * a temporary file, fsync'ed and renamed into place) before any id beyond
+ * it is returned, SHID_LEASE_MS at a time.  After a crash, a restart or a
+ * clock step, every slot starts at the ceiling read back from the file, so
+ * new ids are later than anything minted before.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <unistd.h>
+#include <fcntl.h>
+
+#include "commands/sequence.h"
+#include "compat.h"
+#include "fmgr.h"
+#include "layout.h"
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "port/pg_bitutils.h"
+#include "storage/fd.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+PG_MODULE_MAGIC;
+
+/* File in the data directory holding the durable clock ceiling. */
+#define SHID_STATE_FILE		"sharded_id.state"
+#define SHID_STATE_TMPFILE	"sharded_id.state.tmp"
+#define SHID_STATE_HEADER	"sharded_id clock ceiling"
+
+/* How far ahead of the newest id the durable ceiling is pushed, in ms. */
+#define SHID_LEASE_MS		1000
+
+#define SHID_BITMAP_WORDS	((1 << SHID_MAX_SEQ_BITS) / 64)
+
+/* Identifies one generator slot: a layout and a shard within it. */
+typedef struct ShidSlotKey
+{
+	uint64		layout_key;
+	int32		shard;
+	int32		pad;			/* always zero, keeps the key a clean blob */
+} ShidSlotKey;
+
+/* One slot per (layout, shard), in a fixed-size shared hash table. */
+typedef struct ShidSlot
+{
+	ShidSlotKey key;			/* hash key, must be first */
+	slock_t		mutex;			/* protects the fields below */
+	int32		used;			/* values taken in ms */
+	int64		ms;				/* Unix ms being filled */
+	uint64		taken[SHID_BITMAP_WORDS];	/* sequence-field values taken */
+} ShidSlot;
+
+typedef struct ShidShared
+{
+	LWLock	   *slots_lock;		/* guards inserts into the slot table */
+	LWLock	   *ceiling_lock;	/* serialises writes of the state file */
+	int64		floor_ms;		/* ceiling read at startup: new slots start here */
+	pg_atomic_uint64 ceiling_ms;	/* durable bound on every ms handed out */
+} ShidShared;
+
+/* GUC */
+static int	shid_max_shards = 8192;
+
+/* Links to shared memory, set in every process that preloaded us. */
+static ShidShared *shid_shared = NULL;
+static HTAB *shid_slots = NULL;
+
+/*
+ * Backend-local, direct-mapped cache of slot pointers.  Slots never move or
+ * go away while the server runs, so a cached pointer stays valid; a miss
+ * costs one lookup in the shared table.
+ */
+#define SHID_LOCAL_CACHE_SIZE 8192	/* power of two */
+
+typedef struct ShidLocalSlot
+{
+	ShidSlotKey key;
+	ShidSlot   *slot;
+} ShidLocalSlot;
+
+static ShidLocalSlot *shid_local_cache = NULL;
+
+#ifdef SHID_HAVE_SHMEM_REQUEST_HOOK
+static shmem_request_hook_type shid_prev_shmem_request_hook = NULL;
+#endif
+static shmem_startup_hook_type shid_prev_shmem_startup_hook = NULL;
+
+void		_PG_init(void);
+
+static Size
+shid_shmem_size(void)
+{
+	return add_size(MAXALIGN(sizeof(ShidShared)),
+					hash_estimate_size(shid_max_shards, sizeof(ShidSlot)));
+}
+
+static void
+shid_request_shmem(void)
+{
+	RequestAddinShmemSpace(shid_shmem_size());
+	RequestNamedLWLockTranche("sharded_id", 2);
+}
+
+#ifdef SHID_HAVE_SHMEM_REQUEST_HOOK
+static void
+shid_shmem_request(void)
+{
+	if (shid_prev_shmem_request_hook)
+		shid_prev_shmem_request_hook();
+	shid_request_shmem();
+}
+#endif
+
+static int64
+shid_clock_ms(void)
+{
+	return shid_timestamptz_to_unix_ms(GetCurrentTimestamp());
+}
+
+/*
+ * Read the durable ceiling left by the previous run.  A missing file means
+ * no id was ever minted here.  A file that cannot be read leaves no proof of
+ * what was minted; ids then start after the current time, and a warning
+ * says so.
+ */
+static int64
+shid_read_ceiling(void)
+{
+	FILE	   *file;
+	long long	ceiling;
+	int			matched;
+
+	file = AllocateFile(SHID_STATE_FILE, "r");
+	if (file == NULL)
+	{
+		if (errno != ENOENT)
+			ereport(WARNING,
+					(errcode_for_file_access(),
+					 errmsg("could not open file \"%s\": %m", SHID_STATE_FILE),
+					 errdetail("New sharded ids start after the current time.")));
+		return (errno == ENOENT) ? 0 : shid_clock_ms();
+	}
+	matched = fscanf(file, SHID_STATE_HEADER " %lld", &ceiling);
+	FreeFile(file);
+	if (matched != 1 || ceiling < 0)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid contents in file \"%s\"", SHID_STATE_FILE),
+				 errdetail("New sharded ids start after the current time.")));
+		return shid_clock_ms();
+	}
+	return (int64) ceiling;
+}
+
+/* Make ceiling durable: write a temporary file, fsync it, rename it. */
+static void
+shid_write_ceiling(int64 ceiling)
+{
+	char		buf[64];
+	int			len;
+	int			fd;
+
+	len = snprintf(buf, sizeof(buf), SHID_STATE_HEADER " %lld\n",
+				   (long long) ceiling);
+
+	fd = OpenTransientFile(SHID_STATE_TMPFILE, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
+	if (fd < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create file \"%s\": %m", SHID_STATE_TMPFILE)));
+	errno = 0;
+	if (write(fd, buf, len) != len)
+	{
+		int			save_errno = errno;
+
+		CloseTransientFile(fd);
+		errno = save_errno ? save_errno : ENOSPC;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not write file \"%s\": %m", SHID_STATE_TMPFILE)));
+	}
+	if (CloseTransientFile(fd) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not close file \"%s\": %m", SHID_STATE_TMPFILE)));
+	(void) durable_rename(SHID_STATE_TMPFILE, SHID_STATE_FILE, ERROR);
+}
+
+static void
+shid_shmem_startup(void)
+{
+	bool		found;
+	HASHCTL		info;
+
+	if (shid_prev_shmem_startup_hook)
+		shid_prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+
+	shid_shared = ShmemInitStruct("sharded_id", sizeof(ShidShared), &found);
+	if (!found)
+	{
+		LWLockPadded *locks = GetNamedLWLockTranche("sharded_id");
+		int64		ceiling = shid_read_ceiling();
+
+		shid_shared->slots_lock = &locks[0].lock;
+		shid_shared->ceiling_lock = &locks[1].lock;
+		shid_shared->floor_ms = ceiling;
+		pg_atomic_init_u64(&shid_shared->ceiling_ms, (uint64) ceiling);
+	}
+
+	memset(&info, 0, sizeof(info));
+	info.keysize = sizeof(ShidSlotKey);
+	info.entrysize = sizeof(ShidSlot);
+	shid_slots = ShmemInitHash("sharded_id slots",
+							   shid_max_shards, shid_max_shards,
+							   &info, HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
+
+	LWLockRelease(AddinShmemInitLock);
+}
+
+void
+_PG_init(void)
+{
+	/*
+	 * Loaded without shared_preload_libraries, the module still provides the
+	 * decoders; next_id refuses to run (see shid_require_shared_state).
+	 */
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	DefineCustomIntVariable("sharded_id.max_shards",
+							"Sets how many shards, over all layouts, next_id can keep state for.",
+							"Each shard in use takes about 600 bytes of shared memory.",
+							&shid_max_shards,
+							8192,
+							16,
+							65536,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+	MarkGUCPrefixReserved("sharded_id");
+
+#ifdef SHID_HAVE_SHMEM_REQUEST_HOOK
+	shid_prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = shid_shmem_request;
+#else
+	shid_request_shmem();
+#endif
+	shid_prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = shid_shmem_startup;
+}
+
+static void
+shid_require_shared_state(void)
+{
+	if (shid_shared == NULL || shid_slots == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("sharded_id must be loaded via shared_preload_libraries"),
+				 errdetail("next_id needs shared memory to guarantee that no id repeats."),
+				 errhint("Add sharded_id to shared_preload_libraries in postgresql.conf and restart the server.")));
+}
+
+/* Mark every value of the slot free, for a new millisecond. */
+static void
+shid_slot_reset(ShidSlot *slot, int64 ms, int capacity)
+{
+	int			words = (capacity + 63) / 64;
+
+	memset(slot->taken, 0, words * sizeof(uint64));
+	if (capacity % 64 != 0)
+		slot->taken[words - 1] = ~UINT64CONST(0) << (capacity % 64);
+	slot->ms = ms;
+	slot->used = 0;
+}
+
+/*
+ * Take a free sequence-field value: the wanted one if free, else the next
+ * free one after it, wrapping around.  The caller holds the mutex and has
+ * made sure a value is free.
+ */
+static int
+shid_slot_take(ShidSlot *slot, int capacity, int64 wanted)
+{
+	int			words = (capacity + 63) / 64;
+	int			value = (int) ((uint64) wanted & (uint64) (capacity - 1));
+	int			w = value / 64;
+	uint64		free_bits = ~slot->taken[w] & (~UINT64CONST(0) << (value % 64));
+
+	Assert(slot->used < capacity);
+
+	for (int i = 0; i <= words; i++)
+	{
+		if (free_bits != 0)
+		{
+			int			bit = pg_rightmost_one_pos64(free_bits);
+
+			slot->taken[w] |= UINT64CONST(1) << bit;
+			slot->used++;
+			return w * 64 + bit;
+		}
+		w = (w + 1) % words;
+		free_bits = ~slot->taken[w];
+	}
+	elog(ERROR, "sharded_id slot has no free value although %d of %d are used",
+		 slot->used, capacity);
+	return 0;					/* keep compiler quiet */
+}
+
+static ShidSlot *
+shid_find_slot(const ShidLayout *layout, int32 shard)
+{
+	ShidSlotKey key;
+	ShidLocalSlot *local;
+	ShidSlot   *slot;
+	bool		found;
+
+	memset(&key, 0, sizeof(key));
+	key.layout_key = shid_layout_key(layout);
+	key.shard = shard;
+
+	if (shid_local_cache == NULL)
+		shid_local_cache = MemoryContextAllocZero(TopMemoryContext,
+												  SHID_LOCAL_CACHE_SIZE * sizeof(ShidLocalSlot));
+	local = &shid_local_cache[(shard ^ (uint32) (key.layout_key >> 16)) &
+							  (SHID_LOCAL_CACHE_SIZE - 1)];
+	if (local->slot != NULL && memcmp(&local->key, &key, sizeof(key)) == 0)
+		return local->slot;
+
+	LWLockAcquire(shid_shared->slots_lock, LW_SHARED);
+	slot = hash_search(shid_slots, &key, HASH_FIND, NULL);
+	LWLockRelease(shid_shared->slots_lock);
+
+	if (slot == NULL)
+	{
+		LWLockAcquire(shid_shared->slots_lock, LW_EXCLUSIVE);
+		slot = hash_search(shid_slots, &key, HASH_ENTER_NULL, &found);
+		if (slot != NULL && !found)
+		{
+			SpinLockInit(&slot->mutex);
+			/* Start full at the floor: the first value comes after it. */
+			slot->ms = shid_shared->floor_ms;
+			slot->used = (int32) shid_seq_capacity(layout);
+		}
+		LWLockRelease(shid_shared->slots_lock);
+		if (slot == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("too many shards in use for next_id"),
+					 errdetail("State for %d shards is already in shared memory.",
+							   shid_max_shards),
+					 errhint("Raise sharded_id.max_shards and restart the server.")));
+	}
+
+	local->key = key;
+	local->slot = slot;
+	return slot;
+}
+
+/*
+ * Claim a (millisecond, sequence-field value) pair of the slot that no
+ * other call has claimed.  Returns the millisecond; *value gets the value.
+ */
+static int64
+shid_slot_claim(ShidSlot *slot, int capacity, int64 seqval, int64 now_ms,
+				int *value)
+{
+	for (;;)
+	{
+		int64		full_ms;
+
+		SpinLockAcquire(&slot->mutex);
+		if (now_ms > slot->ms)
+			shid_slot_reset(slot, now_ms, capacity);
+		else if (now_ms < slot->ms && slot->used >= capacity)
+		{
+			/* Clock behind the slot: move on without waiting for it. */
+			shid_slot_reset(slot, slot->ms + 1, capacity);
+		}
+		if (slot->used < capacity)
+		{
+			int64		ms = slot->ms;
+
+			*value = shid_slot_take(slot, capacity, seqval);
+			SpinLockRelease(&slot->mutex);
+			return ms;
+		}
+		full_ms = slot->ms;
+		SpinLockRelease(&slot->mutex);
+
+		/* This millisecond is used up: wait for the clock to leave it. */
+		do
+		{
+			CHECK_FOR_INTERRUPTS();
+			SPIN_DELAY();
+			now_ms = shid_clock_ms();
+		} while (now_ms == full_ms);
+	}
+}
+
+/* Push the durable ceiling to at least ms + SHID_LEASE_MS. */
+static void
+shid_raise_ceiling(int64 ms)
+{
+	int64		ceiling = (int64) pg_atomic_read_u64(&shid_shared->ceiling_ms);
+
+	if (ceiling >= ms + SHID_LEASE_MS / 2)
+		return;
+	ceiling = Max(ms + SHID_LEASE_MS, ceiling);
+	shid_write_ceiling(ceiling);
+	pg_atomic_write_u64(&shid_shared->ceiling_ms, (uint64) ceiling);
+}
+
+/*
+ * Make sure ms is covered by the durable ceiling before an id carrying it is
+ * returned.  The ceiling is raised half a lease early by whoever gets the
+ * lock without waiting, so callers rarely block on the write.
+ */
+static void
+shid_cover(int64 ms)
+{
+	int64		ceiling = (int64) pg_atomic_read_u64(&shid_shared->ceiling_ms);
+
+	if (ceiling >= ms + SHID_LEASE_MS / 2)
+		return;
+
+	if (ceiling >= ms)
+	{
+		if (LWLockConditionalAcquire(shid_shared->ceiling_lock, LW_EXCLUSIVE))
+		{
+			shid_raise_ceiling(ms);
+			LWLockRelease(shid_shared->ceiling_lock);
+		}
+		return;
+	}
+
+	LWLockAcquire(shid_shared->ceiling_lock, LW_EXCLUSIVE);
+	shid_raise_ceiling(ms);
+	LWLockRelease(shid_shared->ceiling_lock);
+}
+
+/*
+ * Mint one id for shard of layout, taking its sequence field from seqoid.
+ * Arguments and the clock are checked before nextval, so a rejected call
+ * consumes no sequence value.  The millisecond of a claimed value is
+ * range-checked again, since a slot ahead of the clock may have moved on.
+ */
+static int64
+shid_generate(const ShidLayout *layout, int32 shard, Oid seqoid)
+{
+	int			capacity = (int) shid_seq_capacity(layout);
+	int64		now_ms;
+	int64		seqval;
+	int64		ms;
+	int			value;
+	ShidSlot   *slot;
+
+	shid_check_shard(layout, shard);
+	shid_require_shared_state();
+	/* The time of the call, read once, like the seed's clock_timestamp(). */
+	now_ms = shid_clock_ms();
+	shid_check_unix_ms(layout, now_ms);
+	slot = shid_find_slot(layout, shard);
+
+	seqval = nextval_internal(seqoid, true);
+
+	ms = shid_slot_claim(slot, capacity, seqval, now_ms, &value);
+	shid_check_unix_ms(layout, ms);
+	shid_cover(ms);
+	return shid_pack(layout, ms, shard, value);
+}
+
+/*
+ * next_id(shard_id integer, seq regclass) RETURNS bigint
+ *
+ * A new id for the shard in the default layout, its low bits taken from
+ * nextval(seq).  Never returns the same id twice for a shard of a cluster.
+ */
+PG_FUNCTION_INFO_V1(shid_next_id);
+Datum
+shid_next_id(PG_FUNCTION_ARGS)
+{
+	int32		shard = PG_GETARG_INT32(0);
+	Oid			seqoid = PG_GETARG_OID(1);
+
+	PG_RETURN_INT64(shid_generate(shid_default_layout(), shard, seqoid));
+}

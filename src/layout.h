@@ -1,0 +1,70 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/layout.h
+ *	  The bit layout of a sharded id, and packing and unpacking it.
+ *
+ * The default layout is Instagram's:
+ *
+ *	 63 62                                    23 22          10 9          0
+ *	+--+----------------------------------------+--------------+------------+
+ *	|0 |   milliseconds since the epoch (41)    |  shard (13)  |  seq (10)  |
+ *	+--+----------------------------------------+--------------+------------+
+ *
+ * The time field is nominally 41 bits wide, but its top bit is the sign bit
+ * of the bigint, so only 40 bits of milliseconds are usable: with the
+ * default epoch (2011-08-24 21:07:01.721 UTC) ids stay positive until
+ * 2046-06-27.  A layout whose fields add up to less than 63 bits simply
+ * leaves the top bits zero.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SHARDED_ID_LAYOUT_H
+#define SHARDED_ID_LAYOUT_H
+
+#include "postgres.h"
+
+#include "datatype/timestamp.h"
+
+/* Widest sequence field the generator keeps state for (Snowflake's). */
+#define SHID_MAX_SEQ_BITS 12
+
+/* Milliseconds between 1970-01-01 and PostgreSQL's 2000-01-01 epoch. */
+#define SHID_UNIX_MS_AT_PG_EPOCH \
+	((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000)
+
+typedef struct ShidLayout
+{
+	const char *name;			/* how SQL callers name the layout */
+	int64		epoch_ms;		/* Unix time in ms of time field zero */
+	int			time_bits;		/* nominal width of the time field */
+	int			shard_bits;		/* width of the shard field */
+	int			seq_bits;		/* width of the sequence field */
+} ShidLayout;
+
+/* Fields of one id, as unpacked. */
+typedef struct ShidFields
+{
+	int64		unix_ms;		/* creation time, Unix ms */
+	int32		shard;
+	int32		seq;
+} ShidFields;
+
+extern const ShidLayout *shid_default_layout(void);
+
+extern int64 shid_max_shard(const ShidLayout *layout);
+extern int64 shid_seq_capacity(const ShidLayout *layout);
+extern uint64 shid_layout_key(const ShidLayout *layout);
+
+extern void shid_check_shard(const ShidLayout *layout, int64 shard);
+extern void shid_check_unix_ms(const ShidLayout *layout, int64 unix_ms);
+extern void shid_check_id(const ShidLayout *layout, int64 id);
+
+extern int64 shid_pack(const ShidLayout *layout, int64 unix_ms,
+					   int64 shard, int64 seq);
+extern void shid_unpack(const ShidLayout *layout, int64 id,
+						ShidFields *fields);
+
+extern int64 shid_timestamptz_to_unix_ms(TimestampTz ts);
+extern TimestampTz shid_unix_ms_to_timestamptz(int64 unix_ms);
+
+#endif							/* SHARDED_ID_LAYOUT_H */
