@@ -1,0 +1,139 @@
+# test/t/002_clock_step.pl
+#
+# The server's wall clock is stepped back an hour (as by NTP or a VM
+# restore), through libfaketime.  Ids must not repeat, must not go back in
+# time, and must not hang; the same holds across an immediate restart while
+# the clock is still behind.  A clock before the epoch or past the sign-bit
+# date gives an error and consumes nothing.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my ($libfaketime) = glob('/usr/lib/*/faketime/libfaketime.so.1');
+die "libfaketime is not installed (apt-get install libfaketime)"
+  unless defined $libfaketime && -f $libfaketime;
+
+my $clock_file = PostgreSQL::Test::Utils::tempdir() . '/clock';
+
+sub set_clock
+{
+	my ($spec) = @_;
+	open my $fh, '>', $clock_file or die "could not write $clock_file: $!";
+	print $fh "$spec\n";
+	close $fh;
+}
+
+my $node = PostgreSQL::Test::Cluster->new('clock');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'sharded_id'
+# a hang becomes a failure instead of a stuck test
+statement_timeout = '120s'
+});
+
+# Start the server with its wall clock read from $clock_file.  The
+# monotonic clock, which timeouts use, stays real.
+sub start_faked
+{
+	local $ENV{LD_PRELOAD} = $libfaketime;
+	local $ENV{FAKETIME_TIMESTAMP_FILE} = $clock_file;
+	local $ENV{FAKETIME_NO_CACHE} = '1';
+	local $ENV{FAKETIME_DONT_FAKE_MONOTONIC} = '1';
+	$node->start;
+}
+
+set_clock('+0');
+start_faked();
+$node->safe_psql('postgres', q{
+	CREATE EXTENSION sharded_id;
+	CREATE SEQUENCE s;
+	CREATE TABLE ids (id bigint PRIMARY KEY, phase int NOT NULL);
+	CREATE FUNCTION unix_ms(timestamptz) RETURNS bigint
+	LANGUAGE sql IMMUTABLE AS 'SELECT (extract(epoch FROM $1) * 1000)::bigint';
+});
+
+sub mint
+{
+	my ($phase, $n) = @_;
+	my ($ret, $stdout, $stderr) = $node->psql('postgres',
+		"INSERT INTO ids SELECT sharded_id.next_id(3, 's'), $phase FROM generate_series(1, $n)");
+	is($ret, 0, "phase $phase: $n ids inserted under a primary key")
+	  or diag($stderr);
+}
+
+sub phase_ms
+{
+	my ($agg, $phase) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT $agg(unix_ms(sharded_id.created_at(id))) FROM ids WHERE phase = $phase");
+}
+
+sub clock_ms
+{
+	return $node->safe_psql('postgres', 'SELECT unix_ms(clock_timestamp())');
+}
+
+mint(1, 20000);
+my $high_water = phase_ms('max', 1);
+
+# Step back one hour while the server runs.
+set_clock('-1h');
+cmp_ok(clock_ms(), '<', $high_water - 3000 * 1000,
+	'the server clock now reads about an hour earlier');
+mint(2, 20000);
+cmp_ok(phase_ms('min', 2), '>=', $high_water,
+	'with the clock behind, ids do not go back in time');
+cmp_ok(phase_ms('max', 2), '<=', $high_water + 20000 / 1024 + 2,
+	'ids keep the high-water time, moving 1 ms per 1024 ids');
+
+# Immediate restart with the clock still an hour behind: shared memory is
+# gone, the durable ceiling is not.
+$high_water = phase_ms('max', 2);
+$node->stop('immediate');
+start_faked();
+mint(3, 20000);
+cmp_ok(phase_ms('min', 3), '>', $high_water,
+	'after a restart with the clock behind, ids are later than every old one');
+cmp_ok(phase_ms('max', 3), '<=', $high_water + 1000 + 20000 / 1024 + 2,
+	'and at most one clock lease (1000 ms) ahead of them');
+
+# The clock comes back.  Once it has passed the durable ceiling (at most
+# one lease after the newest id), ids follow the wall clock again.
+set_clock('+0');
+my ($ceiling) = slurp_file($node->data_dir . '/sharded_id.state')
+  =~ /^sharded_id clock ceiling (\d+)$/m;
+cmp_ok($ceiling, '>=', phase_ms('max', 3), 'the durable ceiling covers the newest id');
+$node->poll_query_until('postgres', "SELECT unix_ms(clock_timestamp()) > $ceiling")
+  or die 'the clock did not pass the ceiling';
+my $before = clock_ms();
+mint(4, 1000);
+my $after = clock_ms();
+cmp_ok(phase_ms('min', 4), '>=', $before, 'with the clock back, ids carry the wall clock');
+cmp_ok(phase_ms('max', 4), '<=', $after, 'and not a time ahead of it');
+
+is($node->safe_psql('postgres', 'SELECT count(*) - count(DISTINCT id) FROM ids'),
+	'0', 'no repeats over all phases');
+
+# A clock outside the id's time field: an error of class 22, and the
+# sequence is not consumed.
+my $last_value = $node->safe_psql('postgres', 'SELECT last_value FROM s');
+for my $case (['@2010-01-01 00:00:00', 'before the epoch'],
+	['@2047-01-01 00:00:00', 'past the sign-bit date'])
+{
+	my ($spec, $what) = @$case;
+	set_clock($spec);
+	my ($ret, $stdout, $stderr) = $node->psql('postgres',
+		"\\set VERBOSITY verbose\nSELECT sharded_id.next_id(3, 's');");
+	like($stderr, qr/ERROR:  22008: timestamp out of range for sharded ids/,
+		"clock $what: SQLSTATE 22008");
+	like($stderr, qr/hold times from 2011-08-24 .* to 2046-06-27 /,
+		"clock $what: the detail states the range");
+}
+set_clock('+0');
+is($node->safe_psql('postgres', 'SELECT last_value FROM s'),
+	$last_value, 'rejected calls consumed no sequence value');
+
+$node->stop;
+done_testing();
