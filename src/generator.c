@@ -73,6 +73,9 @@ PG_MODULE_MAGIC;
 
 #define SHID_BITMAP_WORDS	((1 << SHID_MAX_SEQ_BITS) / 64)
 
+/* ShidSlot.fresh has one bit per word of the bitmap. */
+StaticAssertDecl(SHID_BITMAP_WORDS <= 64, "sequence field too wide for the fresh mask");
+
 /* Identifies one generator slot: a layout and a shard within it. */
 typedef struct ShidSlotKey
 {
@@ -81,13 +84,19 @@ typedef struct ShidSlotKey
 	int32		pad;			/* always zero, keeps the key a clean blob */
 } ShidSlotKey;
 
-/* One slot per (layout, shard), in a fixed-size shared hash table. */
+/*
+ * One slot per (layout, shard), in a fixed-size shared hash table.  Starting
+ * a new millisecond clears only "fresh": a word of "taken" whose bit in
+ * "fresh" is clear reads as all zeroes.  So a call touches the slot's first
+ * cache line and the one word it needs, not the whole bitmap.
+ */
 typedef struct ShidSlot
 {
 	ShidSlotKey key;			/* hash key, must be first */
 	slock_t		mutex;			/* protects the fields below */
 	int32		used;			/* values taken in ms */
 	int64		ms;				/* Unix ms being filled */
+	uint64		fresh;			/* words of taken[] valid for ms */
 	uint64		taken[SHID_BITMAP_WORDS];	/* sequence-field values taken */
 } ShidSlot;
 
@@ -305,16 +314,26 @@ shid_require_shared_state(void)
 }
 
 /* Mark every value of the slot free, for a new millisecond. */
-static void
-shid_slot_reset(ShidSlot *slot, int64 ms, int capacity)
+static inline void
+shid_slot_reset(ShidSlot *slot, int64 ms)
 {
-	int			words = (capacity + 63) / 64;
-
-	memset(slot->taken, 0, words * sizeof(uint64));
-	if (capacity % 64 != 0)
-		slot->taken[words - 1] = ~UINT64CONST(0) << (capacity % 64);
 	slot->ms = ms;
 	slot->used = 0;
+	slot->fresh = 0;
+}
+
+/*
+ * Word w of the taken bitmap.  Bits at or beyond capacity read as taken, so
+ * the search never offers them.
+ */
+static inline uint64
+shid_slot_word(const ShidSlot *slot, int w, int capacity)
+{
+	uint64		word = (slot->fresh & (UINT64CONST(1) << w)) ? slot->taken[w] : 0;
+
+	if (capacity < (w + 1) * 64)
+		word |= ~UINT64CONST(0) << (capacity - w * 64);
+	return word;
 }
 
 /*
@@ -328,7 +347,8 @@ shid_slot_take(ShidSlot *slot, int capacity, int64 wanted)
 	int			words = (capacity + 63) / 64;
 	int			value = (int) ((uint64) wanted & (uint64) (capacity - 1));
 	int			w = value / 64;
-	uint64		free_bits = ~slot->taken[w] & (~UINT64CONST(0) << (value % 64));
+	uint64		word = shid_slot_word(slot, w, capacity);
+	uint64		free_bits = ~word & (~UINT64CONST(0) << (value % 64));
 
 	Assert(slot->used < capacity);
 
@@ -338,12 +358,14 @@ shid_slot_take(ShidSlot *slot, int capacity, int64 wanted)
 		{
 			int			bit = pg_rightmost_one_pos64(free_bits);
 
-			slot->taken[w] |= UINT64CONST(1) << bit;
+			slot->taken[w] = word | (UINT64CONST(1) << bit);
+			slot->fresh |= UINT64CONST(1) << w;
 			slot->used++;
 			return w * 64 + bit;
 		}
 		w = (w + 1) % words;
-		free_bits = ~slot->taken[w];
+		word = shid_slot_word(slot, w, capacity);
+		free_bits = ~word;
 	}
 	elog(ERROR, "sharded_id slot has no free value although %d of %d are used",
 		 slot->used, capacity);
@@ -367,7 +389,8 @@ shid_find_slot(const ShidLayout *layout, int32 shard)
 												  SHID_LOCAL_CACHE_SIZE * sizeof(ShidLocalSlot));
 	local = &shid_local_cache[(shard ^ (uint32) (key.layout_key >> 16)) &
 							  (SHID_LOCAL_CACHE_SIZE - 1)];
-	if (local->slot != NULL && memcmp(&local->key, &key, sizeof(key)) == 0)
+	if (local->slot != NULL && local->key.shard == shard &&
+		local->key.layout_key == key.layout_key)
 		return local->slot;
 
 	LWLockAcquire(shid_shared->slots_lock, LW_SHARED);
@@ -414,11 +437,11 @@ shid_slot_claim(ShidSlot *slot, int capacity, int64 seqval, int64 now_ms,
 
 		SpinLockAcquire(&slot->mutex);
 		if (now_ms > slot->ms)
-			shid_slot_reset(slot, now_ms, capacity);
+			shid_slot_reset(slot, now_ms);
 		else if (now_ms < slot->ms && slot->used >= capacity)
 		{
 			/* Clock behind the slot: move on without waiting for it. */
-			shid_slot_reset(slot, slot->ms + 1, capacity);
+			shid_slot_reset(slot, slot->ms + 1);
 		}
 		if (slot->used < capacity)
 		{

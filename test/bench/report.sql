@@ -1,0 +1,78 @@
+-- test/bench/report.sql: medians of every measurement, as Markdown tables.
+\pset format unaligned
+\pset tuples_only on
+\pset footer off
+CREATE TEMP VIEW med AS
+SELECT section, candidate, metric,
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY value) AS median,
+       count(*) AS rounds
+FROM bench.results GROUP BY 1, 2, 3;
+
+SELECT '### Per call: 1,000,000 calls in one statement (median of ' || max(rounds) || ' rounds)'
+FROM med WHERE section = 'percall';
+SELECT '';
+SELECT '| candidate | ms per million calls | × nextval | ids/s |';
+SELECT '|---|---:|---:|---:|';
+SELECT format('| %s | %s | %s | %s |', m.candidate, round(m.median::numeric, 0),
+              round((m.median / b.median)::numeric, 2),
+              to_char(1e9 / m.median, 'FM9,999,999,999'))
+FROM med m, med b
+WHERE m.section = 'percall' AND b.section = 'percall' AND b.candidate = 'nextval'
+ORDER BY m.median;
+SELECT '';
+SELECT format('next_id on one shard reaches %s %% of the 1,024,000 ids/s ceiling; '
+              'the PL/pgSQL original is %s× slower than next_id over many shards; '
+              'next_id over many shards costs %s× a nextval evaluating the same shard expression.',
+              round((1e9 / one.median / 1024000 * 100)::numeric, 1),
+              round((seed.median / spread.median)::numeric, 1),
+              round((spread.median / ref.median)::numeric, 2))
+FROM med one, med seed, med spread, med ref
+WHERE one.candidate = 'next_id, one shard' AND seed.candidate = 'PL/pgSQL original'
+  AND spread.candidate = 'next_id, 8192 shards' AND ref.candidate = 'nextval + shard expression'
+  AND one.section = 'percall' AND seed.section = 'percall'
+  AND spread.section = 'percall' AND ref.section = 'percall';
+SELECT '';
+
+SELECT '### Bulk INSERT of 1,000,000 rows with the id as column DEFAULT (median of ' || max(rounds) || ' rounds)'
+FROM med WHERE section = 'bulk';
+SELECT '';
+SELECT '| id column | ms | × bigserial throughput | PK index MB per million rows | WAL MB per million rows |';
+SELECT '|---|---:|---:|---:|---:|';
+SELECT format('| %s | %s | %s | %s | %s |', m.candidate, round(m.median::numeric, 0),
+              round((b.median / m.median)::numeric, 2),
+              round((pk.median / 1048576)::numeric, 1),
+              round((wal.median / 1048576)::numeric, 1))
+FROM med m
+JOIN med b ON b.section = 'bulk' AND b.candidate = 'bigserial' AND b.metric = 'ms'
+JOIN med pk ON pk.section = 'bulk' AND pk.candidate = m.candidate AND pk.metric = 'pk_bytes'
+JOIN med wal ON wal.section = 'bulk' AND wal.candidate = m.candidate AND wal.metric = 'wal_bytes'
+WHERE m.section = 'bulk' AND m.metric = 'ms'
+ORDER BY m.median;
+SELECT '';
+
+SELECT '### pgbench: single-row INSERT with the id as column DEFAULT, transactions/s (median of ' || max(rounds) || ' runs)'
+FROM med WHERE section = 'pgbench';
+SELECT '';
+SELECT '| id column | ' || string_agg(metric || ' | ×bigserial', ' | ' ORDER BY split_part(metric, ' ', 1)::int) || ' |'
+FROM (SELECT DISTINCT metric FROM med WHERE section = 'pgbench') x;
+SELECT '|---|' || string_agg('---:|---:', '|' ORDER BY split_part(metric, ' ', 1)::int) || '|'
+FROM (SELECT DISTINCT metric FROM med WHERE section = 'pgbench') x;
+SELECT format('| %s | %s |', m.candidate,
+              string_agg(round(m.median::numeric, 0) || ' | ' || round((m.median / b.median)::numeric, 2),
+                         ' | ' ORDER BY split_part(m.metric, ' ', 1)::int))
+FROM med m JOIN med b ON b.section = 'pgbench' AND b.candidate = 'bigserial' AND b.metric = m.metric
+WHERE m.section = 'pgbench'
+GROUP BY m.candidate
+ORDER BY min(b.median / m.median);
+SELECT '';
+
+SELECT '### Sequence CACHE under next_id: pgbench single-row INSERT, 4 clients, transactions/s (median of ' || max(rounds) || ' runs)'
+FROM med WHERE section = 'cache';
+SELECT '';
+SELECT '| sequence | transactions/s | × CACHE 1 |';
+SELECT '|---|---:|---:|';
+SELECT format('| %s | %s | %s |', m.candidate, round(m.median::numeric, 0),
+              round((m.median / b.median)::numeric, 2))
+FROM med m JOIN med b ON b.section = 'cache' AND b.candidate = 'CACHE 1'
+WHERE m.section = 'cache'
+ORDER BY split_part(m.candidate, ' ', 2)::int;
