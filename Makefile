@@ -5,7 +5,7 @@
 # test/run.sh does all of it on a throwaway cluster.
 
 MODULE_big = sharded_id
-OBJS = src/layout.o src/generator.o src/decode.o
+OBJS = src/layout.o src/generator.o src/decode.o src/route.o src/shortcode.o
 PGFILEDESC = "sharded_id - time-sortable 64-bit ids carrying a logical shard"
 
 EXTENSION = sharded_id
@@ -14,7 +14,7 @@ DATA = $(wildcard src/sql/sharded_id--*.sql)
 PG_CPPFLAGS = -I$(srcdir)/src
 
 # pg_regress: sql/ and expected/
-REGRESS = api errors labels stress
+REGRESS = api errors labels stress layouts helpers shards upgrade
 REGRESS_OPTS = --load-extension=sharded_id
 
 # pg_isolation_regress: test/specs/ and test/expected/

@@ -6,24 +6,38 @@ SELECT p.oid::regprocedure AS function,
        p.provolatile AS volatile,
        p.proparallel AS parallel,
        p.proisstrict AS strict,
-       p.prosecdef AS security_definer
+       p.prosecdef AS security_definer,
+       p.proconfig AS settings
 FROM pg_proc p
 JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
 JOIN pg_extension e ON d.refclassid = 'pg_extension'::regclass AND d.refobjid = e.oid
 WHERE e.extname = 'sharded_id' AND d.deptype = 'e'
-ORDER BY 1::text;
+ORDER BY p.oid::regprocedure::text COLLATE "C";
 
--- Anything that calls nextval is VOLATILE and not PARALLEL SAFE; every
--- decoder is IMMUTABLE, STRICT and PARALLEL SAFE.
+-- Anything that calls nextval or changes the database is VOLATILE and not
+-- PARALLEL SAFE; every C decoder is IMMUTABLE, STRICT and PARALLEL SAFE;
+-- every SQL and PL/pgSQL function pins its search_path.
 SELECT p.oid::regprocedure AS mislabelled
 FROM pg_proc p
 JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
 JOIN pg_extension e ON d.refclassid = 'pg_extension'::regclass AND d.refobjid = e.oid
+JOIN pg_language l ON l.oid = p.prolang
 WHERE e.extname = 'sharded_id' AND d.deptype = 'e'
-  AND CASE WHEN p.proname LIKE 'next\_id%'
-           THEN p.provolatile <> 'v' OR p.proparallel = 's'
-           ELSE p.provolatile <> 'i' OR p.proparallel <> 's' OR NOT p.proisstrict
-      END;
+  AND ((p.proname LIKE 'next\_id%' AND (p.provolatile <> 'v' OR p.proparallel = 's'))
+       OR (p.provolatile = 'v' AND p.proparallel = 's')
+       OR (l.lanname = 'c' AND p.proname NOT LIKE 'next\_id%'
+           AND (p.provolatile <> 'i' OR p.proparallel <> 's' OR NOT p.proisstrict))
+       OR (l.lanname <> 'c'
+           AND NOT coalesce('search_path=pg_catalog, pg_temp' = ANY (p.proconfig), false)));
+
+-- Provisioning is not for PUBLIC.
+SELECT p.oid::regprocedure AS function, has_function_privilege('public', p.oid, 'EXECUTE') AS public_may_execute
+FROM pg_proc p
+JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
+JOIN pg_extension e ON d.refclassid = 'pg_extension'::regclass AND d.refobjid = e.oid
+WHERE e.extname = 'sharded_id' AND d.deptype = 'e'
+  AND NOT has_function_privilege('public', p.oid, 'EXECUTE')
+ORDER BY p.oid::regprocedure::text COLLATE "C";
 
 -- Every member object has a comment.
 SELECT pg_describe_object(d.classid, d.objid, d.objsubid) AS uncommented

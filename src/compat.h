@@ -33,4 +33,12 @@
 #define MarkGUCPrefixReserved(prefix) EmitWarningsOnPlaceholders(prefix)
 #endif
 
+/*
+ * PostgreSQL 16 moved the varlena macros (VARDATA_ANY and friends) out of
+ * postgres.h into varatt.h.
+ */
+#if PG_VERSION_NUM >= 160000
+#include "varatt.h"
+#endif
+
 #endif							/* SHARDED_ID_COMPAT_H */

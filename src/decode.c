@@ -20,8 +20,56 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "layout.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/tuplestore.h"
 #include "utils/timestamp.h"
 
+/*
+ * Set up a set-returning function to return its rows in a tuplestore, the
+ * same on every server version (InitMaterializedSRF is 15 and later only).
+ */
+static ReturnSetInfo *
+shid_materialize(FunctionCallInfo fcinfo)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	TupleDesc	tupdesc;
+	MemoryContext oldcontext;
+
+	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
+		(rsinfo->allowedModes & SFRM_Materialize) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("set-valued function called in context that cannot accept a set")));
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	oldcontext = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+	rsinfo->returnMode = SFRM_Materialize;
+	rsinfo->setDesc = CreateTupleDescCopy(tupdesc);
+	rsinfo->setResult = tuplestore_begin_heap(true, false, work_mem);
+	MemoryContextSwitchTo(oldcontext);
+	return rsinfo;
+}
+
+/* Argument argno as Unix ms, checked against the layout's time field. */
+static int64
+shid_arg_unix_ms(FunctionCallInfo fcinfo, int argno, const ShidLayout *layout)
+{
+	TimestampTz ts = PG_GETARG_TIMESTAMPTZ(argno);
+	int64		unix_ms;
+
+	if (TIMESTAMP_NOT_FINITE(ts))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("timestamp out of range for sharded ids"),
+				 errdetail("Infinite timestamps cannot be encoded.")));
+	unix_ms = shid_timestamptz_to_unix_ms(ts);
+	shid_check_unix_ms(layout, unix_ms);
+	return unix_ms;
+}
+
+/* Argument argno as an id of the layout, checked. */
 static int64
 shid_arg_id(FunctionCallInfo fcinfo, int argno, const ShidLayout *layout)
 {
@@ -32,16 +80,16 @@ shid_arg_id(FunctionCallInfo fcinfo, int argno, const ShidLayout *layout)
 }
 
 /*
- * decode(id bigint, OUT created_at timestamptz, OUT shard_id integer,
- *		  OUT seq_id integer) RETURNS record
+ * decode(id bigint [, layout text], OUT created_at timestamptz,
+ *		  OUT shard_id integer, OUT seq_id integer) RETURNS record
  *
- * All three fields of an id.
+ * All three fields of an id, in the default layout or the one named.
  */
 PG_FUNCTION_INFO_V1(shid_decode);
 Datum
 shid_decode(PG_FUNCTION_ARGS)
 {
-	const ShidLayout *layout = shid_default_layout();
+	const ShidLayout *layout = shid_layout_arg(fcinfo, 1);
 	int64		id = shid_arg_id(fcinfo, 0, layout);
 	TupleDesc	tupdesc;
 	ShidFields	fields;
@@ -61,7 +109,7 @@ shid_decode(PG_FUNCTION_ARGS)
 }
 
 /*
- * created_at(id bigint) RETURNS timestamptz
+ * created_at(id bigint [, layout text]) RETURNS timestamptz
  *
  * When the id was minted, to the millisecond.
  */
@@ -69,7 +117,7 @@ PG_FUNCTION_INFO_V1(shid_created_at);
 Datum
 shid_created_at(PG_FUNCTION_ARGS)
 {
-	const ShidLayout *layout = shid_default_layout();
+	const ShidLayout *layout = shid_layout_arg(fcinfo, 1);
 	ShidFields	fields;
 
 	shid_unpack(layout, shid_arg_id(fcinfo, 0, layout), &fields);
@@ -77,7 +125,7 @@ shid_created_at(PG_FUNCTION_ARGS)
 }
 
 /*
- * shard_id(id bigint) RETURNS integer
+ * shard_id(id bigint [, layout text]) RETURNS integer
  *
  * The logical shard that owns the id.
  */
@@ -85,7 +133,7 @@ PG_FUNCTION_INFO_V1(shid_shard_id);
 Datum
 shid_shard_id(PG_FUNCTION_ARGS)
 {
-	const ShidLayout *layout = shid_default_layout();
+	const ShidLayout *layout = shid_layout_arg(fcinfo, 1);
 	ShidFields	fields;
 
 	shid_unpack(layout, shid_arg_id(fcinfo, 0, layout), &fields);
@@ -93,7 +141,7 @@ shid_shard_id(PG_FUNCTION_ARGS)
 }
 
 /*
- * seq_id(id bigint) RETURNS integer
+ * seq_id(id bigint [, layout text]) RETURNS integer
  *
  * The sequence field of the id.
  */
@@ -101,7 +149,7 @@ PG_FUNCTION_INFO_V1(shid_seq_id);
 Datum
 shid_seq_id(PG_FUNCTION_ARGS)
 {
-	const ShidLayout *layout = shid_default_layout();
+	const ShidLayout *layout = shid_layout_arg(fcinfo, 1);
 	ShidFields	fields;
 
 	shid_unpack(layout, shid_arg_id(fcinfo, 0, layout), &fields);
@@ -109,31 +157,90 @@ shid_seq_id(PG_FUNCTION_ARGS)
 }
 
 /*
- * encode(created_at timestamptz, shard_id integer, seq_id bigint)
- *		RETURNS bigint
+ * encode(created_at timestamptz, shard_id integer, seq_id bigint
+ *		  [, layout text]) RETURNS bigint
  *
  * The id with these fields: the time floored to the millisecond, the
- * sequence value reduced to its low bits (seq_id % 1024 when non-negative).
+ * sequence value reduced to its low bits (seq_id % 1024 when non-negative,
+ * in the default layout).
  * It mints nothing: the result is not reserved against next_id.
  */
 PG_FUNCTION_INFO_V1(shid_encode);
 Datum
 shid_encode(PG_FUNCTION_ARGS)
 {
-	const ShidLayout *layout = shid_default_layout();
-	TimestampTz ts = PG_GETARG_TIMESTAMPTZ(0);
+	const ShidLayout *layout = shid_layout_arg(fcinfo, 3);
+	int64		unix_ms = shid_arg_unix_ms(fcinfo, 0, layout);
 	int32		shard = PG_GETARG_INT32(1);
 	int64		seq = PG_GETARG_INT64(2);
-	int64		unix_ms;
 
-	if (TIMESTAMP_NOT_FINITE(ts))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-				 errmsg("timestamp out of range for sharded ids"),
-				 errdetail("Infinite timestamps cannot be encoded.")));
 	shid_check_shard(layout, shard);
-	unix_ms = shid_timestamptz_to_unix_ms(ts);
-	shid_check_unix_ms(layout, unix_ms);
-
 	PG_RETURN_INT64(shid_pack(layout, unix_ms, shard, seq));
+}
+
+/*
+ * min_id_at(ts timestamptz [, layout text]) RETURNS bigint
+ *
+ * The lowest id any shard can have at the millisecond of ts, so that
+ * "id >= min_id_at(ts)" selects the ids minted at ts or later.
+ */
+PG_FUNCTION_INFO_V1(shid_min_id_at);
+Datum
+shid_min_id_at(PG_FUNCTION_ARGS)
+{
+	const ShidLayout *layout = shid_layout_arg(fcinfo, 1);
+	int64		unix_ms = shid_arg_unix_ms(fcinfo, 0, layout);
+
+	PG_RETURN_INT64(shid_pack(layout, unix_ms, 0, 0));
+}
+
+/*
+ * max_id_at(ts timestamptz [, layout text]) RETURNS bigint
+ *
+ * The highest id any shard can have at the millisecond of ts, so that
+ * "id <= max_id_at(ts)" selects the ids minted at ts or earlier.
+ */
+PG_FUNCTION_INFO_V1(shid_max_id_at);
+Datum
+shid_max_id_at(PG_FUNCTION_ARGS)
+{
+	const ShidLayout *layout = shid_layout_arg(fcinfo, 1);
+	int64		unix_ms = shid_arg_unix_ms(fcinfo, 0, layout);
+
+	PG_RETURN_INT64(shid_pack(layout, unix_ms, shid_max_shard(layout),
+							  shid_seq_capacity(layout) - 1));
+}
+
+/*
+ * layouts(OUT name text, OUT epoch timestamptz, OUT time_bits integer,
+ *		   OUT shard_bits integer, OUT seq_bits integer, OUT max_shard integer,
+ *		   OUT ids_per_ms integer, OUT last_time timestamptz) RETURNS SETOF record
+ *
+ * The built-in layouts, and the last instant each can hold before its ids
+ * would turn negative.
+ */
+PG_FUNCTION_INFO_V1(shid_layouts);
+Datum
+shid_layouts(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = shid_materialize(fcinfo);
+
+	for (int i = 0; i < shid_num_layouts(); i++)
+	{
+		const ShidLayout *layout = shid_layout_at(i);
+		Datum		values[8];
+		bool		nulls[8] = {0};
+
+		values[0] = CStringGetTextDatum(layout->name);
+		values[1] = TimestampTzGetDatum(shid_unix_ms_to_timestamptz(layout->epoch_ms));
+		values[2] = Int32GetDatum(layout->time_bits);
+		values[3] = Int32GetDatum(layout->shard_bits);
+		values[4] = Int32GetDatum(layout->seq_bits);
+		values[5] = Int32GetDatum((int32) shid_max_shard(layout));
+		values[6] = Int32GetDatum((int32) shid_seq_capacity(layout));
+		values[7] = TimestampTzGetDatum(shid_unix_ms_to_timestamptz(layout->epoch_ms +
+																	shid_max_elapsed_ms(layout)));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
 }

@@ -46,6 +46,7 @@
 #include "commands/sequence.h"
 #include "compat.h"
 #include "fmgr.h"
+#include "funcapi.h"
 #include "layout.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
@@ -109,7 +110,7 @@ typedef struct ShidShared
 } ShidShared;
 
 /* GUC */
-static int	shid_max_shards = 8192;
+static int	shid_max_shards = 16384;
 
 /* Links to shared memory, set in every process that preloaded us. */
 static ShidShared *shid_shared = NULL;
@@ -284,9 +285,9 @@ _PG_init(void)
 							"Sets how many shards, over all layouts, next_id can keep state for.",
 							"Each shard in use takes about 600 bytes of shared memory.",
 							&shid_max_shards,
-							8192,
+							16384,
 							16,
-							65536,
+							262144,
 							PGC_POSTMASTER,
 							0,
 							NULL, NULL, NULL);
@@ -424,32 +425,37 @@ shid_find_slot(const ShidLayout *layout, int32 shard)
 }
 
 /*
- * Claim a (millisecond, sequence-field value) pair of the slot that no
- * other call has claimed.  Returns the millisecond; *value gets the value.
+ * Claim up to n (millisecond, sequence-field value) pairs of the slot that no
+ * other call has claimed, all in one millisecond, the first as close to
+ * wanted as is free.  Returns how many were claimed (at least one), puts the
+ * values in values[] and the millisecond in *ms.  *now_ms is the clock as
+ * the caller read it, and is updated if the call had to wait.
  */
-static int64
-shid_slot_claim(ShidSlot *slot, int capacity, int64 seqval, int64 now_ms,
-				int *value)
+static int
+shid_slot_claim(ShidSlot *slot, int capacity, int64 wanted, int64 *now_ms,
+				int *values, int n, int64 *ms)
 {
 	for (;;)
 	{
 		int64		full_ms;
 
 		SpinLockAcquire(&slot->mutex);
-		if (now_ms > slot->ms)
-			shid_slot_reset(slot, now_ms);
-		else if (now_ms < slot->ms && slot->used >= capacity)
+		if (*now_ms > slot->ms)
+			shid_slot_reset(slot, *now_ms);
+		else if (*now_ms < slot->ms && slot->used >= capacity)
 		{
 			/* Clock behind the slot: move on without waiting for it. */
 			shid_slot_reset(slot, slot->ms + 1);
 		}
 		if (slot->used < capacity)
 		{
-			int64		ms = slot->ms;
+			int			claimed = Min(n, capacity - slot->used);
 
-			*value = shid_slot_take(slot, capacity, seqval);
+			for (int i = 0; i < claimed; i++)
+				values[i] = shid_slot_take(slot, capacity, wanted + i);
+			*ms = slot->ms;
 			SpinLockRelease(&slot->mutex);
-			return ms;
+			return claimed;
 		}
 		full_ms = slot->ms;
 		SpinLockRelease(&slot->mutex);
@@ -459,8 +465,8 @@ shid_slot_claim(ShidSlot *slot, int capacity, int64 seqval, int64 now_ms,
 		{
 			CHECK_FOR_INTERRUPTS();
 			SPIN_DELAY();
-			now_ms = shid_clock_ms();
-		} while (now_ms == full_ms);
+			*now_ms = shid_clock_ms();
+		} while (*now_ms == full_ms);
 	}
 }
 
@@ -506,48 +512,128 @@ shid_cover(int64 ms)
 }
 
 /*
- * Mint one id for shard of layout, taking its sequence field from seqoid.
- * Arguments and the clock are checked before nextval, so a rejected call
- * consumes no sequence value.  The millisecond of a claimed value is
- * range-checked again, since a slot ahead of the clock may have moved on.
+ * Everything a call checks before it takes a sequence value, so that a
+ * rejected call consumes none: the shard, the preload, the clock.  Returns
+ * the slot and the clock reading.
  */
-static int64
-shid_generate(const ShidLayout *layout, int32 shard, Oid seqoid)
+static ShidSlot *
+shid_prepare(const ShidLayout *layout, int32 shard, int64 *now_ms)
 {
-	int			capacity = (int) shid_seq_capacity(layout);
-	int64		now_ms;
-	int64		seqval;
-	int64		ms;
-	int			value;
-	ShidSlot   *slot;
-
 	shid_check_shard(layout, shard);
 	shid_require_shared_state();
 	/* The time of the call, read once, like the seed's clock_timestamp(). */
-	now_ms = shid_clock_ms();
-	shid_check_unix_ms(layout, now_ms);
-	slot = shid_find_slot(layout, shard);
-
-	seqval = nextval_internal(seqoid, true);
-
-	ms = shid_slot_claim(slot, capacity, seqval, now_ms, &value);
-	shid_check_unix_ms(layout, ms);
-	shid_cover(ms);
-	return shid_pack(layout, ms, shard, value);
+	*now_ms = shid_clock_ms();
+	shid_check_unix_ms(layout, *now_ms);
+	return shid_find_slot(layout, shard);
 }
 
 /*
- * next_id(shard_id integer, seq regclass) RETURNS bigint
+ * next_id(shard_id integer, seq regclass [, layout text]) RETURNS bigint
  *
- * A new id for the shard in the default layout, its low bits taken from
- * nextval(seq).  Never returns the same id twice for a shard of a cluster.
+ * A new id for the shard, in the default layout or the one named, its low
+ * bits taken from nextval(seq).  Never returns the same id twice for a
+ * shard of a cluster.
  */
 PG_FUNCTION_INFO_V1(shid_next_id);
 Datum
 shid_next_id(PG_FUNCTION_ARGS)
 {
+	const ShidLayout *layout = shid_layout_arg(fcinfo, 2);
 	int32		shard = PG_GETARG_INT32(0);
 	Oid			seqoid = PG_GETARG_OID(1);
+	int64		now_ms;
+	int64		ms;
+	int			value;
+	ShidSlot   *slot;
 
-	PG_RETURN_INT64(shid_generate(shid_default_layout(), shard, seqoid));
+	slot = shid_prepare(layout, shard, &now_ms);
+	(void) shid_slot_claim(slot, (int) shid_seq_capacity(layout),
+						   nextval_internal(seqoid, true), &now_ms,
+						   &value, 1, &ms);
+	/* A slot ahead of the clock may have moved past the layout's end. */
+	shid_check_unix_ms(layout, ms);
+	shid_cover(ms);
+	PG_RETURN_INT64(shid_pack(layout, ms, shard, value));
+}
+
+/* Most ids one next_ids call reserves. */
+#define SHID_MAX_BATCH 1000000
+
+/*
+ * next_ids(shard_id integer, seq regclass, n integer [, layout text])
+ *		RETURNS SETOF bigint
+ *
+ * Reserve n ids for the shard in one go, for loaders.  One nextval(seq)
+ * picks where the sequence fields start; the ids are claimed from the same
+ * shared state as next_id's, a millisecond's worth at a time, so single
+ * calls interleaved with a batch never repeat its ids.
+ */
+PG_FUNCTION_INFO_V1(shid_next_ids);
+Datum
+shid_next_ids(PG_FUNCTION_ARGS)
+{
+	FuncCallContext *funcctx;
+	int64	   *ids;
+
+	if (SRF_IS_FIRSTCALL())
+	{
+		const ShidLayout *layout = shid_layout_arg(fcinfo, 3);
+		int32		shard = PG_GETARG_INT32(0);
+		Oid			seqoid = PG_GETARG_OID(1);
+		int32		n = PG_GETARG_INT32(2);
+		int			capacity = (int) shid_seq_capacity(layout);
+		int		   *values;
+		int64		wanted;
+		int64		now_ms;
+		int			done = 0;
+		ShidSlot   *slot;
+		MemoryContext oldcontext;
+
+		if (n < 0 || n > SHID_MAX_BATCH)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("batch size %d is out of range", n),
+					 errdetail("Batches must hold between 0 and %d ids.", SHID_MAX_BATCH)));
+
+		funcctx = SRF_FIRSTCALL_INIT();
+		oldcontext = MemoryContextSwitchTo(funcctx->multi_call_memory_ctx);
+		ids = palloc(Max(n, 1) * sizeof(int64));
+		MemoryContextSwitchTo(oldcontext);
+		values = palloc(capacity * sizeof(int));
+
+		if (n > 0)
+		{
+			slot = shid_prepare(layout, shard, &now_ms);
+			wanted = nextval_internal(seqoid, true);
+			while (done < n)
+			{
+				int64		ms;
+				int			claimed;
+
+				claimed = shid_slot_claim(slot, capacity, wanted, &now_ms,
+										  values, Min(n - done, capacity), &ms);
+				shid_check_unix_ms(layout, ms);
+				shid_cover(ms);
+				for (int i = 0; i < claimed; i++)
+					ids[done + i] = shid_pack(layout, ms, shard, values[i]);
+				done += claimed;
+				wanted += claimed;
+				now_ms = shid_clock_ms();
+			}
+		}
+		pfree(values);
+		funcctx->user_fctx = ids;
+		funcctx->max_calls = n;
+	}
+
+	funcctx = SRF_PERCALL_SETUP();
+	ids = (int64 *) funcctx->user_fctx;
+	if (funcctx->call_cntr < funcctx->max_calls)
+	{
+		/* SRF_RETURN_NEXT advances call_cntr before using its argument. */
+		Datum		id = Int64GetDatum(ids[funcctx->call_cntr]);
+
+		SRF_RETURN_NEXT(funcctx, id);
+	}
+	SRF_RETURN_DONE(funcctx);
 }

@@ -14,7 +14,8 @@
  *
  * Everything here is pure arithmetic on a ShidLayout; nothing reads the
  * clock or shared memory, so the SQL-level decoders built on it are
- * IMMUTABLE.  A sequence value enters the id as its low seq_bits bits,
+ * IMMUTABLE.  Other layouts (see shid_layouts) move the field borders and
+ * the epoch; the code is the same for all of them.  A sequence value enters the id as its low seq_bits bits,
  * which for a non-negative value is exactly "value % 1024".
  *
  *-------------------------------------------------------------------------
@@ -22,21 +23,82 @@
 #include "postgres.h"
 
 #include "layout.h"
+#include "lib/stringinfo.h"
+#include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-/* Instagram's layout and epoch, 2011-08-24 21:07:01.721 UTC. */
-static const ShidLayout shid_instagram = {
-	.name = "instagram",
-	.epoch_ms = INT64CONST(1314220021721),
-	.time_bits = 41,
-	.shard_bits = 13,
-	.seq_bits = 10,
+/*
+ * The built-in layouts.  An entry is never changed once released: stored
+ * ids, column defaults and IMMUTABLE decoders name layouts by these names.
+ * New layouts are only ever appended.
+ */
+static const ShidLayout shid_layouts[] = {
+	/* Instagram's, epoch 2011-08-24 21:07:01.721 UTC: the default. */
+	{"instagram", INT64CONST(1314220021721), 41, 13, 10},
+	/* Instagram's bits, epoch 2011-01-01 01:00:00 UTC. */
+	{"instagram_2011_01", INT64CONST(1293843600000), 41, 13, 10},
+	/* Instagram's bits, epoch 2025-01-01 00:00:00 UTC: positive until 2059. */
+	{"instagram_2025", INT64CONST(1735689600000), 41, 13, 10},
+	/* Twitter Snowflake: 10 worker bits, 12 sequence bits. */
+	{"snowflake", INT64CONST(1288834974657), 41, 10, 12},
+	/* 58.com: 39 ms bits from 2016-01-01 UTC, 13 bits of data centre,
+	 * machine and business line, 7 sequence bits. */
+	{"58com", INT64CONST(1451606400000), 39, 13, 7},
 };
+
+#define SHID_NUM_LAYOUTS lengthof(shid_layouts)
 
 const ShidLayout *
 shid_default_layout(void)
 {
-	return &shid_instagram;
+	return &shid_layouts[0];
+}
+
+int
+shid_num_layouts(void)
+{
+	return SHID_NUM_LAYOUTS;
+}
+
+const ShidLayout *
+shid_layout_at(int i)
+{
+	Assert(i >= 0 && i < (int) SHID_NUM_LAYOUTS);
+	return &shid_layouts[i];
+}
+
+/* The layout called name; an error names the valid ones otherwise. */
+const ShidLayout *
+shid_layout_by_name(const char *name)
+{
+	StringInfoData names;
+
+	for (int i = 0; i < (int) SHID_NUM_LAYOUTS; i++)
+	{
+		if (strcmp(shid_layouts[i].name, name) == 0)
+			return &shid_layouts[i];
+	}
+
+	initStringInfo(&names);
+	for (int i = 0; i < (int) SHID_NUM_LAYOUTS; i++)
+		appendStringInfo(&names, "%s%s", i > 0 ? ", " : "", shid_layouts[i].name);
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown sharded id layout \"%s\"", name),
+			 errhint("Valid layouts are: %s.", names.data)));
+	return NULL;				/* keep compiler quiet */
+}
+
+/*
+ * The layout named by argument argno of a SQL-callable function, or the
+ * default layout when the function was called without it.
+ */
+const ShidLayout *
+shid_layout_arg(FunctionCallInfo fcinfo, int argno)
+{
+	if (PG_NARGS() <= argno)
+		return shid_default_layout();
+	return shid_layout_by_name(text_to_cstring(PG_GETARG_TEXT_PP(argno)));
 }
 
 /* Bits of the time field that can be used without touching the sign bit. */
@@ -46,7 +108,7 @@ shid_usable_time_bits(const ShidLayout *layout)
 	return Min(layout->time_bits, 63 - layout->shard_bits - layout->seq_bits);
 }
 
-static int64
+int64
 shid_max_elapsed_ms(const ShidLayout *layout)
 {
 	return (INT64CONST(1) << shid_usable_time_bits(layout)) - 1;

@@ -16,6 +16,9 @@
  * 2046-06-27.  A layout whose fields add up to less than 63 bits simply
  * leaves the top bits zero.
  *
+ * Other built-in layouts (layout.c) move the borders between the fields and
+ * the epoch; all of them keep the order time, shard, sequence.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef SHARDED_ID_LAYOUT_H
@@ -24,6 +27,7 @@
 #include "postgres.h"
 
 #include "datatype/timestamp.h"
+#include "fmgr.h"
 
 /* Widest sequence field the generator keeps state for (Snowflake's). */
 #define SHID_MAX_SEQ_BITS 12
@@ -50,8 +54,13 @@ typedef struct ShidFields
 } ShidFields;
 
 extern const ShidLayout *shid_default_layout(void);
+extern int	shid_num_layouts(void);
+extern const ShidLayout *shid_layout_at(int i);
+extern const ShidLayout *shid_layout_by_name(const char *name);
+extern const ShidLayout *shid_layout_arg(FunctionCallInfo fcinfo, int argno);
 
 extern int64 shid_max_shard(const ShidLayout *layout);
+extern int64 shid_max_elapsed_ms(const ShidLayout *layout);
 extern int64 shid_seq_capacity(const ShidLayout *layout);
 extern uint64 shid_layout_key(const ShidLayout *layout);
 

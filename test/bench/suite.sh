@@ -9,13 +9,13 @@
 # that ratios are taken side by side under the same conditions.
 #
 # Knobs: ROUNDS (per-call and bulk rounds, default 7), PGBENCH_ROUNDS
-# (default 3), PGBENCH_SECONDS (default 5).
+# (default 5), PGBENCH_SECONDS (default 5).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-$here/results/latest.md}
 rounds=${ROUNDS:-7}
-pgbench_rounds=${PGBENCH_ROUNDS:-3}
+pgbench_rounds=${PGBENCH_ROUNDS:-5}
 pgbench_seconds=${PGBENCH_SECONDS:-5}
 calls=1000000
 mkdir -p "$(dirname "$out")"

@@ -1,0 +1,560 @@
+/* src/sql/sharded_id--1.0--1.1.sql */
+
+-- complain if script is sourced in psql, rather than via ALTER EXTENSION
+\echo Use "ALTER EXTENSION sharded_id UPDATE TO '1.1'" to load this file. \quit
+
+--
+-- Layouts.  The functions of 1.0 keep the default layout; each gains an
+-- overload whose last argument names a built-in layout.  Layout names are
+-- frozen, so the decoders stay IMMUTABLE and stored defaults keep their
+-- meaning.
+--
+CREATE FUNCTION sharded_id.layouts(OUT name text,
+                                   OUT epoch timestamptz,
+                                   OUT time_bits integer,
+                                   OUT shard_bits integer,
+                                   OUT seq_bits integer,
+                                   OUT max_shard integer,
+                                   OUT ids_per_ms integer,
+                                   OUT last_time timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'shid_layouts'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE ROWS 5;
+
+COMMENT ON FUNCTION sharded_id.layouts() IS
+'the built-in id layouts, and the last time each can hold';
+
+CREATE FUNCTION sharded_id.next_id(shard_id integer, seq regclass, layout text)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'shid_next_id'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION sharded_id.next_id(integer, regclass, text) IS
+'new id for the shard in the named layout, its low bits from nextval(seq); never repeats within the cluster';
+
+CREATE FUNCTION sharded_id.next_ids(shard_id integer, seq regclass, n integer)
+RETURNS SETOF bigint
+AS 'MODULE_PATHNAME', 'shid_next_ids'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE ROWS 1000;
+
+COMMENT ON FUNCTION sharded_id.next_ids(integer, regclass, integer) IS
+'reserve n new ids for the shard in one call (at most 1000000), for loaders';
+
+CREATE FUNCTION sharded_id.next_ids(shard_id integer, seq regclass, n integer, layout text)
+RETURNS SETOF bigint
+AS 'MODULE_PATHNAME', 'shid_next_ids'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE ROWS 1000;
+
+COMMENT ON FUNCTION sharded_id.next_ids(integer, regclass, integer, text) IS
+'reserve n new ids for the shard in the named layout in one call (at most 1000000), for loaders';
+
+CREATE FUNCTION sharded_id.decode(id bigint, layout text,
+                                  OUT created_at timestamptz,
+                                  OUT shard_id integer,
+                                  OUT seq_id integer)
+RETURNS record
+AS 'MODULE_PATHNAME', 'shid_decode'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION sharded_id.decode(bigint, text) IS
+'creation time, shard and sequence field of an id of the named layout';
+
+CREATE FUNCTION sharded_id.encode(created_at timestamptz,
+                                  shard_id integer,
+                                  seq_id bigint,
+                                  layout text)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'shid_encode'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION sharded_id.encode(timestamptz, integer, bigint, text) IS
+'the id of the named layout with these fields; reserves nothing';
+
+CREATE FUNCTION sharded_id.created_at(id bigint, layout text)
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'shid_created_at'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION sharded_id.created_at(bigint, text) IS
+'creation time of an id of the named layout, to the millisecond';
+
+CREATE FUNCTION sharded_id.shard_id(id bigint, layout text)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'shid_shard_id'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION sharded_id.shard_id(bigint, text) IS
+'logical shard that owns an id of the named layout';
+
+CREATE FUNCTION sharded_id.seq_id(id bigint, layout text)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'shid_seq_id'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION sharded_id.seq_id(bigint, text) IS
+'sequence field of an id of the named layout';
+
+--
+-- Time ranges: WHERE id >= sharded_id.min_id_at(ts) is a primary-key range.
+--
+CREATE FUNCTION sharded_id.min_id_at(ts timestamptz)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'shid_min_id_at'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION sharded_id.min_id_at(timestamptz) IS
+'lowest id any shard can have at the millisecond of ts';
+
+CREATE FUNCTION sharded_id.min_id_at(ts timestamptz, layout text)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'shid_min_id_at'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION sharded_id.min_id_at(timestamptz, text) IS
+'lowest id of the named layout any shard can have at the millisecond of ts';
+
+CREATE FUNCTION sharded_id.max_id_at(ts timestamptz)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'shid_max_id_at'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION sharded_id.max_id_at(timestamptz) IS
+'highest id any shard can have at the millisecond of ts';
+
+CREATE FUNCTION sharded_id.max_id_at(ts timestamptz, layout text)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'shid_max_id_at'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION sharded_id.max_id_at(timestamptz, text) IS
+'highest id of the named layout any shard can have at the millisecond of ts';
+
+--
+-- Routing keys to shards, and ids as text.
+--
+CREATE FUNCTION sharded_id.shard_for(key bigint, shard_count integer)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'shid_shard_for_int8'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION sharded_id.shard_for(bigint, integer) IS
+'logical shard of an integer key: key modulo shard_count, floored (negative keys too)';
+
+CREATE FUNCTION sharded_id.shard_for(key text, shard_count integer)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'shid_shard_for_text'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION sharded_id.shard_for(text, integer) IS
+'logical shard of a text key: 64-bit FNV-1a of its bytes modulo shard_count';
+
+CREATE FUNCTION sharded_id.to_shortcode(id bigint)
+RETURNS text
+AS 'MODULE_PATHNAME', 'shid_to_shortcode'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION sharded_id.to_shortcode(bigint) IS
+'the id in URL-safe base 64 (digits A-Z a-z 0-9 - _)';
+
+CREATE FUNCTION sharded_id.from_shortcode(code text)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'shid_from_shortcode'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION sharded_id.from_shortcode(text) IS
+'the id a shortcode stands for';
+
+--
+-- Logical shards as schemas.
+--
+CREATE TABLE sharded_id.settings (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    schema_prefix text NOT NULL CHECK (schema_prefix <> '' AND length(schema_prefix) <= 50),
+    pad_width integer NOT NULL CHECK (pad_width BETWEEN 0 AND 5),
+    layout text NOT NULL
+);
+
+COMMENT ON TABLE sharded_id.settings IS
+'how shards are provisioned: schema names and layout (no row: shard_0000-style names, layout instagram)';
+
+CREATE TABLE sharded_id.shards (
+    shard_id integer PRIMARY KEY CHECK (shard_id >= 0),
+    schema_name name NOT NULL UNIQUE,
+    layout text NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+
+COMMENT ON TABLE sharded_id.shards IS
+'the logical shards of this database, one schema each';
+
+CREATE TABLE sharded_id.shard_tables (
+    table_name name PRIMARY KEY,
+    template_schema name NOT NULL,
+    template_table name NOT NULL,
+    id_column name NOT NULL,
+    position serial NOT NULL,
+    UNIQUE (template_schema, template_table)
+);
+
+COMMENT ON TABLE sharded_id.shard_tables IS
+'the template tables that every shard schema gets a copy of';
+
+COMMENT ON SEQUENCE sharded_id.shard_tables_position_seq IS
+'order in which template tables were added';
+
+-- pg_dump keeps their rows; the install leaves them empty.
+SELECT pg_catalog.pg_extension_config_dump('sharded_id.settings', '');
+SELECT pg_catalog.pg_extension_config_dump('sharded_id.shards', '');
+SELECT pg_catalog.pg_extension_config_dump('sharded_id.shard_tables', '');
+SELECT pg_catalog.pg_extension_config_dump('sharded_id.shard_tables_position_seq', '');
+
+GRANT SELECT ON sharded_id.settings, sharded_id.shards, sharded_id.shard_tables TO PUBLIC;
+
+-- The settings in force: the row of sharded_id.settings, or the defaults.
+CREATE FUNCTION sharded_id.current_settings(OUT schema_prefix text,
+                                            OUT pad_width integer,
+                                            OUT layout text)
+RETURNS record
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT s.schema_prefix, s.pad_width, s.layout
+    FROM sharded_id.settings s
+    UNION ALL
+    SELECT 'shard_', 4, 'instagram'
+    WHERE NOT EXISTS (SELECT 1 FROM sharded_id.settings)
+$$;
+
+COMMENT ON FUNCTION sharded_id.current_settings() IS
+'the provisioning settings in force (sharded_id.settings, or the defaults)';
+
+CREATE FUNCTION sharded_id.configure(schema_prefix text DEFAULT NULL,
+                                     pad_width integer DEFAULT NULL,
+                                     layout text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cur record;
+BEGIN
+    SELECT * INTO cur FROM sharded_id.current_settings();
+    IF layout IS NOT NULL AND layout IS DISTINCT FROM cur.layout THEN
+        IF NOT EXISTS (SELECT 1 FROM sharded_id.layouts() l WHERE l.name = configure.layout) THEN
+            RAISE EXCEPTION 'unknown sharded id layout "%"', layout
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'sharded_id.layouts() lists the layouts.';
+        END IF;
+        IF EXISTS (SELECT 1 FROM sharded_id.shards) THEN
+            RAISE EXCEPTION 'cannot change the layout of existing shards'
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      DETAIL = format('Shards use layout "%s", and their ids and column defaults depend on it.', cur.layout);
+        END IF;
+    END IF;
+    INSERT INTO sharded_id.settings AS s (singleton, schema_prefix, pad_width, layout)
+    VALUES (true,
+            coalesce(configure.schema_prefix, cur.schema_prefix),
+            coalesce(configure.pad_width, cur.pad_width),
+            coalesce(configure.layout, cur.layout))
+    ON CONFLICT (singleton) DO UPDATE
+        SET schema_prefix = excluded.schema_prefix,
+            pad_width = excluded.pad_width,
+            layout = excluded.layout;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id.configure(text, integer, text) IS
+'set the schema name prefix, its zero padding and the layout of new shards';
+
+-- The schema name of a shard under the current settings.
+CREATE FUNCTION sharded_id.shard_schema(shard_id integer)
+RETURNS name
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT coalesce(
+        (SELECT s.schema_name FROM sharded_id.shards s WHERE s.shard_id = shard_schema.shard_id),
+        (SELECT (c.schema_prefix
+                 || lpad(shard_schema.shard_id::text,
+                         greatest(c.pad_width, length(shard_schema.shard_id::text)), '0'))::name
+         FROM sharded_id.current_settings() c))
+$$;
+
+COMMENT ON FUNCTION sharded_id.shard_schema(integer) IS
+'schema name of a shard: its catalog entry, or the name the settings give it';
+
+-- Copy template table t into schema of shard shard_id, unless it is there.
+CREATE FUNCTION sharded_id._copy_table(t sharded_id.shard_tables, shard_id integer,
+                                       schema name, seq regclass, layout text)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    template regclass;
+    target text := format('%I.%I', schema, t.table_name);
+BEGIN
+    IF to_regclass(target) IS NOT NULL THEN
+        RETURN false;
+    END IF;
+    template := to_regclass(format('%I.%I', t.template_schema, t.template_table));
+    IF template IS NULL THEN
+        RAISE EXCEPTION 'template table %.% of sharded table "%" does not exist',
+                        quote_ident(t.template_schema), quote_ident(t.template_table), t.table_name
+            USING ERRCODE = 'undefined_table';
+    END IF;
+    EXECUTE format('CREATE TABLE %s (LIKE %s INCLUDING ALL)', target, template);
+    EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT sharded_id.next_id(%s, %L::pg_catalog.regclass%s)',
+                   target, t.id_column, shard_id, seq::text,
+                   CASE WHEN layout = 'instagram' THEN '' ELSE format(', %L', layout) END);
+    IF obj_description(template, 'pg_class') IS NOT NULL THEN
+        EXECUTE format('COMMENT ON TABLE %s IS %L', target, obj_description(template, 'pg_class'));
+    END IF;
+    RETURN true;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._copy_table(sharded_id.shard_tables, integer, name, regclass, text) IS
+'internal: copy one template table into a shard schema';
+
+-- Recreate the template's foreign keys on the shard's copy; those that
+-- point at another template table point at that table's copy in the shard.
+CREATE FUNCTION sharded_id._copy_foreign_keys(t sharded_id.shard_tables, schema name)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    template regclass := to_regclass(format('%I.%I', t.template_schema, t.template_table));
+    target regclass := to_regclass(format('%I.%I', schema, t.table_name));
+    fk record;
+BEGIN
+    FOR fk IN
+        SELECT c.conname, c.confrelid, c.confupdtype, c.confdeltype, c.confmatchtype,
+               c.condeferrable, c.condeferred,
+               (SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY k.ord)
+                FROM unnest(c.conkey) WITH ORDINALITY k(attnum, ord)
+                JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum) AS cols,
+               (SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY k.ord)
+                FROM unnest(c.confkey) WITH ORDINALITY k(attnum, ord)
+                JOIN pg_attribute a ON a.attrelid = c.confrelid AND a.attnum = k.attnum) AS refcols,
+               st.table_name AS ref_sharded
+        FROM pg_constraint c
+        LEFT JOIN pg_class rc ON rc.oid = c.confrelid
+        LEFT JOIN pg_namespace rn ON rn.oid = rc.relnamespace
+        LEFT JOIN sharded_id.shard_tables st
+               ON st.template_schema = rn.nspname AND st.template_table = rc.relname
+        WHERE c.conrelid = template AND c.contype = 'f'
+        ORDER BY c.conname
+    LOOP
+        CONTINUE WHEN EXISTS (SELECT 1 FROM pg_constraint
+                              WHERE conrelid = target AND conname = fk.conname);
+        EXECUTE format('ALTER TABLE %s ADD CONSTRAINT %I FOREIGN KEY (%s) REFERENCES %s (%s) MATCH %s ON UPDATE %s ON DELETE %s %s',
+                       target, fk.conname, fk.cols,
+                       CASE WHEN fk.ref_sharded IS NULL THEN fk.confrelid::regclass::text
+                            ELSE format('%I.%I', schema, fk.ref_sharded) END,
+                       fk.refcols,
+                       CASE fk.confmatchtype WHEN 'f' THEN 'FULL' ELSE 'SIMPLE' END,
+                       CASE fk.confupdtype WHEN 'r' THEN 'RESTRICT' WHEN 'c' THEN 'CASCADE'
+                            WHEN 'n' THEN 'SET NULL' WHEN 'd' THEN 'SET DEFAULT' ELSE 'NO ACTION' END,
+                       CASE fk.confdeltype WHEN 'r' THEN 'RESTRICT' WHEN 'c' THEN 'CASCADE'
+                            WHEN 'n' THEN 'SET NULL' WHEN 'd' THEN 'SET DEFAULT' ELSE 'NO ACTION' END,
+                       CASE WHEN NOT fk.condeferrable THEN 'NOT DEFERRABLE'
+                            WHEN fk.condeferred THEN 'DEFERRABLE INITIALLY DEFERRED'
+                            ELSE 'DEFERRABLE INITIALLY IMMEDIATE' END);
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._copy_foreign_keys(sharded_id.shard_tables, name) IS
+'internal: recreate a template table''s foreign keys in a shard schema';
+
+-- Bring one shard's schema up to date: create what is missing.
+CREATE FUNCTION sharded_id._provision(shard_id integer)
+RETURNS name
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    shard record;
+    cfg record;
+    max_shard integer;
+    seq regclass;
+    t sharded_id.shard_tables;
+BEGIN
+    SELECT * INTO cfg FROM sharded_id.current_settings();
+    SELECT * INTO shard FROM sharded_id.shards s WHERE s.shard_id = _provision.shard_id;
+    IF NOT FOUND THEN
+        SELECT l.max_shard INTO max_shard FROM sharded_id.layouts() l WHERE l.name = cfg.layout;
+        IF shard_id < 0 OR shard_id > max_shard THEN
+            RAISE EXCEPTION 'shard id % is out of range', shard_id
+                USING ERRCODE = 'numeric_value_out_of_range',
+                      DETAIL = format('Shard ids must be between 0 and %s.', max_shard);
+        END IF;
+        INSERT INTO sharded_id.shards (shard_id, schema_name, layout)
+        VALUES (shard_id, sharded_id.shard_schema(shard_id), cfg.layout)
+        RETURNING * INTO shard;
+    END IF;
+
+    EXECUTE format('CREATE SCHEMA IF NOT EXISTS %I', shard.schema_name);
+    EXECUTE format('CREATE SEQUENCE IF NOT EXISTS %I.id_seq', shard.schema_name);
+    seq := format('%I.id_seq', shard.schema_name)::regclass;
+    IF (SELECT relkind FROM pg_class WHERE oid = seq) <> 'S' THEN
+        RAISE EXCEPTION '"%" is not a sequence', seq
+            USING ERRCODE = 'wrong_object_type',
+                  DETAIL = format('Shard %s takes the sequence fields of its ids from %s.', shard.shard_id, seq);
+    END IF;
+    EXECUTE format('COMMENT ON SEQUENCE %s IS %L', seq,
+                   format('sequence fields of the ids of shard %s', shard.shard_id));
+
+    -- The zero-argument next_id() of the seed, bound at creation where the
+    -- server supports SQL-standard bodies, so the planner inlines it.
+    IF to_regprocedure(format('%I.next_id()', shard.schema_name)) IS NULL THEN
+        IF current_setting('server_version_num')::integer >= 140000 THEN
+            EXECUTE format('CREATE FUNCTION %I.next_id() RETURNS bigint LANGUAGE sql VOLATILE PARALLEL UNSAFE '
+                           'BEGIN ATOMIC SELECT sharded_id.next_id(%s, %L::pg_catalog.regclass%s); END',
+                           shard.schema_name, shard.shard_id, seq::text,
+                           CASE WHEN shard.layout = 'instagram' THEN '' ELSE format(', %L', shard.layout) END);
+        ELSE
+            EXECUTE format('CREATE FUNCTION %I.next_id() RETURNS bigint LANGUAGE sql VOLATILE PARALLEL UNSAFE '
+                           'AS %L',
+                           shard.schema_name,
+                           format('SELECT sharded_id.next_id(%s, %L::pg_catalog.regclass%s)',
+                                  shard.shard_id, seq::text,
+                                  CASE WHEN shard.layout = 'instagram' THEN '' ELSE format(', %L', shard.layout) END));
+        END IF;
+        EXECUTE format('COMMENT ON FUNCTION %I.next_id() IS %L', shard.schema_name,
+                       format('new id for shard %s', shard.shard_id));
+    END IF;
+
+    FOR t IN SELECT * FROM sharded_id.shard_tables ORDER BY position LOOP
+        PERFORM sharded_id._copy_table(t, shard.shard_id, shard.schema_name, seq, shard.layout);
+    END LOOP;
+    FOR t IN SELECT * FROM sharded_id.shard_tables ORDER BY position LOOP
+        PERFORM sharded_id._copy_foreign_keys(t, shard.schema_name);
+    END LOOP;
+    RETURN shard.schema_name;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._provision(integer) IS
+'internal: create whatever a shard schema is missing';
+
+CREATE FUNCTION sharded_id.create_shard(shard_id integer)
+RETURNS name
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN sharded_id._provision(shard_id);
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id.create_shard(integer) IS
+'create the schema of a logical shard with its sequence, next_id() and a copy of every template table; creates only what is missing';
+
+CREATE FUNCTION sharded_id.create_shards(first_shard integer, last_shard integer)
+RETURNS SETOF name
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF first_shard > last_shard THEN
+        RAISE EXCEPTION 'first shard % is after last shard %', first_shard, last_shard
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    FOR shard IN first_shard .. last_shard LOOP
+        RETURN NEXT sharded_id._provision(shard);
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id.create_shards(integer, integer) IS
+'create_shard for every shard from first_shard to last_shard, all or nothing';
+
+CREATE FUNCTION sharded_id.drop_shard(shard_id integer)
+RETURNS name
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    schema name;
+BEGIN
+    DELETE FROM sharded_id.shards s WHERE s.shard_id = drop_shard.shard_id
+    RETURNING s.schema_name INTO schema;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'shard % does not exist', shard_id
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    EXECUTE format('DROP SCHEMA IF EXISTS %I CASCADE', schema);
+    RETURN schema;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id.drop_shard(integer) IS
+'drop a logical shard: its schema with all its tables and rows, and its catalog entry';
+
+CREATE FUNCTION sharded_id.add_table(template regclass, id_column name DEFAULT 'id')
+RETURNS integer
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    rel record;
+    t sharded_id.shard_tables;
+    shard record;
+    copies integer := 0;
+BEGIN
+    SELECT c.relname, n.nspname, c.relkind INTO rel
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE c.oid = template;
+    IF rel.relkind NOT IN ('r', 'p') THEN
+        RAISE EXCEPTION '"%" is not a table', template
+            USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_attribute a
+                   WHERE a.attrelid = template AND a.attname = id_column
+                     AND a.atttypid = 'pg_catalog.int8'::regtype AND NOT a.attisdropped) THEN
+        RAISE EXCEPTION 'column "%" of "%" is not a bigint column', id_column, template
+            USING ERRCODE = 'datatype_mismatch',
+                  HINT = 'The id column of a sharded table must be of type bigint.';
+    END IF;
+    IF EXISTS (SELECT 1 FROM sharded_id.shards s WHERE s.schema_name = rel.nspname) THEN
+        RAISE EXCEPTION 'template table "%" is inside a shard schema', template
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    SELECT * INTO t FROM sharded_id.shard_tables st WHERE st.table_name = rel.relname;
+    IF FOUND AND (t.template_schema, t.template_table) <> (rel.nspname, rel.relname) THEN
+        RAISE EXCEPTION 'a sharded table named "%" already exists', rel.relname
+            USING ERRCODE = 'duplicate_table',
+                  DETAIL = format('Its template is %I.%I.', t.template_schema, t.template_table);
+    ELSIF NOT FOUND THEN
+        INSERT INTO sharded_id.shard_tables (table_name, template_schema, template_table, id_column)
+        VALUES (rel.relname, rel.nspname, rel.relname, id_column)
+        RETURNING * INTO t;
+    END IF;
+
+    FOR shard IN SELECT * FROM sharded_id.shards ORDER BY shard_id LOOP
+        IF sharded_id._copy_table(t, shard.shard_id, shard.schema_name,
+                                  format('%I.id_seq', shard.schema_name)::regclass, shard.layout) THEN
+            copies := copies + 1;
+        END IF;
+        PERFORM sharded_id._copy_foreign_keys(t, shard.schema_name);
+    END LOOP;
+    RETURN copies;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id.add_table(regclass, name) IS
+'make a table the template of a sharded table: every shard, existing or new, gets a copy; returns the copies made';
+
+-- Provisioning is for the extension's owner, or roles it grants these to.
+REVOKE EXECUTE ON FUNCTION sharded_id.configure(text, integer, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._copy_table(sharded_id.shard_tables, integer, name, regclass, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._copy_foreign_keys(sharded_id.shard_tables, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._provision(integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.create_shard(integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.create_shards(integer, integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.drop_shard(integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.add_table(regclass, name) FROM PUBLIC;
