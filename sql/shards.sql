@@ -2,6 +2,8 @@
 -- Logical shards as schemas: templates, provisioning, the catalog.
 --
 SET client_min_messages = warning;
+-- PL/pgSQL line numbers are not part of the contract.
+\set SHOW_CONTEXT never
 
 -- Templates: ordinary tables, defined once.
 CREATE SCHEMA app;
@@ -96,6 +98,8 @@ SELECT sharded_id.create_shard(8192);
 SELECT sharded_id.create_shard(-1);
 SELECT * FROM sharded_id.create_shards(5, 3);
 SELECT sharded_id.drop_shard(999);
+SELECT sharded_id.create_shard(5, 'somewhere_else');
+SELECT sharded_id.create_shard(NULL);
 CREATE VIEW app.v AS SELECT 1::bigint AS id;
 SELECT sharded_id.add_table('app.v');
 CREATE TABLE app.no_bigint (id integer PRIMARY KEY);

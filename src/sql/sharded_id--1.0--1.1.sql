@@ -370,7 +370,7 @@ COMMENT ON FUNCTION sharded_id._copy_foreign_keys(sharded_id.shard_tables, name)
 'internal: recreate a template table''s foreign keys in a shard schema';
 
 -- Bring one shard's schema up to date: create what is missing.
-CREATE FUNCTION sharded_id._provision(shard_id integer)
+CREATE FUNCTION sharded_id._provision(shard_id integer, schema_name name)
 RETURNS name
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
@@ -384,7 +384,10 @@ DECLARE
 BEGIN
     SELECT * INTO cfg FROM sharded_id.current_settings();
     SELECT * INTO shard FROM sharded_id.shards s WHERE s.shard_id = _provision.shard_id;
-    IF NOT FOUND THEN
+    IF FOUND AND shard.schema_name <> coalesce(_provision.schema_name, shard.schema_name) THEN
+        RAISE EXCEPTION 'shard % already exists in schema "%"', shard_id, shard.schema_name
+            USING ERRCODE = 'duplicate_object';
+    ELSIF NOT FOUND THEN
         SELECT l.max_shard INTO max_shard FROM sharded_id.layouts() l WHERE l.name = cfg.layout;
         IF shard_id < 0 OR shard_id > max_shard THEN
             RAISE EXCEPTION 'shard id % is out of range', shard_id
@@ -392,7 +395,7 @@ BEGIN
                       DETAIL = format('Shard ids must be between 0 and %s.', max_shard);
         END IF;
         INSERT INTO sharded_id.shards (shard_id, schema_name, layout)
-        VALUES (shard_id, sharded_id.shard_schema(shard_id), cfg.layout)
+        VALUES (shard_id, coalesce(_provision.schema_name, sharded_id.shard_schema(shard_id)), cfg.layout)
         RETURNING * INTO shard;
     END IF;
 
@@ -437,21 +440,25 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION sharded_id._provision(integer) IS
+COMMENT ON FUNCTION sharded_id._provision(integer, name) IS
 'internal: create whatever a shard schema is missing';
 
-CREATE FUNCTION sharded_id.create_shard(shard_id integer)
+CREATE FUNCTION sharded_id.create_shard(shard_id integer, schema_name name DEFAULT NULL)
 RETURNS name
-LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    RETURN sharded_id._provision(shard_id);
+    IF shard_id IS NULL THEN
+        RAISE EXCEPTION 'shard id must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    RETURN sharded_id._provision(shard_id, schema_name);
 END
 $$;
 
-COMMENT ON FUNCTION sharded_id.create_shard(integer) IS
-'create the schema of a logical shard with its sequence, next_id() and a copy of every template table; creates only what is missing';
+COMMENT ON FUNCTION sharded_id.create_shard(integer, name) IS
+'create the schema of a logical shard (named by the settings, or schema_name) with its sequence, next_id() and a copy of every template table; creates only what is missing, so it also adopts a schema restored from a dump';
 
 CREATE FUNCTION sharded_id.create_shards(first_shard integer, last_shard integer)
 RETURNS SETOF name
@@ -464,7 +471,7 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     FOR shard IN first_shard .. last_shard LOOP
-        RETURN NEXT sharded_id._provision(shard);
+        RETURN NEXT sharded_id._provision(shard, NULL);
     END LOOP;
 END
 $$;
@@ -553,8 +560,8 @@ COMMENT ON FUNCTION sharded_id.add_table(regclass, name) IS
 REVOKE EXECUTE ON FUNCTION sharded_id.configure(text, integer, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._copy_table(sharded_id.shard_tables, integer, name, regclass, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._copy_foreign_keys(sharded_id.shard_tables, name) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION sharded_id._provision(integer) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION sharded_id.create_shard(integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._provision(integer, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.create_shard(integer, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.create_shards(integer, integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.drop_shard(integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.add_table(regclass, name) FROM PUBLIC;
