@@ -10,6 +10,7 @@ PGFILEDESC = "sharded_id - time-sortable 64-bit ids carrying a logical shard"
 
 EXTENSION = sharded_id
 DATA = $(wildcard src/sql/sharded_id--*.sql)
+SCRIPTS = src/bin/sharded_id_move_shard
 
 PG_CPPFLAGS = -I$(srcdir)/src
 

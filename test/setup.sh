@@ -19,6 +19,7 @@ apt-get install -y -q --no-install-recommends \
     ca-certificates make gcc libc6-dev git \
     postgresql-15 postgresql-client-15 postgresql-contrib \
     postgresql-server-dev-15 postgresql-common \
+    postgresql-15-plproxy \
     libipc-run-perl libfaketime \
     >/dev/null
 

@@ -31,8 +31,6 @@ WHERE one.candidate = 'next_id, one shard' AND seed.candidate = 'PL/pgSQL origin
   AND spread.candidate = 'next_id, 8192 shards' AND ref.candidate = 'nextval + shard expression'
   AND one.section = 'percall' AND seed.section = 'percall'
   AND spread.section = 'percall' AND ref.section = 'percall';
-SELECT '';
-
 SELECT '### Bulk INSERT of 1,000,000 rows with the id as column DEFAULT (median of ' || max(rounds) || ' rounds)'
 FROM med WHERE section = 'bulk';
 SELECT '';
@@ -48,6 +46,14 @@ JOIN med pk ON pk.section = 'bulk' AND pk.candidate = m.candidate AND pk.metric 
 JOIN med wal ON wal.section = 'bulk' AND wal.candidate = m.candidate AND wal.metric = 'wal_bytes'
 WHERE m.section = 'bulk' AND m.metric = 'ms'
 ORDER BY m.median;
+SELECT '';
+-- The wrapper against the direct call, where the shard's 1024-per-ms
+-- ceiling does not bind (a bulk INSERT mints about 500 ids per ms).
+SELECT format('A shard''s zero-argument next_id() as the DEFAULT takes %s× the time of the direct next_id(5, seq).',
+              round((w.median / d.median)::numeric, 3))
+FROM med w, med d
+WHERE w.section = 'bulk' AND w.metric = 'ms' AND w.candidate = 'shard_0005.next_id() wrapper'
+  AND d.section = 'bulk' AND d.metric = 'ms' AND d.candidate = 'next_id(5, seq)';
 SELECT '';
 
 SELECT '### pgbench: single-row INSERT with the id as column DEFAULT, transactions/s (median of ' || max(rounds) || ' runs)'

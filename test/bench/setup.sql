@@ -20,13 +20,9 @@ BEGIN
 END;
 $$ LANGUAGE plpgsql;
 
--- A shard's zero-argument wrapper, as in the seed's DEFAULT insta5.next_id():
--- a SQL-standard body, bound at creation and inlined by the planner.
-CREATE FUNCTION insta5.next_id() RETURNS bigint
-LANGUAGE sql VOLATILE
-BEGIN ATOMIC
-    SELECT sharded_id.next_id(5, 'insta5.table_id_seq'::regclass);
-END;
+-- A shard provisioned the normal way: shard_0005 with its id_seq and its
+-- zero-argument next_id(), as in the seed's DEFAULT insta5.next_id().
+SELECT sharded_id.create_shard(5);
 
 CREATE SEQUENCE bench.seq;
 CREATE SEQUENCE bench.cache1 CACHE 1;
@@ -35,8 +31,8 @@ CREATE SEQUENCE bench.cache1000 CACHE 1000;
 
 -- One table per id scheme, each with its id as primary key.
 CREATE TABLE bench.t_bigserial (id bigserial PRIMARY KEY, v int);
-CREATE TABLE bench.t_next_id (id bigint DEFAULT sharded_id.next_id(5, 'insta5.table_id_seq') PRIMARY KEY, v int);
-CREATE TABLE bench.t_wrapper (id bigint DEFAULT insta5.next_id() PRIMARY KEY, v int);
+CREATE TABLE bench.t_next_id (id bigint DEFAULT sharded_id.next_id(5, 'shard_0005.id_seq') PRIMARY KEY, v int);
+CREATE TABLE bench.t_wrapper (id bigint DEFAULT shard_0005.next_id() PRIMARY KEY, v int);
 CREATE TABLE bench.t_plpgsql (id bigint DEFAULT insta5.seed_next_id() PRIMARY KEY, v int);
 CREATE TABLE bench.t_uuid (id uuid DEFAULT gen_random_uuid() PRIMARY KEY, v int);
 CREATE TABLE bench.t_cache1 (id bigint DEFAULT sharded_id.next_id(6, 'bench.cache1') PRIMARY KEY, v int);

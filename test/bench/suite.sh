@@ -21,7 +21,7 @@ calls=1000000
 mkdir -p "$(dirname "$out")"
 
 psql=(psql -X -q -v ON_ERROR_STOP=1)
-"${psql[@]}" -c 'DROP SCHEMA IF EXISTS bench, insta5 CASCADE' 2>/dev/null
+"${psql[@]}" -c 'DROP SCHEMA IF EXISTS bench, insta5, shard_0005 CASCADE' -c 'DROP EXTENSION IF EXISTS sharded_id CASCADE' 2>/dev/null
 "${psql[@]}" -f "$here/setup.sql"
 
 record() {
@@ -49,7 +49,8 @@ declare -A percall=(
     ["PL/pgSQL original"]="insta5.seed_next_id()"
     ["gen_random_uuid"]="gen_random_uuid()"
 )
-names=("nextval" "nextval + shard expression" "next_id, 8192 shards" "next_id, one shard" "PL/pgSQL original" "gen_random_uuid")
+names=("nextval" "nextval + shard expression" "next_id, 8192 shards" "next_id, one shard"
+    "PL/pgSQL original" "gen_random_uuid")
 for ((r = 1; r <= rounds; r++)); do
     while read -r name; do
         stmt="SELECT count(${percall[$name]}) FROM (SELECT generate_series(1, $calls) AS g) s"
@@ -61,11 +62,11 @@ echo "== bulk INSERT of $calls rows, $rounds rounds"
 declare -A bulk=(
     ["bigserial"]=bench.t_bigserial
     ["next_id(5, seq)"]=bench.t_next_id
-    ["insta5.next_id() wrapper"]=bench.t_wrapper
+    ["shard_0005.next_id() wrapper"]=bench.t_wrapper
     ["PL/pgSQL original"]=bench.t_plpgsql
     ["uuid (gen_random_uuid)"]=bench.t_uuid
 )
-names=("bigserial" "next_id(5, seq)" "insta5.next_id() wrapper" "PL/pgSQL original" "uuid (gen_random_uuid)")
+names=("bigserial" "next_id(5, seq)" "shard_0005.next_id() wrapper" "PL/pgSQL original" "uuid (gen_random_uuid)")
 for ((r = 1; r <= rounds; r++)); do
     while read -r name; do
         "${psql[@]}" -c CHECKPOINT
@@ -90,7 +91,7 @@ echo "== pgbench single-row INSERT, 1/2/4/8 clients, ${pgbench_seconds}s runs, $
 declare -A tables=(
     ["bigserial"]=bigserial
     ["next_id(5, seq)"]=next_id
-    ["insta5.next_id() wrapper"]=wrapper
+    ["shard_0005.next_id() wrapper"]=wrapper
     ["PL/pgSQL original"]=plpgsql
     ["uuid (gen_random_uuid)"]=uuid
 )
