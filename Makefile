@@ -15,7 +15,7 @@ SCRIPTS = src/bin/sharded_id_move_shard
 PG_CPPFLAGS = -I$(srcdir)/src
 
 # pg_regress: sql/ and expected/
-REGRESS = api errors labels stress layouts helpers shards upgrade
+REGRESS = api errors labels stress layouts helpers shards router upgrade
 REGRESS_OPTS = --load-extension=sharded_id
 
 # pg_isolation_regress: test/specs/ and test/expected/
