@@ -82,3 +82,26 @@ SELECT format('| %s | %s | %s |', m.candidate, round(m.median::numeric, 0),
 FROM med m JOIN med b ON b.section = 'cache' AND b.candidate = 'CACHE 1'
 WHERE m.section = 'cache'
 ORDER BY split_part(m.candidate, ' ', 2)::int;
+SELECT '';
+
+SELECT '### Router: PL/Proxy call of a data-node insert function, transactions/s (median of ' || max(rounds) || ' runs)'
+FROM med WHERE section = 'router';
+SELECT '';
+SELECT '| clients | direct on the node | through the PL/Proxy router | router / direct |';
+SELECT '|---|---:|---:|---:|';
+SELECT format('| %s | %s | %s | %s |', split_part(d.metric, ' ', 1), round(d.median::numeric, 0),
+              round(r.median::numeric, 0), round((r.median / d.median)::numeric, 2))
+FROM med d JOIN med r ON r.section = 'router' AND r.candidate = 'through the PL/Proxy router' AND r.metric = d.metric
+WHERE d.section = 'router' AND d.candidate = 'direct on the node'
+ORDER BY split_part(d.metric, ' ', 1)::int;
+SELECT '';
+
+SELECT '### Moving a shard while 2 writers insert through the router (' || max(rounds) || ' moves)'
+FROM med WHERE section = 'move';
+SELECT '';
+SELECT '| measure | median | min | max |';
+SELECT '|---|---:|---:|---:|';
+SELECT format('| %s | %s | %s | %s |', metric, round(percentile_cont(0.5) WITHIN GROUP (ORDER BY value)::numeric, 0),
+              min(value), max(value))
+FROM bench.results WHERE section = 'move'
+GROUP BY metric ORDER BY metric;

@@ -114,6 +114,56 @@ for ((r = 1; r <= pgbench_rounds; r++)); do
     done < <(rotate "$r" "${caches[@]}")
 done
 
+echo "== router: PL/Proxy overhead, and shard moves under writers, $pgbench_rounds rounds"
+# Two data nodes as two databases of this cluster, this database as router.
+scale=$here/../scale
+node_conn() { echo "host=$PGHOST port=$PGPORT user=$PGUSER password=$PGPASSWORD dbname=$1"; }
+for db in bench_node_a bench_node_b; do
+    "${psql[@]}" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
+    if [ $db = bench_node_a ]; then shards='0,2,4,6'; else shards='1,3,5,7'; fi
+    "${psql[@]}" -d $db -c "CREATE EXTENSION sharded_id" -f "$here/scale_templates.sql" \
+        -c "SELECT count(sharded_id.create_shard(s)) FROM unnest(ARRAY[$shards]) s"
+    "${psql[@]}" -d $db -v shard_count=8 -f "$scale/node_api.sql"
+done
+"${psql[@]}" -c 'DROP SCHEMA IF EXISTS app_api, app CASCADE' -c 'CREATE EXTENSION IF NOT EXISTS plproxy' \
+    -c 'DELETE FROM sharded_id.shard_map' -c 'DELETE FROM sharded_id.nodes' \
+    -c "INSERT INTO sharded_id.nodes VALUES ('a', '$(node_conn bench_node_a)'), ('b', '$(node_conn bench_node_b)')" \
+    -c "INSERT INTO sharded_id.shard_map SELECT s, CASE WHEN s % 2 = 0 THEN 'a' ELSE 'b' END FROM generate_series(0, 7) s" \
+    -c 'SELECT sharded_id.apply_shard_map()'
+"${psql[@]}" -v shard_count=8 -f "$scale/router_api.sql"
+"${psql[@]}" -c "CREATE TABLE bench.demo_users AS SELECT g AS n, app_api.add_user('user ' || g) AS user_id FROM generate_series(1, 200) g"
+# A user whose shard is on node a, for the direct calls.
+uid=$(psql -XAt -c "SELECT user_id FROM bench.demo_users WHERE sharded_id.shard_id(user_id) % 2 = 0 LIMIT 1")
+for ((r = 1; r <= pgbench_rounds; r++)); do
+    for clients in 1 4; do
+        for way in direct router; do
+            if [ $way = direct ]; then db=bench_node_a; name="direct on the node"; else db=$PGDATABASE; name="through the PL/Proxy router"; fi
+            tps=$(pgbench -n -c "$clients" -j "$((clients < 2 ? clients : 2))" -T "$pgbench_seconds" -D uid="$uid" \
+                      -f "$here/pgbench/add_photo.sql" "$db" 2>&1 | sed -n 's/^tps = \([0-9.]*\).*/\1/p' | head -n 1)
+            record router "$name" "$clients clients" "$r" "${tps:?pgbench printed no tps}"
+        done
+    done
+done
+# Move shard 1 back and forth while two writers insert through the router.
+mover=$(pg_config --bindir)/sharded_id_move_shard
+from=b to=a
+for ((r = 1; r <= pgbench_rounds; r++)); do
+    pgbench -n -c 2 -j 2 -T "$pgbench_seconds" --max-tries=1000 -f "$here/pgbench/add_photo_random.sql" \
+        >"$out.writers" 2>&1 &
+    writers=$!
+    sleep 1    # let the writers connect; the freeze is measured by the tool itself
+    move_out=$("$mover" --shard 1 --from "$(node_conn bench_node_$from)" --to "$(node_conn bench_node_$to)" \
+                   --to-node "$to" --router "$(node_conn "$PGDATABASE")")
+    wait $writers
+    freeze=$(sed -n 's/^write freeze: \([0-9]*\) ms/\1/p' <<<"$move_out")
+    record move "shard move" "write freeze ms" "$r" "${freeze:?the move printed no freeze}"
+    record move "shard move" "writes during the run" "$r" "$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$out.writers")"
+    record move "shard move" "writes failed for good" "$r" "$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$out.writers" | head -n 1)"
+    record move "shard move" "rows in the moved shard" "$r" "$(psql -XAt -d bench_node_$to -c 'SELECT count(*) FROM shard_0001.photos')"
+    tmp=$from; from=$to; to=$tmp
+done
+rm -f "$out.writers"
+
 {
     echo "## sharded_id benchmark"
     echo
