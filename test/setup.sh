@@ -24,6 +24,7 @@ apt-get install -y -q --no-install-recommends \
     >/dev/null
 
 make -s clean
+echo "building sharded_id${PG_CFLAGS:+ with PG_CFLAGS=$PG_CFLAGS}"
 make -s ${PG_CFLAGS:+PG_CFLAGS="$PG_CFLAGS"}
 make -s install
 echo "sharded_id built and installed into $(pg_config --pkglibdir)"

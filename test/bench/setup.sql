@@ -31,6 +31,8 @@ CREATE SEQUENCE bench.cache1000 CACHE 1000;
 
 -- One table per id scheme, each with its id as primary key.
 CREATE TABLE bench.t_bigserial (id bigserial PRIMARY KEY, v int);
+-- The same again: bigserial against bigserial shows the noise floor.
+CREATE TABLE bench.t_bigserial2 (id bigserial PRIMARY KEY, v int);
 CREATE TABLE bench.t_next_id (id bigint DEFAULT sharded_id.next_id(5, 'shard_0005.id_seq') PRIMARY KEY, v int);
 CREATE TABLE bench.t_wrapper (id bigint DEFAULT shard_0005.next_id() PRIMARY KEY, v int);
 CREATE TABLE bench.t_plpgsql (id bigint DEFAULT insta5.seed_next_id() PRIMARY KEY, v int);
@@ -38,6 +40,11 @@ CREATE TABLE bench.t_uuid (id uuid DEFAULT gen_random_uuid() PRIMARY KEY, v int)
 CREATE TABLE bench.t_cache1 (id bigint DEFAULT sharded_id.next_id(6, 'bench.cache1') PRIMARY KEY, v int);
 CREATE TABLE bench.t_cache32 (id bigint DEFAULT sharded_id.next_id(6, 'bench.cache32') PRIMARY KEY, v int);
 CREATE TABLE bench.t_cache1000 (id bigint DEFAULT sharded_id.next_id(6, 'bench.cache1000') PRIMARY KEY, v int);
+
+-- Autovacuum would wake up on a table just loaded while the next candidate
+-- is being measured; the suite truncates the tables itself.
+SELECT format('ALTER TABLE %s SET (autovacuum_enabled = off)', c.oid::regclass)
+FROM pg_class c WHERE c.relnamespace = 'bench'::regnamespace AND c.relkind = 'r' \gexec
 
 CREATE TABLE bench.results (
     section text NOT NULL,

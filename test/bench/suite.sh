@@ -61,12 +61,14 @@ done
 echo "== bulk INSERT of $calls rows, $rounds rounds"
 declare -A bulk=(
     ["bigserial"]=bench.t_bigserial
+    ["bigserial, again (noise floor)"]=bench.t_bigserial2
     ["next_id(5, seq)"]=bench.t_next_id
     ["shard_0005.next_id() wrapper"]=bench.t_wrapper
     ["PL/pgSQL original"]=bench.t_plpgsql
     ["uuid (gen_random_uuid)"]=bench.t_uuid
 )
-names=("bigserial" "next_id(5, seq)" "shard_0005.next_id() wrapper" "PL/pgSQL original" "uuid (gen_random_uuid)")
+names=("bigserial" "bigserial, again (noise floor)" "next_id(5, seq)" "shard_0005.next_id() wrapper"
+    "PL/pgSQL original" "uuid (gen_random_uuid)")
 for ((r = 1; r <= rounds; r++)); do
     while read -r name; do
         "${psql[@]}" -c CHECKPOINT
@@ -90,6 +92,7 @@ pgbench_tps() {
 echo "== pgbench single-row INSERT, 1/2/4/8 clients, ${pgbench_seconds}s runs, $pgbench_rounds rounds"
 declare -A tables=(
     ["bigserial"]=bigserial
+    ["bigserial, again (noise floor)"]=bigserial2
     ["next_id(5, seq)"]=next_id
     ["shard_0005.next_id() wrapper"]=wrapper
     ["PL/pgSQL original"]=plpgsql
@@ -121,7 +124,8 @@ node_conn() { echo "host=$PGHOST port=$PGPORT user=$PGUSER password=$PGPASSWORD 
 for db in bench_node_a bench_node_b; do
     "${psql[@]}" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
     if [ $db = bench_node_a ]; then shards='0,2,4,6'; else shards='1,3,5,7'; fi
-    "${psql[@]}" -d $db -c "CREATE EXTENSION sharded_id" -f "$here/scale_templates.sql" \
+    "${psql[@]}" -d $db -c "CREATE EXTENSION sharded_id" -f "$scale/templates.sql" \
+        -c "SELECT sharded_id.add_table('app.users'), sharded_id.add_table('app.photos')" \
         -c "SELECT count(sharded_id.create_shard(s)) FROM unnest(ARRAY[$shards]) s"
     "${psql[@]}" -d $db -v shard_count=8 -f "$scale/node_api.sql"
 done

@@ -9,22 +9,16 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use File::Basename qw(dirname);
 
+my $scale = dirname(__FILE__) . '/../scale';
 my $node = PostgreSQL::Test::Cluster->new('dump');
 $node->init;
 $node->append_conf('postgresql.conf', "shared_preload_libraries = 'sharded_id'");
 $node->start;
 
 $node->safe_psql('postgres', 'CREATE DATABASE src');
-$node->safe_psql('src', q{
-	CREATE EXTENSION sharded_id;
-	CREATE SCHEMA app;
-	CREATE TABLE app.users (id bigint PRIMARY KEY, name text NOT NULL);
-	CREATE TABLE app.photos (
-		id bigint PRIMARY KEY,
-		user_id bigint NOT NULL REFERENCES app.users (id),
-		caption text
-	);
+$node->safe_psql('src', 'CREATE EXTENSION sharded_id; ' . slurp_file("$scale/templates.sql") . q{
 	SELECT sharded_id.add_table('app.users');
 	SELECT sharded_id.add_table('app.photos');
 	SELECT sharded_id.configure(schema_prefix => 'insta', pad_width => 0);

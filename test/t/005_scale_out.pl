@@ -29,15 +29,7 @@ $router->init;
 $router->start;
 $router->safe_psql('postgres', 'CREATE DATABASE router');
 
-my $templates = q{
-	CREATE SCHEMA app;
-	CREATE TABLE app.users (id bigint PRIMARY KEY, name text NOT NULL);
-	CREATE TABLE app.photos (
-		id bigint PRIMARY KEY,
-		user_id bigint NOT NULL REFERENCES app.users (id),
-		caption text
-	);
-};
+my $templates = slurp_file("$scale/templates.sql");
 
 # Data nodes: node1 holds the even shards, node2 the odd ones.
 for my $name (qw(node1 node2))
