@@ -27,17 +27,17 @@ SELECT format('INSERT INTO %I.photos (user_id, caption) SELECT id, name || %L FR
               schema_name, '''s photo')
 FROM sharded_id.shards \gexec
 
-\echo '== 4. Every photo, its id decoded: the shard is inside the id'
+\echo '== 4. Every photo of every shard, its id decoded: the shard is inside the id'
+SELECT 'CREATE TEMP VIEW all_photos AS '
+       || string_agg(format('SELECT * FROM %I.photos', schema_name), ' UNION ALL ' ORDER BY shard_id)
+FROM sharded_id.shards \gexec
 SELECT p.id, d.created_at, d.shard_id, d.seq_id, p.caption
-FROM (SELECT * FROM shard_0005.photos UNION ALL SELECT * FROM shard_0006.photos
-      UNION ALL SELECT * FROM shard_0007.photos UNION ALL SELECT * FROM shard_0008.photos
-      UNION ALL SELECT * FROM shard_0009.photos UNION ALL SELECT * FROM shard_0010.photos) p,
-     sharded_id.decode(p.id) d
+FROM all_photos p, sharded_id.decode(p.id) d
 ORDER BY p.id;
 
 \echo '== 5. Ids as text for JSON (JavaScript numbers stop at 2^53), and as shortcodes'
 SELECT json_build_object('id', id::text, 'shortcode', sharded_id.to_shortcode(id)) AS api_view
-FROM shard_0005.photos;
+FROM all_photos ORDER BY id LIMIT 3;
 
 \echo '== 6. The seed article''s worked example: 1387263000 ms after the epoch, shard 1341, nextval 5001'
 SELECT sharded_id.encode(timestamptz '2011-08-24 21:07:01.721+00'
