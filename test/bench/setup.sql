@@ -20,9 +20,10 @@ BEGIN
 END;
 $$ LANGUAGE plpgsql;
 
--- A shard provisioned the normal way: shard_0005 with its id_seq and its
--- zero-argument next_id(), as in the seed's DEFAULT insta5.next_id().
-SELECT sharded_id.create_shard(5);
+-- Shards provisioned the normal way: shard_0000 .. shard_0015, each with
+-- its id_seq and its zero-argument next_id(), as in the seed's DEFAULT
+-- insta5.next_id().
+SELECT count(*) FROM sharded_id.create_shards(0, 15);
 
 CREATE SEQUENCE bench.seq;
 CREATE SEQUENCE bench.cache1 CACHE 1;

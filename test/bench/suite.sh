@@ -41,16 +41,31 @@ rotate() {
 }
 
 echo "== per call: $calls calls in one statement, $rounds rounds"
+# 16 shards in turn, through each shard's zero-argument next_id() or the
+# direct call it stands for: the same statement shape, below the ceiling.
+case_over_shards() {
+    local expr="CASE g % 16" s
+    for s in $(seq 0 15); do
+        if [ "$1" = wrapper ]; then
+            expr+=" WHEN $s THEN shard_$(printf %04d "$s").next_id()"
+        else
+            expr+=" WHEN $s THEN sharded_id.next_id($s, 'shard_$(printf %04d "$s").id_seq')"
+        fi
+    done
+    echo "$expr END"
+}
 declare -A percall=(
     ["nextval"]="nextval('bench.seq')"
     ["nextval + shard expression"]="nextval('bench.seq') + g % 8192"
     ["next_id, 8192 shards"]="sharded_id.next_id(g % 8192, 'bench.seq')"
     ["next_id, one shard"]="sharded_id.next_id(1, 'bench.seq')"
+    ["next_id(n, seq) over 16 shards"]="$(case_over_shards direct)"
+    ["shard_n.next_id() over 16 shards"]="$(case_over_shards wrapper)"
     ["PL/pgSQL original"]="insta5.seed_next_id()"
     ["gen_random_uuid"]="gen_random_uuid()"
 )
 names=("nextval" "nextval + shard expression" "next_id, 8192 shards" "next_id, one shard"
-    "PL/pgSQL original" "gen_random_uuid")
+    "next_id(n, seq) over 16 shards" "shard_n.next_id() over 16 shards" "PL/pgSQL original" "gen_random_uuid")
 for ((r = 1; r <= rounds; r++)); do
     while read -r name; do
         stmt="SELECT count(${percall[$name]}) FROM (SELECT generate_series(1, $calls) AS g) s"
