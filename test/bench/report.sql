@@ -31,6 +31,12 @@ WHERE one.candidate = 'next_id, one shard' AND seed.candidate = 'PL/pgSQL origin
   AND spread.candidate = 'next_id, 8192 shards' AND ref.candidate = 'nextval + shard expression'
   AND one.section = 'percall' AND seed.section = 'percall'
   AND spread.section = 'percall' AND ref.section = 'percall';
+SELECT format('A shard''s zero-argument next_id() costs %s× the direct next_id(n, seq) it stands for (16 shards in turn, per call).',
+              round((w.median / d.median)::numeric, 3))
+FROM med w, med d
+WHERE w.section = 'percall' AND w.candidate = 'shard_n.next_id() over 16 shards'
+  AND d.section = 'percall' AND d.candidate = 'next_id(n, seq) over 16 shards';
+SELECT '';
 SELECT '### Bulk INSERT of 1,000,000 rows with the id as column DEFAULT (median of ' || max(rounds) || ' rounds)'
 FROM med WHERE section = 'bulk';
 SELECT '';
