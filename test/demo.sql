@@ -4,16 +4,8 @@
 \echo
 \echo '== 1. CREATE EXTENSION, then define each sharded table once, as a template'
 CREATE EXTENSION sharded_id;
-CREATE SCHEMA app;
-CREATE TABLE app.users (
-    id bigint PRIMARY KEY,
-    name text NOT NULL
-);
-CREATE TABLE app.photos (
-    id bigint PRIMARY KEY,
-    user_id bigint NOT NULL REFERENCES app.users (id),
-    caption text
-);
+-- app.users (id, name) and app.photos (id, user_id -> users, caption)
+\ir scale/templates.sql
 SELECT sharded_id.add_table('app.users'), sharded_id.add_table('app.photos');
 
 \echo '== 2. Sixteen logical shards: a schema each, with its sequence, next_id() and both tables'
