@@ -376,23 +376,25 @@ shid_slot_take(ShidSlot *slot, int capacity, int64 wanted)
 static ShidSlot *
 shid_find_slot(const ShidLayout *layout, int32 shard)
 {
+	uint64		layout_key = shid_layout_key(layout);
 	ShidSlotKey key;
 	ShidLocalSlot *local;
 	ShidSlot   *slot;
 	bool		found;
 
-	memset(&key, 0, sizeof(key));
-	key.layout_key = shid_layout_key(layout);
-	key.shard = shard;
-
 	if (shid_local_cache == NULL)
 		shid_local_cache = MemoryContextAllocZero(TopMemoryContext,
 												  SHID_LOCAL_CACHE_SIZE * sizeof(ShidLocalSlot));
-	local = &shid_local_cache[(shard ^ (uint32) (key.layout_key >> 16)) &
+	local = &shid_local_cache[(shard ^ (uint32) (layout_key >> 16)) &
 							  (SHID_LOCAL_CACHE_SIZE - 1)];
 	if (local->slot != NULL && local->key.shard == shard &&
-		local->key.layout_key == key.layout_key)
+		local->key.layout_key == layout_key)
 		return local->slot;
+
+	/* A miss: find or make the slot in shared memory. */
+	memset(&key, 0, sizeof(key));
+	key.layout_key = layout_key;
+	key.shard = shard;
 
 	LWLockAcquire(shid_shared->slots_lock, LW_SHARED);
 	slot = hash_search(shid_slots, &key, HASH_FIND, NULL);

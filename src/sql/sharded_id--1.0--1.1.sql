@@ -283,6 +283,20 @@ $$;
 COMMENT ON FUNCTION sharded_id.shard_schema(integer) IS
 'schema name of a shard: its catalog entry, or the name the settings give it';
 
+-- The next_id call of a shard, as SQL text: the DEFAULT of its tables' id
+-- columns and the body of its next_id().
+CREATE FUNCTION sharded_id._next_id_call(shard_id integer, seq regclass, layout text)
+RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT format('sharded_id.next_id(%s, %L::pg_catalog.regclass%s)', shard_id, seq::text,
+                  CASE WHEN layout = 'instagram' THEN '' ELSE format(', %L', layout) END)
+$$;
+
+COMMENT ON FUNCTION sharded_id._next_id_call(integer, regclass, text) IS
+'internal: the SQL text of a shard''s next_id call';
+
 -- Copy template table t into schema of shard shard_id, unless it is there.
 CREATE FUNCTION sharded_id._copy_table(t sharded_id.shard_tables, shard_id integer,
                                        schema name, seq regclass, layout text)
@@ -304,9 +318,8 @@ BEGIN
             USING ERRCODE = 'undefined_table';
     END IF;
     EXECUTE format('CREATE TABLE %s (LIKE %s INCLUDING ALL)', target, template);
-    EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT sharded_id.next_id(%s, %L::pg_catalog.regclass%s)',
-                   target, t.id_column, shard_id, seq::text,
-                   CASE WHEN layout = 'instagram' THEN '' ELSE format(', %L', layout) END);
+    EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s',
+                   target, t.id_column, sharded_id._next_id_call(shard_id, seq, layout));
     IF obj_description(template, 'pg_class') IS NOT NULL THEN
         EXECUTE format('COMMENT ON TABLE %s IS %L', target, obj_description(template, 'pg_class'));
     END IF;
@@ -415,16 +428,12 @@ BEGIN
     IF to_regprocedure(format('%I.next_id()', shard.schema_name)) IS NULL THEN
         IF current_setting('server_version_num')::integer >= 140000 THEN
             EXECUTE format('CREATE FUNCTION %I.next_id() RETURNS bigint LANGUAGE sql VOLATILE PARALLEL UNSAFE '
-                           'BEGIN ATOMIC SELECT sharded_id.next_id(%s, %L::pg_catalog.regclass%s); END',
-                           shard.schema_name, shard.shard_id, seq::text,
-                           CASE WHEN shard.layout = 'instagram' THEN '' ELSE format(', %L', shard.layout) END);
+                           'BEGIN ATOMIC SELECT %s; END',
+                           shard.schema_name, sharded_id._next_id_call(shard.shard_id, seq, shard.layout));
         ELSE
-            EXECUTE format('CREATE FUNCTION %I.next_id() RETURNS bigint LANGUAGE sql VOLATILE PARALLEL UNSAFE '
-                           'AS %L',
+            EXECUTE format('CREATE FUNCTION %I.next_id() RETURNS bigint LANGUAGE sql VOLATILE PARALLEL UNSAFE AS %L',
                            shard.schema_name,
-                           format('SELECT sharded_id.next_id(%s, %L::pg_catalog.regclass%s)',
-                                  shard.shard_id, seq::text,
-                                  CASE WHEN shard.layout = 'instagram' THEN '' ELSE format(', %L', shard.layout) END));
+                           'SELECT ' || sharded_id._next_id_call(shard.shard_id, seq, shard.layout));
         END IF;
         EXECUTE format('COMMENT ON FUNCTION %I.next_id() IS %L', shard.schema_name,
                        format('new id for shard %s', shard.shard_id));
