@@ -28,21 +28,16 @@
  *	   high-water mark, creeping forward 1 ms per 1024 ids, until the clock
  *	   catches up.
  *
- * Shared memory does not survive a restart, so a durable ceiling covers
- * every millisecond handed out: the file sharded_id.state in the data
- * directory holds a time that no id has passed.  It is raised (written to
- * a temporary file, fsync'ed and renamed into place) before any id beyond
- * it is returned, SHID_LEASE_MS at a time.  After a crash, a restart or a
- * clock step, every slot starts at the ceiling read back from the file, so
- * new ids are later than anything minted before.
+ * Shared memory does not survive a restart, so a durable ceiling
+ * (ceiling.c) covers every millisecond handed out, and new slots start at
+ * the ceiling the previous run left: new ids are later than anything minted
+ * before a crash, a restart or a clock step.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include <unistd.h>
-#include <fcntl.h>
-
+#include "ceiling.h"
 #include "commands/sequence.h"
 #include "compat.h"
 #include "fmgr.h"
@@ -51,7 +46,6 @@
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "port/pg_bitutils.h"
-#include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
@@ -63,14 +57,6 @@
 #include "utils/timestamp.h"
 
 PG_MODULE_MAGIC;
-
-/* File in the data directory holding the durable clock ceiling. */
-#define SHID_STATE_FILE		"sharded_id.state"
-#define SHID_STATE_TMPFILE	"sharded_id.state.tmp"
-#define SHID_STATE_HEADER	"sharded_id clock ceiling"
-
-/* How far ahead of the newest id the durable ceiling is pushed, in ms. */
-#define SHID_LEASE_MS		1000
 
 #define SHID_BITMAP_WORDS	((1 << SHID_MAX_SEQ_BITS) / 64)
 
@@ -104,9 +90,6 @@ typedef struct ShidSlot
 typedef struct ShidShared
 {
 	LWLock	   *slots_lock;		/* guards inserts into the slot table */
-	LWLock	   *ceiling_lock;	/* serialises writes of the state file */
-	int64		floor_ms;		/* ceiling read at startup: new slots start here */
-	pg_atomic_uint64 ceiling_ms;	/* durable bound on every ms handed out */
 } ShidShared;
 
 /* GUC */
@@ -119,9 +102,17 @@ static HTAB *shid_slots = NULL;
 /*
  * Backend-local, direct-mapped cache of slot pointers.  Slots never move or
  * go away while the server runs, so a cached pointer stays valid; a miss
- * costs one lookup in the shared table.
+ * costs one lookup in the shared table under a shared LWLock.
+ *
+ * 8192 entries, one per shard of the default layout, so a backend cycling
+ * over every shard of one layout never evicts; at 24 bytes an entry that is
+ * 192 kB of TopMemoryContext, allocated on the first next_id call.  The
+ * index is a mask, so the size must be a power of two.
  */
-#define SHID_LOCAL_CACHE_SIZE 8192	/* power of two */
+#define SHID_LOCAL_CACHE_SIZE 8192
+
+StaticAssertDecl((SHID_LOCAL_CACHE_SIZE & (SHID_LOCAL_CACHE_SIZE - 1)) == 0,
+				 "SHID_LOCAL_CACHE_SIZE must be a power of two");
 
 typedef struct ShidLocalSlot
 {
@@ -141,7 +132,8 @@ void		_PG_init(void);
 static Size
 shid_shmem_size(void)
 {
-	return add_size(MAXALIGN(sizeof(ShidShared)),
+	return add_size(add_size(MAXALIGN(sizeof(ShidShared)),
+							 shid_ceiling_shmem_size()),
 					hash_estimate_size(shid_max_shards, sizeof(ShidSlot)));
 }
 
@@ -168,98 +160,23 @@ shid_clock_ms(void)
 	return shid_timestamptz_to_unix_ms(GetCurrentTimestamp());
 }
 
-/*
- * Read the durable ceiling left by the previous run.  A missing file means
- * no id was ever minted here.  A file that cannot be read leaves no proof of
- * what was minted; ids then start after the current time, and a warning
- * says so.
- */
-static int64
-shid_read_ceiling(void)
-{
-	FILE	   *file;
-	long long	ceiling;
-	int			matched;
-
-	file = AllocateFile(SHID_STATE_FILE, "r");
-	if (file == NULL)
-	{
-		if (errno != ENOENT)
-			ereport(WARNING,
-					(errcode_for_file_access(),
-					 errmsg("could not open file \"%s\": %m", SHID_STATE_FILE),
-					 errdetail("New sharded ids start after the current time.")));
-		return (errno == ENOENT) ? 0 : shid_clock_ms();
-	}
-	matched = fscanf(file, SHID_STATE_HEADER " %lld", &ceiling);
-	FreeFile(file);
-	if (matched != 1 || ceiling < 0)
-	{
-		ereport(WARNING,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("invalid contents in file \"%s\"", SHID_STATE_FILE),
-				 errdetail("New sharded ids start after the current time.")));
-		return shid_clock_ms();
-	}
-	return (int64) ceiling;
-}
-
-/* Make ceiling durable: write a temporary file, fsync it, rename it. */
-static void
-shid_write_ceiling(int64 ceiling)
-{
-	char		buf[64];
-	int			len;
-	int			fd;
-
-	len = snprintf(buf, sizeof(buf), SHID_STATE_HEADER " %lld\n",
-				   (long long) ceiling);
-
-	fd = OpenTransientFile(SHID_STATE_TMPFILE, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
-	if (fd < 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not create file \"%s\": %m", SHID_STATE_TMPFILE)));
-	errno = 0;
-	if (write(fd, buf, len) != len)
-	{
-		int			save_errno = errno;
-
-		CloseTransientFile(fd);
-		errno = save_errno ? save_errno : ENOSPC;
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not write file \"%s\": %m", SHID_STATE_TMPFILE)));
-	}
-	if (CloseTransientFile(fd) != 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not close file \"%s\": %m", SHID_STATE_TMPFILE)));
-	(void) durable_rename(SHID_STATE_TMPFILE, SHID_STATE_FILE, ERROR);
-}
-
 static void
 shid_shmem_startup(void)
 {
 	bool		found;
 	HASHCTL		info;
+	LWLockPadded *locks;
 
 	if (shid_prev_shmem_startup_hook)
 		shid_prev_shmem_startup_hook();
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 
+	locks = GetNamedLWLockTranche("sharded_id");
 	shid_shared = ShmemInitStruct("sharded_id", sizeof(ShidShared), &found);
 	if (!found)
-	{
-		LWLockPadded *locks = GetNamedLWLockTranche("sharded_id");
-		int64		ceiling = shid_read_ceiling();
-
 		shid_shared->slots_lock = &locks[0].lock;
-		shid_shared->ceiling_lock = &locks[1].lock;
-		shid_shared->floor_ms = ceiling;
-		pg_atomic_init_u64(&shid_shared->ceiling_ms, (uint64) ceiling);
-	}
+	shid_ceiling_shmem_init(&locks[1].lock);
 
 	memset(&info, 0, sizeof(info));
 	info.keysize = sizeof(ShidSlotKey);
@@ -309,7 +226,7 @@ shid_require_shared_state(void)
 	if (shid_shared == NULL || shid_slots == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("sharded_id must be loaded via shared_preload_libraries"),
+				 errmsg("sharded_id must be loaded via \"shared_preload_libraries\""),
 				 errdetail("next_id needs shared memory to guarantee that no id repeats."),
 				 errhint("Add sharded_id to shared_preload_libraries in postgresql.conf and restart the server.")));
 }
@@ -408,7 +325,7 @@ shid_find_slot(const ShidLayout *layout, int32 shard)
 		{
 			SpinLockInit(&slot->mutex);
 			/* Start full at the floor: the first value comes after it. */
-			slot->ms = shid_shared->floor_ms;
+			slot->ms = shid_ceiling->floor_ms;
 			slot->used = (int32) shid_seq_capacity(layout);
 		}
 		LWLockRelease(shid_shared->slots_lock);
@@ -470,47 +387,6 @@ shid_slot_claim(ShidSlot *slot, int capacity, int64 wanted, int64 *now_ms,
 			*now_ms = shid_clock_ms();
 		} while (*now_ms == full_ms);
 	}
-}
-
-/* Push the durable ceiling to at least ms + SHID_LEASE_MS. */
-static void
-shid_raise_ceiling(int64 ms)
-{
-	int64		ceiling = (int64) pg_atomic_read_u64(&shid_shared->ceiling_ms);
-
-	if (ceiling >= ms + SHID_LEASE_MS / 2)
-		return;
-	ceiling = Max(ms + SHID_LEASE_MS, ceiling);
-	shid_write_ceiling(ceiling);
-	pg_atomic_write_u64(&shid_shared->ceiling_ms, (uint64) ceiling);
-}
-
-/*
- * Make sure ms is covered by the durable ceiling before an id carrying it is
- * returned.  The ceiling is raised half a lease early by whoever gets the
- * lock without waiting, so callers rarely block on the write.
- */
-static void
-shid_cover(int64 ms)
-{
-	int64		ceiling = (int64) pg_atomic_read_u64(&shid_shared->ceiling_ms);
-
-	if (ceiling >= ms + SHID_LEASE_MS / 2)
-		return;
-
-	if (ceiling >= ms)
-	{
-		if (LWLockConditionalAcquire(shid_shared->ceiling_lock, LW_EXCLUSIVE))
-		{
-			shid_raise_ceiling(ms);
-			LWLockRelease(shid_shared->ceiling_lock);
-		}
-		return;
-	}
-
-	LWLockAcquire(shid_shared->ceiling_lock, LW_EXCLUSIVE);
-	shid_raise_ceiling(ms);
-	LWLockRelease(shid_shared->ceiling_lock);
 }
 
 /*

@@ -15,8 +15,9 @@
  * Everything here is pure arithmetic on a ShidLayout; nothing reads the
  * clock or shared memory, so the SQL-level decoders built on it are
  * IMMUTABLE.  Other layouts (see shid_layouts) move the field borders and
- * the epoch; the code is the same for all of them.  A sequence value enters the id as its low seq_bits bits,
- * which for a non-negative value is exactly "value % 1024".
+ * the epoch; the code is the same for all of them.  A sequence value enters
+ * the id as its low seq_bits bits, which for a non-negative value is exactly
+ * "value % 1024".
  *
  *-------------------------------------------------------------------------
  */
@@ -28,22 +29,38 @@
 #include "utils/timestamp.h"
 
 /*
+ * One built-in layout.  The array in the last field has a negative length,
+ * and so stops the build, for a layout that does not fit: a sequence field
+ * of 1 to SHID_MAX_SEQ_BITS bits (the generator's slot keeps a bitmap of
+ * that many bits), a shard field of 1 to 30 bits, and at most 64 bits in all.
+ */
+#define SHID_LAYOUT(name, epoch_ms, time_bits, shard_bits, seq_bits) \
+	{(name), INT64CONST(epoch_ms), (time_bits), (shard_bits), \
+	 (seq_bits) + 0 * (int) sizeof(char[((seq_bits) >= 1 && \
+										 (seq_bits) <= SHID_MAX_SEQ_BITS && \
+										 (shard_bits) >= 1 && (shard_bits) <= 30 && \
+										 (time_bits) + (shard_bits) + (seq_bits) <= 64) ? 1 : -1])}
+
+/*
  * The built-in layouts.  An entry is never changed once released: stored
  * ids, column defaults and IMMUTABLE decoders name layouts by these names.
  * New layouts are only ever appended.
  */
 static const ShidLayout shid_layouts[] = {
 	/* Instagram's, epoch 2011-08-24 21:07:01.721 UTC: the default. */
-	{"instagram", INT64CONST(1314220021721), 41, 13, 10},
+	SHID_LAYOUT("instagram", 1314220021721, 41, 13, 10),
 	/* Instagram's bits, epoch 2011-01-01 01:00:00 UTC. */
-	{"instagram_2011_01", INT64CONST(1293843600000), 41, 13, 10},
+	SHID_LAYOUT("instagram_2011_01", 1293843600000, 41, 13, 10),
 	/* Instagram's bits, epoch 2025-01-01 00:00:00 UTC: positive until 2059. */
-	{"instagram_2025", INT64CONST(1735689600000), 41, 13, 10},
+	SHID_LAYOUT("instagram_2025", 1735689600000, 41, 13, 10),
 	/* Twitter Snowflake: 10 worker bits, 12 sequence bits. */
-	{"snowflake", INT64CONST(1288834974657), 41, 10, 12},
-	/* 58.com: 39 ms bits from 2016-01-01 UTC, 13 bits of data centre,
-	 * machine and business line, 7 sequence bits. */
-	{"58com", INT64CONST(1451606400000), 39, 13, 7},
+	SHID_LAYOUT("snowflake", 1288834974657, 41, 10, 12),
+
+	/*
+	 * 58.com: 39 ms bits from 2016-01-01 UTC, 13 bits of data centre,
+	 * machine and business line, 7 sequence bits.
+	 */
+	SHID_LAYOUT("58com", 1451606400000, 39, 13, 7),
 };
 
 #define SHID_NUM_LAYOUTS lengthof(shid_layouts)
