@@ -2,14 +2,23 @@
 #   make && make install          build and install into pg_config's server
 #   make installcheck             run the tests against a server that has
 #                                 sharded_id in shared_preload_libraries
-# test/run.sh does all of it on a throwaway cluster.
-
-MODULE_big = sharded_id
-OBJS = src/layout.o src/generator.o src/decode.o src/route.o src/shortcode.o
-PGFILEDESC = "sharded_id - time-sortable 64-bit ids carrying a logical shard"
+#   make PG_CONFIG=/path/to/pg_config ...   the same for another major version
+# test/run.sh does all of it on throwaway clusters.
 
 EXTENSION = sharded_id
-DATA = $(wildcard src/sql/sharded_id--*.sql)
+EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/sharded_id.control)
+
+MODULE_big = sharded_id
+OBJS = src/layout.o src/ceiling.o src/generator.o src/decode.o src/route.o \
+	src/shortcode.o
+PGFILEDESC = "sharded_id - time-sortable 64-bit ids carrying a logical shard"
+
+# The install script of the current version is assembled from the topic
+# files of src/sql/api/, in this order.  Released scripts (src/sql/) are
+# installed as they are and never edited again.
+API_SOURCES = $(addprefix src/sql/api/,ids.sql decoders.sql shards.sql node.sql router.sql)
+DATA_built = src/sql/sharded_id--$(EXTVERSION).sql
+DATA = src/sql/sharded_id--1.0.sql $(wildcard src/sql/sharded_id--*--*.sql)
 SCRIPTS = src/bin/sharded_id_move_shard
 
 PG_CPPFLAGS = -I$(srcdir)/src
@@ -30,4 +39,6 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-EXTRA_CLEAN = output_iso tmp_check results regression.diffs regression.out
+$(DATA_built): $(API_SOURCES) sharded_id.control
+	{ printf '/* %s: made by make from src/sql/api/; edit those files instead */\n\n' '$@'; \
+	  cat $(API_SOURCES); } > $@

@@ -25,7 +25,10 @@ INSERT INTO sharded_id.shard_map VALUES (0, 'n1'), (1, 'n2'), (2, 'n1');
 SELECT sharded_id.apply_shard_map();
 INSERT INTO sharded_id.shard_map VALUES (4, 'n2');
 SELECT sharded_id.apply_shard_map();
+-- Shards are checked against the layout in force (0..8191 for the default).
 INSERT INTO sharded_id.shard_map VALUES (9000, 'n1');
+SELECT sharded_id.apply_shard_map();
+DELETE FROM sharded_id.shard_map WHERE shard_id = 9000;
 INSERT INTO sharded_id.nodes VALUES ('Bad Name', 'dbname=c');
 UPDATE sharded_id.shard_map SET shard_id = 3 WHERE shard_id = 4;
 -- A valid map, but no PL/Proxy in this database.
@@ -39,6 +42,37 @@ SELECT srvoptions FROM pg_foreign_server WHERE srvname = 'regress_cluster';
 UPDATE sharded_id.shard_map SET node_name = 'n1' WHERE shard_id = 3;
 SELECT sharded_id.apply_shard_map('regress_cluster');
 SELECT srvoptions FROM pg_foreign_server WHERE srvname = 'regress_cluster';
+
+
+-- Ops tables: one postgres_fdw partition per shard, named with the
+-- configured zero padding, reading the shard's schema on its node.
+CREATE EXTENSION postgres_fdw;
+SELECT sharded_id.configure(pad_width => 5);
+SELECT sharded_id.apply_shard_map('regress_cluster');
+CREATE TABLE public.regress_items (id bigint PRIMARY KEY, v text);
+SELECT sharded_id.create_ops_table('public.regress_items', 'regress_ops');
+SELECT c.relname AS partition, s.srvname AS server, ft.ftoptions AS options
+FROM pg_inherits i
+JOIN pg_class c ON c.oid = i.inhrelid
+JOIN pg_foreign_table ft ON ft.ftrelid = c.oid
+JOIN pg_foreign_server s ON s.oid = ft.ftserver
+WHERE i.inhparent = 'regress_ops.regress_items'::regclass
+ORDER BY 1;
+SET client_min_messages = warning;
+DROP SCHEMA regress_ops CASCADE;
+DROP TABLE public.regress_items;
+DELETE FROM sharded_id.ops_tables;
+DROP SERVER sharded_id_n1, sharded_id_n2 CASCADE;
+DROP EXTENSION postgres_fdw;
+RESET client_min_messages;
+
+-- The limits follow the layout: snowflake has 1024 shards, 0 to 1023.
+SELECT sharded_id.configure(layout => 'snowflake');
+INSERT INTO sharded_id.shard_map SELECT s, 'n1' FROM generate_series(4, 2047) s;
+SELECT sharded_id.apply_shard_map('regress_cluster');
+DELETE FROM sharded_id.shard_map WHERE shard_id >= 1024;
+SELECT sharded_id.apply_shard_map('regress_cluster');
+DELETE FROM sharded_id.settings;
 
 DROP SERVER regress_cluster CASCADE;
 DROP EXTENSION plproxy;

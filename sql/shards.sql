@@ -84,6 +84,39 @@ WHERE c.relname = 'likes' AND n.nspname LIKE 'shard\_%';
 SELECT pg_get_constraintdef(oid) FROM pg_constraint
 WHERE conrelid = 'shard_0003.likes'::regclass AND contype = 'f';
 
+-- A foreign key is copied whole, as pg_get_constraintdef prints it: the
+-- column list of ON DELETE SET NULL (...) included.
+CREATE TABLE app.albums (
+    id bigint PRIMARY KEY,
+    owner_id bigint NOT NULL,
+    UNIQUE (id, owner_id)
+);
+CREATE TABLE app.album_photos (
+    id bigint PRIMARY KEY,
+    album_id bigint,
+    owner_id bigint NOT NULL,
+    CONSTRAINT album_fk FOREIGN KEY (album_id, owner_id) REFERENCES app.albums (id, owner_id)
+        ON DELETE SET NULL (album_id) DEFERRABLE INITIALLY DEFERRED
+);
+SELECT sharded_id.add_table('app.albums') AS copies, sharded_id.add_table('app.album_photos') AS copies;
+SELECT pg_get_constraintdef(c.oid) AS shard_copy,
+       pg_get_constraintdef(c.oid) = replace(pg_get_constraintdef(t.oid), 'app.albums', 'shard_0003.albums') AS same_as_template
+FROM pg_constraint t JOIN pg_constraint c ON c.conname = t.conname
+WHERE t.conrelid = 'app.album_photos'::regclass AND c.conrelid = 'shard_0003.album_photos'::regclass;
+INSERT INTO shard_0003.albums (owner_id) VALUES (42);
+INSERT INTO shard_0003.album_photos (album_id, owner_id) SELECT id, owner_id FROM shard_0003.albums;
+DELETE FROM shard_0003.albums;
+SELECT album_id IS NULL AS album_set_null, owner_id AS owner_kept FROM shard_0003.album_photos;
+
+-- The text of a shard's next_id call names its sequence, whose name can
+-- change under the same oid: the function that renders it is STABLE.
+CREATE TEMP TABLE seq_oid AS SELECT 'shard_0003.id_seq'::regclass::oid AS oid;
+SELECT sharded_id._next_id_call(3, oid::regclass, 'instagram') FROM seq_oid;
+ALTER SEQUENCE shard_0003.id_seq RENAME TO id_seq_renamed;
+SELECT sharded_id._next_id_call(3, oid::regclass, 'instagram') FROM seq_oid;
+ALTER SEQUENCE shard_0003.id_seq_renamed RENAME TO id_seq;
+SELECT provolatile AS stable FROM pg_proc WHERE oid = 'sharded_id._next_id_call'::regproc;
+
 -- All or nothing: shard 19's schema holds a table where its sequence
 -- should be, so creating shards 16..20 fails and leaves nothing behind.
 CREATE SCHEMA shard_0019;

@@ -1,8 +1,11 @@
 --
--- The upgrade chain: every released version has an update path to the
--- default version, and an extension installed as 1.0 and updated has the
--- same objects, definitions and labels as a fresh install, while column
--- defaults made under 1.0 keep working.
+-- The upgrade chain.  A fresh install of the default version runs one
+-- script, made by make from src/sql/api/; an update runs the frozen scripts
+-- of every release and then the deltas.  Both must give the same extension,
+-- object by object: functions (definition, labels, settings, privileges,
+-- comment), tables (columns, defaults, constraints, indexes, privileges,
+-- comment), sequences, and the tables pg_dump keeps (pg_extension_config_dump).
+-- Column defaults made under 1.0 keep working after the update.
 --
 SELECT e.source, e.path
 FROM pg_extension_update_paths('sharded_id') e
@@ -10,50 +13,85 @@ JOIN pg_available_extensions a ON a.name = 'sharded_id' AND e.target = a.default
 ORDER BY e.source;
 
 CREATE FUNCTION pg_temp.extension_objects()
-RETURNS TABLE (object text, definition text, labels text, comment text)
+RETURNS TABLE (object text, definition text)
 LANGUAGE sql AS $$
     SELECT pg_describe_object(d.classid, d.objid, d.objsubid),
-           CASE WHEN d.classid = 'pg_proc'::regclass THEN md5(pg_get_functiondef(d.objid))
-                WHEN d.classid = 'pg_class'::regclass THEN
-                    (SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
-                                       || coalesce(' default ' || pg_get_expr(ad.adbin, ad.adrelid), ''), ', ' ORDER BY a.attnum)
-                     FROM pg_attribute a
-                     LEFT JOIN pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum
-                     WHERE a.attrelid = d.objid AND a.attnum > 0 AND NOT a.attisdropped)
-           END,
-           (SELECT concat_ws(' ', p.provolatile, p.proparallel, p.proisstrict, p.prosecdef)
-                   || coalesce(array_to_string(p.proconfig, ','), '')
-                   || coalesce(array_to_string(p.proacl, ','), '')
-            FROM pg_proc p WHERE d.classid = 'pg_proc'::regclass AND p.oid = d.objid),
-           obj_description(d.objid, (SELECT relname FROM pg_class WHERE oid = d.classid))
+           concat_ws(E'\n',
+               CASE WHEN d.classid = 'pg_proc'::regclass THEN
+                   (SELECT concat_ws(' ', md5(pg_get_functiondef(p.oid)), p.provolatile, p.proparallel,
+                                     p.proisstrict, p.prosecdef, p.proconfig::text, p.proacl::text)
+                    FROM pg_proc p WHERE p.oid = d.objid)
+               END,
+               CASE WHEN d.classid = 'pg_class'::regclass THEN
+                   (SELECT concat_ws(E'\n', c.relkind, c.relacl::text,
+                       (SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
+                                          || CASE WHEN a.attnotnull THEN ' not null' ELSE '' END
+                                          || coalesce(' default ' || pg_get_expr(ad.adbin, ad.adrelid), ''),
+                                          ', ' ORDER BY a.attnum)
+                        FROM pg_attribute a
+                        LEFT JOIN pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum
+                        WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped),
+                       (SELECT string_agg(co.conname || ': ' || pg_get_constraintdef(co.oid), E'\n' ORDER BY co.conname)
+                        FROM pg_constraint co WHERE co.conrelid = c.oid),
+                       (SELECT string_agg(pg_get_indexdef(i.indexrelid), E'\n' ORDER BY 1)
+                        FROM pg_index i WHERE i.indrelid = c.oid),
+                       (SELECT concat_ws(' ', s.seqtypid::regtype, s.seqstart, s.seqincrement, s.seqmin, s.seqmax, s.seqcache)
+                        FROM pg_sequence s WHERE s.seqrelid = c.oid))
+                    FROM pg_class c WHERE c.oid = d.objid)
+               END,
+               'comment: ' || obj_description(d.objid, (SELECT relname FROM pg_class WHERE oid = d.classid)))
     FROM pg_depend d
     JOIN pg_extension e ON d.refclassid = 'pg_extension'::regclass AND d.refobjid = e.oid
     WHERE e.extname = 'sharded_id' AND d.deptype = 'e'
+    UNION ALL
+    SELECT 'config dump of ' || cfg.rel::regclass::text, 'where: ' || cfg.cond
+    FROM pg_extension e, unnest(e.extconfig, e.extcondition) AS cfg(rel, cond)
+    WHERE e.extname = 'sharded_id'
+    UNION ALL
+    SELECT 'extension', concat_ws(' ', extnamespace::regnamespace, extrelocatable)
+    FROM pg_extension WHERE extname = 'sharded_id'
 $$;
 
 -- The extension as installed fresh at the default version.
 CREATE TEMP TABLE fresh AS SELECT * FROM pg_temp.extension_objects();
-SELECT count(*) > 0 AS fresh_has_objects FROM fresh;
+SELECT count(*) > 50 AS fresh_has_objects,
+       count(*) FILTER (WHERE object LIKE 'config dump of %') AS config_dumps
+FROM fresh;
 
+-- Each released version, installed and updated, against the fresh install.
+CREATE TEMP TABLE differences (source text, side text, object text, definition text);
+DO $$
+DECLARE
+    source text;
+BEGIN
+    FOR source IN
+        SELECT e.source FROM pg_extension_update_paths('sharded_id') e
+        JOIN pg_available_extensions a ON a.name = 'sharded_id' AND e.target = a.default_version
+        WHERE e.path IS NOT NULL ORDER BY e.source
+    LOOP
+        DROP EXTENSION sharded_id;
+        EXECUTE format('CREATE EXTENSION sharded_id VERSION %L', source);
+        ALTER EXTENSION sharded_id UPDATE;
+        INSERT INTO differences
+        (SELECT source, 'only fresh', * FROM fresh EXCEPT SELECT source, 'only fresh', * FROM pg_temp.extension_objects())
+        UNION ALL
+        (SELECT source, 'only updated', * FROM pg_temp.extension_objects() EXCEPT SELECT source, 'only updated', * FROM fresh);
+        RAISE NOTICE 'updated from %', source;
+    END LOOP;
+END
+$$;
+SELECT source, side, object, definition FROM differences ORDER BY 1, 2, 3;
+
+-- Defaults from before the update still mint ids of their shard.
 DROP EXTENSION sharded_id;
 CREATE EXTENSION sharded_id VERSION '1.0';
-SELECT extversion FROM pg_extension WHERE extname = 'sharded_id';
 CREATE SCHEMA up;
 CREATE SEQUENCE up.seq;
 CREATE TABLE up.t (id bigint DEFAULT sharded_id.next_id(21, 'up.seq') PRIMARY KEY, v int);
 INSERT INTO up.t (v) VALUES (1);
-
 ALTER EXTENSION sharded_id UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'sharded_id';
-
--- Defaults from before the update still mint ids of their shard.
 INSERT INTO up.t (v) VALUES (2);
 SELECT v, sharded_id.shard_id(id) AS shard FROM up.t ORDER BY v;
-
--- Updated and fresh installs agree, object by object.
-(SELECT 'only fresh' AS side, * FROM fresh EXCEPT SELECT 'only fresh', * FROM pg_temp.extension_objects())
-UNION ALL
-(SELECT 'only updated', * FROM pg_temp.extension_objects() EXCEPT SELECT 'only updated', * FROM fresh)
-ORDER BY 1, 2;
 
 DROP SCHEMA up CASCADE;

@@ -244,3 +244,22 @@ shid_layouts(PG_FUNCTION_ARGS)
 	}
 	return (Datum) 0;
 }
+
+/*
+ * check_shard(shard_id integer, layout text) RETURNS integer
+ *
+ * The shard id, if the layout has such a shard; the same errors as next_id
+ * otherwise (an unknown layout, a shard out of range).  The SQL functions
+ * check shards and layout names through this, so that each error has one
+ * message and one hint.
+ */
+PG_FUNCTION_INFO_V1(shid_check_shard_sql);
+Datum
+shid_check_shard_sql(PG_FUNCTION_ARGS)
+{
+	const ShidLayout *layout = shid_layout_arg(fcinfo, 1);
+	int32		shard = PG_GETARG_INT32(0);
+
+	shid_check_shard(layout, shard);
+	PG_RETURN_INT32(shard);
+}

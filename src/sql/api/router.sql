@@ -1,0 +1,249 @@
+/* src/sql/api/router.sql */
+
+--
+-- Routers: the shard map, and the PL/Proxy cluster and postgres_fdw
+-- servers built from it.
+--
+CREATE TABLE sharded_id.nodes (
+    node_name text PRIMARY KEY CHECK (node_name ~ '^[a-z0-9_]+$'),
+    connstr text NOT NULL
+);
+
+COMMENT ON TABLE sharded_id.nodes IS
+'data nodes of the cluster: a name and a libpq connection string each';
+
+CREATE TABLE sharded_id.shard_map (
+    shard_id integer PRIMARY KEY CHECK (shard_id >= 0),
+    node_name text NOT NULL REFERENCES sharded_id.nodes ON UPDATE CASCADE
+);
+
+COMMENT ON TABLE sharded_id.shard_map IS
+'which data node holds each logical shard (apply_shard_map checks the shards against the layout)';
+
+CREATE TABLE sharded_id.ops_tables (
+    template regclass PRIMARY KEY,
+    ops_table regclass NOT NULL
+);
+
+COMMENT ON TABLE sharded_id.ops_tables IS
+'partitioned tables over all shards (postgres_fdw), rebuilt by apply_shard_map';
+
+SELECT pg_catalog.pg_extension_config_dump('sharded_id.nodes', '');
+SELECT pg_catalog.pg_extension_config_dump('sharded_id.shard_map', '');
+SELECT pg_catalog.pg_extension_config_dump('sharded_id.ops_tables', '');
+
+GRANT SELECT ON sharded_id.nodes, sharded_id.shard_map, sharded_id.ops_tables TO PUBLIC;
+
+-- The name of the postgres_fdw server of a data node.
+CREATE FUNCTION sharded_id.node_server(node_name text)
+RETURNS name
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT ('sharded_id_' || node_name)::name
+$$;
+
+COMMENT ON FUNCTION sharded_id.node_server(text) IS
+'name of the postgres_fdw server that apply_shard_map makes for a data node';
+
+-- Create a foreign server with exactly the wanted options, or bring an
+-- existing one's options to them, in one statement (validators see only
+-- complete option sets).
+CREATE FUNCTION sharded_id._set_server_options(server name, fdw name, wanted text[])
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    current text[] := (SELECT coalesce(srvoptions, '{}') FROM pg_foreign_server WHERE srvname = server);
+    changes text[] := '{}';
+    opt record;
+BEGIN
+    IF current IS NULL THEN
+        EXECUTE format('CREATE SERVER %I FOREIGN DATA WRAPPER %I OPTIONS (%s)', server, fdw,
+                       (SELECT string_agg(format('%I %L', split_part(o, '=', 1), substr(o, strpos(o, '=') + 1)), ', ')
+                        FROM unnest(wanted) o));
+        EXECUTE format('CREATE USER MAPPING FOR PUBLIC SERVER %I', server);
+        RETURN;
+    END IF;
+    FOR opt IN
+        SELECT coalesce(w.k, c.k) AS k, w.v AS wanted, c.v AS current
+        FROM (SELECT split_part(o, '=', 1) AS k, substr(o, strpos(o, '=') + 1) AS v FROM unnest(wanted) o) w
+        FULL JOIN (SELECT split_part(o, '=', 1) AS k, substr(o, strpos(o, '=') + 1) AS v FROM unnest(current) o) c
+        ON w.k = c.k
+    LOOP
+        IF opt.current IS NULL THEN
+            changes := changes || format('ADD %I %L', opt.k, opt.wanted);
+        ELSIF opt.wanted IS NULL THEN
+            changes := changes || format('DROP %I', opt.k);
+        ELSIF opt.wanted <> opt.current THEN
+            changes := changes || format('SET %I %L', opt.k, opt.wanted);
+        END IF;
+    END LOOP;
+    IF cardinality(changes) > 0 THEN
+        EXECUTE format('ALTER SERVER %I OPTIONS (%s)', server, array_to_string(changes, ', '));
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._set_server_options(name, name, text[]) IS
+'internal: create a foreign server with these options, or add, set and drop its options to match';
+
+-- libpq connection string to postgres_fdw server options.
+CREATE FUNCTION sharded_id._connstr_options(connstr text)
+RETURNS text[]
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT coalesce(array_agg(m[1] || '=' || CASE WHEN left(m[2], 1) = ''''
+                                              THEN replace(replace(substr(m[2], 2, length(m[2]) - 2), '\''', ''''), '\\', '\')
+                                              ELSE m[2] END
+                              ORDER BY m[1]), '{}')
+    FROM regexp_matches(connstr, '(\w+)\s*=\s*(''(?:[^''\\]|\\.)*''|\S+)', 'g') m
+    WHERE m[1] NOT IN ('user', 'password')
+$$;
+
+COMMENT ON FUNCTION sharded_id._connstr_options(text) IS
+'internal: the options of a libpq connection string, less user and password';
+
+CREATE FUNCTION sharded_id.apply_shard_map(cluster name DEFAULT 'sharded_id',
+                                           connection_lifetime integer DEFAULT NULL,
+                                           query_timeout integer DEFAULT NULL)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    map_layout text := (SELECT c.layout FROM sharded_id.current_settings() c);
+    max_count integer := (SELECT l.max_shard + 1 FROM sharded_id.layouts() l WHERE l.name = map_layout);
+    shard_count integer;
+    options text[];
+    node record;
+    ops record;
+BEGIN
+    PERFORM sharded_id.check_shard(m.shard_id, map_layout) FROM sharded_id.shard_map m;
+    SELECT count(*) INTO shard_count FROM sharded_id.shard_map;
+    IF shard_count = 0 OR shard_count > max_count OR (shard_count & (shard_count - 1)) <> 0 THEN
+        RAISE EXCEPTION 'the shard map holds % shards', shard_count
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('PL/Proxy needs a power of two between 1 and %s partitions, one per logical shard of layout "%s".',
+                                  max_count, map_layout);
+    END IF;
+    IF (SELECT max(shard_id) FROM sharded_id.shard_map) <> shard_count - 1 THEN
+        RAISE EXCEPTION 'the shard map does not hold shards 0 to %', shard_count - 1
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'Partition n of the cluster serves logical shard n, so every shard from 0 up needs a node.';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_foreign_data_wrapper WHERE fdwname = 'plproxy') THEN
+        RAISE EXCEPTION 'foreign-data wrapper "plproxy" does not exist'
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'Run CREATE EXTENSION plproxy on the router first.';
+    END IF;
+
+    -- The PL/Proxy cluster: partition n is logical shard n.
+    SELECT array_agg(format('p%s=%s', m.shard_id, n.connstr) ORDER BY m.shard_id)
+    INTO options
+    FROM sharded_id.shard_map m JOIN sharded_id.nodes n USING (node_name);
+    -- Settings not given keep their value, or start at 1800 s and none.
+    SELECT coalesce(apply_shard_map.connection_lifetime,
+                    (SELECT split_part(o, '=', 2)::integer
+                     FROM pg_foreign_server s, unnest(s.srvoptions) o
+                     WHERE s.srvname = cluster AND o LIKE 'connection\_lifetime=%'), 1800),
+           coalesce(apply_shard_map.query_timeout,
+                    (SELECT split_part(o, '=', 2)::integer
+                     FROM pg_foreign_server s, unnest(s.srvoptions) o
+                     WHERE s.srvname = cluster AND o LIKE 'query\_timeout=%'), 0)
+    INTO connection_lifetime, query_timeout;
+    options := options || format('connection_lifetime=%s', connection_lifetime)
+                       || format('query_timeout=%s', query_timeout);
+    PERFORM sharded_id._set_server_options(cluster, 'plproxy', options);
+
+    -- A postgres_fdw server per node, for ops queries.
+    IF EXISTS (SELECT 1 FROM pg_foreign_data_wrapper WHERE fdwname = 'postgres_fdw') THEN
+        FOR node IN SELECT * FROM sharded_id.nodes ORDER BY node_name LOOP
+            PERFORM sharded_id._set_server_options(
+                sharded_id.node_server(node.node_name), 'postgres_fdw',
+                sharded_id._connstr_options(node.connstr)
+                || ARRAY['extensions=sharded_id', 'async_capable=true']);
+        END LOOP;
+        FOR ops IN SELECT * FROM sharded_id.ops_tables LOOP
+            PERFORM sharded_id._attach_ops_partitions(ops.ops_table);
+        END LOOP;
+    END IF;
+    RETURN shard_count;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id.apply_shard_map(name, integer, integer) IS
+'create or update the PL/Proxy cluster (one partition per logical shard), the postgres_fdw server of each node and the ops tables from the shard map';
+
+-- (Re)create the partitions of an ops table: one foreign table per shard,
+-- on the node that holds it.
+CREATE FUNCTION sharded_id._attach_ops_partitions(ops_table regclass)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    part record;
+    ops_schema name;
+    ops_name name;
+    remote_table name;
+    pad integer := (SELECT c.pad_width FROM sharded_id.current_settings() c);
+BEGIN
+    SELECT n.nspname, c.relname INTO ops_schema, ops_name
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = ops_table;
+    SELECT c.relname INTO remote_table
+    FROM sharded_id.ops_tables o JOIN pg_class c ON c.oid = o.template
+    WHERE o.ops_table = _attach_ops_partitions.ops_table;
+    FOR part IN SELECT i.inhrelid::regclass AS rel FROM pg_inherits i WHERE i.inhparent = ops_table LOOP
+        EXECUTE format('DROP FOREIGN TABLE %s', part.rel);
+    END LOOP;
+    FOR part IN SELECT m.shard_id, m.node_name FROM sharded_id.shard_map m ORDER BY m.shard_id LOOP
+        EXECUTE format('CREATE FOREIGN TABLE %I.%I PARTITION OF %s FOR VALUES IN (%s) '
+                       'SERVER %I OPTIONS (schema_name %L, table_name %L)',
+                       ops_schema, format('%s_%s', ops_name, lpad(part.shard_id::text, greatest(pad, length(part.shard_id::text)), '0')),
+                       ops_table, part.shard_id, sharded_id.node_server(part.node_name),
+                       sharded_id.shard_schema(part.shard_id), remote_table);
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._attach_ops_partitions(regclass) IS
+'internal: one postgres_fdw partition per shard of an ops table';
+
+CREATE FUNCTION sharded_id.create_ops_table(template regclass, ops_schema name DEFAULT 'ops',
+                                            id_column name DEFAULT 'id')
+RETURNS regclass
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    ops regclass;
+    tab_name name := (SELECT relname FROM pg_class WHERE oid = template);
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_foreign_data_wrapper WHERE fdwname = 'postgres_fdw') THEN
+        RAISE EXCEPTION 'foreign-data wrapper "postgres_fdw" does not exist'
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'Run CREATE EXTENSION postgres_fdw on the router first.';
+    END IF;
+    EXECUTE format('CREATE SCHEMA IF NOT EXISTS %I', ops_schema);
+    EXECUTE format('CREATE TABLE %I.%I (LIKE %s INCLUDING DEFAULTS INCLUDING COMMENTS) '
+                   'PARTITION BY LIST (sharded_id.shard_id(%I))',
+                   ops_schema, tab_name, template, id_column);
+    ops := format('%I.%I', ops_schema, tab_name)::regclass;
+    EXECUTE format('COMMENT ON TABLE %s IS %L', ops,
+                   format('every shard''s %s, partitioned on the shard bits of %s', tab_name, id_column));
+    INSERT INTO sharded_id.ops_tables VALUES (template, ops);
+    PERFORM sharded_id._attach_ops_partitions(ops);
+    RETURN ops;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id.create_ops_table(regclass, name, name) IS
+'a table over every shard''s copy of a sharded table: partitioned on sharded_id.shard_id(id), one postgres_fdw partition per shard';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._set_server_options(name, name, text[]) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.apply_shard_map(name, integer, integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._attach_ops_partitions(regclass) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.create_ops_table(regclass, name, name) FROM PUBLIC;

@@ -1,0 +1,395 @@
+/* src/sql/api/shards.sql */
+
+--
+-- Logical shards as schemas.
+--
+CREATE TABLE sharded_id.settings (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    schema_prefix text NOT NULL CHECK (schema_prefix <> '' AND length(schema_prefix) <= 50),
+    pad_width integer NOT NULL CHECK (pad_width BETWEEN 0 AND 5),
+    layout text NOT NULL
+);
+
+COMMENT ON TABLE sharded_id.settings IS
+'how shards are provisioned: schema names and layout (no row: shard_0000-style names, layout instagram)';
+
+CREATE TABLE sharded_id.shards (
+    shard_id integer PRIMARY KEY CHECK (shard_id >= 0),
+    schema_name name NOT NULL UNIQUE,
+    layout text NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+
+COMMENT ON TABLE sharded_id.shards IS
+'the logical shards of this database, one schema each';
+
+CREATE TABLE sharded_id.shard_tables (
+    table_name name PRIMARY KEY,
+    template_schema name NOT NULL,
+    template_table name NOT NULL,
+    id_column name NOT NULL,
+    position serial NOT NULL,
+    UNIQUE (template_schema, template_table)
+);
+
+COMMENT ON TABLE sharded_id.shard_tables IS
+'the template tables that every shard schema gets a copy of';
+
+COMMENT ON SEQUENCE sharded_id.shard_tables_position_seq IS
+'order in which template tables were added';
+
+-- pg_dump keeps their rows; the install leaves them empty.
+SELECT pg_catalog.pg_extension_config_dump('sharded_id.settings', '');
+SELECT pg_catalog.pg_extension_config_dump('sharded_id.shards', '');
+SELECT pg_catalog.pg_extension_config_dump('sharded_id.shard_tables', '');
+SELECT pg_catalog.pg_extension_config_dump('sharded_id.shard_tables_position_seq', '');
+
+GRANT SELECT ON sharded_id.settings, sharded_id.shards, sharded_id.shard_tables TO PUBLIC;
+
+-- The settings in force: the row of sharded_id.settings, or the defaults.
+CREATE FUNCTION sharded_id.current_settings(OUT schema_prefix text,
+                                            OUT pad_width integer,
+                                            OUT layout text)
+RETURNS record
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT s.schema_prefix, s.pad_width, s.layout
+    FROM sharded_id.settings s
+    UNION ALL
+    SELECT 'shard_', 4, 'instagram'
+    WHERE NOT EXISTS (SELECT 1 FROM sharded_id.settings)
+$$;
+
+COMMENT ON FUNCTION sharded_id.current_settings() IS
+'the provisioning settings in force (sharded_id.settings, or the defaults)';
+
+CREATE FUNCTION sharded_id.configure(schema_prefix text DEFAULT NULL,
+                                     pad_width integer DEFAULT NULL,
+                                     layout text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cur record;
+BEGIN
+    SELECT * INTO cur FROM sharded_id.current_settings();
+    IF layout IS NOT NULL AND layout IS DISTINCT FROM cur.layout THEN
+        -- An unknown layout fails here, with the error next_id gives.
+        PERFORM sharded_id.check_shard(0, configure.layout);
+        IF EXISTS (SELECT 1 FROM sharded_id.shards) THEN
+            RAISE EXCEPTION 'cannot change the layout of existing shards'
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      DETAIL = format('Shards use layout "%s", and their ids and column defaults depend on it.', cur.layout);
+        END IF;
+    END IF;
+    INSERT INTO sharded_id.settings AS s (singleton, schema_prefix, pad_width, layout)
+    VALUES (true,
+            coalesce(configure.schema_prefix, cur.schema_prefix),
+            coalesce(configure.pad_width, cur.pad_width),
+            coalesce(configure.layout, cur.layout))
+    ON CONFLICT (singleton) DO UPDATE
+        SET schema_prefix = excluded.schema_prefix,
+            pad_width = excluded.pad_width,
+            layout = excluded.layout;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id.configure(text, integer, text) IS
+'set the schema name prefix, its zero padding and the layout of new shards';
+
+-- The schema name of a shard under the current settings.
+CREATE FUNCTION sharded_id.shard_schema(shard_id integer)
+RETURNS name
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT coalesce(
+        (SELECT s.schema_name FROM sharded_id.shards s WHERE s.shard_id = shard_schema.shard_id),
+        (SELECT (c.schema_prefix
+                 || lpad(shard_schema.shard_id::text,
+                         greatest(c.pad_width, length(shard_schema.shard_id::text)), '0'))::name
+         FROM sharded_id.current_settings() c))
+$$;
+
+COMMENT ON FUNCTION sharded_id.shard_schema(integer) IS
+'schema name of a shard: its catalog entry, or the name the settings give it';
+
+-- The next_id call of a shard, as SQL text: the DEFAULT of its tables' id
+-- columns and the body of its next_id().  STABLE, not IMMUTABLE: the text
+-- of a regclass depends on the search_path and on renames.
+CREATE FUNCTION sharded_id._next_id_call(shard_id integer, seq regclass, layout text)
+RETURNS text
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT format('sharded_id.next_id(%s, %L::pg_catalog.regclass%s)', shard_id, seq::text,
+                  CASE WHEN layout = 'instagram' THEN '' ELSE format(', %L', layout) END)
+$$;
+
+COMMENT ON FUNCTION sharded_id._next_id_call(integer, regclass, text) IS
+'internal: the SQL text of a shard''s next_id call';
+
+-- Copy template table t into schema of shard shard_id, unless it is there.
+CREATE FUNCTION sharded_id._copy_table(t sharded_id.shard_tables, shard_id integer,
+                                       schema name, seq regclass, layout text)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    template regclass;
+    target text := format('%I.%I', schema, t.table_name);
+BEGIN
+    IF to_regclass(target) IS NOT NULL THEN
+        RETURN false;
+    END IF;
+    template := to_regclass(format('%I.%I', t.template_schema, t.template_table));
+    IF template IS NULL THEN
+        RAISE EXCEPTION 'template table %.% of sharded table "%" does not exist',
+                        quote_ident(t.template_schema), quote_ident(t.template_table), t.table_name
+            USING ERRCODE = 'undefined_table';
+    END IF;
+    EXECUTE format('CREATE TABLE %s (LIKE %s INCLUDING ALL)', target, template);
+    EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s',
+                   target, t.id_column, sharded_id._next_id_call(shard_id, seq, layout));
+    IF obj_description(template, 'pg_class') IS NOT NULL THEN
+        EXECUTE format('COMMENT ON TABLE %s IS %L', target, obj_description(template, 'pg_class'));
+    END IF;
+    RETURN true;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._copy_table(sharded_id.shard_tables, integer, name, regclass, text) IS
+'internal: copy one template table into a shard schema';
+
+-- Recreate the template's foreign keys on the shard's copy; those that
+-- point at another template table point at that table's copy in the shard.
+-- pg_get_constraintdef prints each constraint whole, as the server knows it
+-- (the column list of ON DELETE SET NULL (...) included); only the table it
+-- references is swapped.
+CREATE FUNCTION sharded_id._copy_foreign_keys(t sharded_id.shard_tables, schema name)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    template regclass := to_regclass(format('%I.%I', t.template_schema, t.template_table));
+    target regclass := to_regclass(format('%I.%I', schema, t.table_name));
+    fk record;
+    def text;
+BEGIN
+    FOR fk IN
+        SELECT c.conname, pg_get_constraintdef(c.oid) AS def,
+               c.confrelid::regclass::text AS referenced, st.table_name AS ref_sharded
+        FROM pg_constraint c
+        JOIN pg_class rc ON rc.oid = c.confrelid
+        JOIN pg_namespace rn ON rn.oid = rc.relnamespace
+        LEFT JOIN sharded_id.shard_tables st
+               ON st.template_schema = rn.nspname AND st.template_table = rc.relname
+        WHERE c.conrelid = template AND c.contype = 'f'
+        ORDER BY c.conname
+    LOOP
+        CONTINUE WHEN EXISTS (SELECT 1 FROM pg_constraint
+                              WHERE conrelid = target AND conname = fk.conname);
+        def := fk.def;
+        IF fk.ref_sharded IS NOT NULL THEN
+            -- Both names are printed under this function's search_path.
+            def := replace(def, format(') REFERENCES %s(', fk.referenced),
+                           format(') REFERENCES %I.%I(', schema, fk.ref_sharded));
+        END IF;
+        EXECUTE format('ALTER TABLE %s ADD CONSTRAINT %I %s', target, fk.conname, def);
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._copy_foreign_keys(sharded_id.shard_tables, name) IS
+'internal: recreate a template table''s foreign keys in a shard schema';
+
+-- Bring one shard's schema up to date: create what is missing.
+CREATE FUNCTION sharded_id._provision(shard_id integer, schema_name name)
+RETURNS name
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    shard record;
+    cfg record;
+    seq regclass;
+    t sharded_id.shard_tables;
+BEGIN
+    SELECT * INTO cfg FROM sharded_id.current_settings();
+    SELECT * INTO shard FROM sharded_id.shards s WHERE s.shard_id = _provision.shard_id;
+    IF FOUND AND shard.schema_name <> coalesce(_provision.schema_name, shard.schema_name) THEN
+        RAISE EXCEPTION 'shard % already exists in schema "%"', shard_id, shard.schema_name
+            USING ERRCODE = 'duplicate_object';
+    ELSIF NOT FOUND THEN
+        PERFORM sharded_id.check_shard(shard_id, cfg.layout);
+        INSERT INTO sharded_id.shards (shard_id, schema_name, layout)
+        VALUES (shard_id, coalesce(_provision.schema_name, sharded_id.shard_schema(shard_id)), cfg.layout)
+        RETURNING * INTO shard;
+    END IF;
+
+    EXECUTE format('CREATE SCHEMA IF NOT EXISTS %I', shard.schema_name);
+    EXECUTE format('CREATE SEQUENCE IF NOT EXISTS %I.id_seq', shard.schema_name);
+    seq := format('%I.id_seq', shard.schema_name)::regclass;
+    IF (SELECT relkind FROM pg_class WHERE oid = seq) <> 'S' THEN
+        RAISE EXCEPTION '"%" is not a sequence', seq
+            USING ERRCODE = 'wrong_object_type',
+                  DETAIL = format('Shard %s takes the sequence fields of its ids from %s.', shard.shard_id, seq);
+    END IF;
+    EXECUTE format('COMMENT ON SEQUENCE %s IS %L', seq,
+                   format('sequence fields of the ids of shard %s', shard.shard_id));
+
+    -- The zero-argument next_id() of the seed, bound at creation where the
+    -- server supports SQL-standard bodies, so the planner inlines it.
+    IF to_regprocedure(format('%I.next_id()', shard.schema_name)) IS NULL THEN
+        IF current_setting('server_version_num')::integer >= 140000 THEN
+            EXECUTE format('CREATE FUNCTION %I.next_id() RETURNS bigint LANGUAGE sql VOLATILE PARALLEL UNSAFE '
+                           'BEGIN ATOMIC SELECT %s; END',
+                           shard.schema_name, sharded_id._next_id_call(shard.shard_id, seq, shard.layout));
+        ELSE
+            EXECUTE format('CREATE FUNCTION %I.next_id() RETURNS bigint LANGUAGE sql VOLATILE PARALLEL UNSAFE AS %L',
+                           shard.schema_name,
+                           'SELECT ' || sharded_id._next_id_call(shard.shard_id, seq, shard.layout));
+        END IF;
+        EXECUTE format('COMMENT ON FUNCTION %I.next_id() IS %L', shard.schema_name,
+                       format('new id for shard %s', shard.shard_id));
+    END IF;
+
+    FOR t IN SELECT * FROM sharded_id.shard_tables ORDER BY position LOOP
+        PERFORM sharded_id._copy_table(t, shard.shard_id, shard.schema_name, seq, shard.layout);
+    END LOOP;
+    FOR t IN SELECT * FROM sharded_id.shard_tables ORDER BY position LOOP
+        PERFORM sharded_id._copy_foreign_keys(t, shard.schema_name);
+    END LOOP;
+    RETURN shard.schema_name;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._provision(integer, name) IS
+'internal: create whatever a shard schema is missing';
+
+CREATE FUNCTION sharded_id.create_shard(shard_id integer, schema_name name DEFAULT NULL)
+RETURNS name
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF shard_id IS NULL THEN
+        RAISE EXCEPTION 'shard id must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    RETURN sharded_id._provision(shard_id, schema_name);
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id.create_shard(integer, name) IS
+'create the schema of a logical shard (named by the settings, or schema_name) with its sequence, next_id() and a copy of every template table; creates only what is missing, so it also adopts a schema restored from a dump';
+
+CREATE FUNCTION sharded_id.create_shards(first_shard integer, last_shard integer)
+RETURNS SETOF name
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF first_shard > last_shard THEN
+        RAISE EXCEPTION 'first shard % is after last shard %', first_shard, last_shard
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    FOR shard IN first_shard .. last_shard LOOP
+        RETURN NEXT sharded_id._provision(shard, NULL);
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id.create_shards(integer, integer) IS
+'create_shard for every shard from first_shard to last_shard, all or nothing';
+
+CREATE FUNCTION sharded_id.drop_shard(shard_id integer)
+RETURNS name
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    schema name;
+BEGIN
+    DELETE FROM sharded_id.shards s WHERE s.shard_id = drop_shard.shard_id
+    RETURNING s.schema_name INTO schema;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'shard % does not exist', shard_id
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    EXECUTE format('DROP SCHEMA IF EXISTS %I CASCADE', schema);
+    RETURN schema;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id.drop_shard(integer) IS
+'drop a logical shard: its schema with all its tables and rows, and its catalog entry';
+
+CREATE FUNCTION sharded_id.add_table(template regclass, id_column name DEFAULT 'id')
+RETURNS integer
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    rel record;
+    t sharded_id.shard_tables;
+    shard record;
+    copies integer := 0;
+BEGIN
+    SELECT c.relname, n.nspname, c.relkind INTO rel
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE c.oid = template;
+    IF rel.relkind NOT IN ('r', 'p') THEN
+        RAISE EXCEPTION '"%" is not a table', template
+            USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_attribute a
+                   WHERE a.attrelid = template AND a.attname = id_column
+                     AND a.atttypid = 'pg_catalog.int8'::regtype AND NOT a.attisdropped) THEN
+        RAISE EXCEPTION 'column "%" of "%" is not a bigint column', id_column, template
+            USING ERRCODE = 'datatype_mismatch',
+                  HINT = 'The id column of a sharded table must be of type bigint.';
+    END IF;
+    IF EXISTS (SELECT 1 FROM sharded_id.shards s WHERE s.schema_name = rel.nspname) THEN
+        RAISE EXCEPTION 'template table "%" is inside a shard schema', template
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    SELECT * INTO t FROM sharded_id.shard_tables st WHERE st.table_name = rel.relname;
+    IF FOUND AND (t.template_schema, t.template_table) <> (rel.nspname, rel.relname) THEN
+        RAISE EXCEPTION 'a sharded table named "%" already exists', rel.relname
+            USING ERRCODE = 'duplicate_table',
+                  DETAIL = format('Its template is %I.%I.', t.template_schema, t.template_table);
+    ELSIF NOT FOUND THEN
+        INSERT INTO sharded_id.shard_tables (table_name, template_schema, template_table, id_column)
+        VALUES (rel.relname, rel.nspname, rel.relname, id_column)
+        RETURNING * INTO t;
+    END IF;
+
+    FOR shard IN SELECT * FROM sharded_id.shards ORDER BY shard_id LOOP
+        IF sharded_id._copy_table(t, shard.shard_id, shard.schema_name,
+                                  format('%I.id_seq', shard.schema_name)::regclass, shard.layout) THEN
+            copies := copies + 1;
+        END IF;
+        PERFORM sharded_id._copy_foreign_keys(t, shard.schema_name);
+    END LOOP;
+    RETURN copies;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id.add_table(regclass, name) IS
+'make a table the template of a sharded table: every shard, existing or new, gets a copy; returns the copies made';
+
+-- Provisioning is for the extension's owner, or roles it grants these to.
+REVOKE EXECUTE ON FUNCTION sharded_id.configure(text, integer, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._copy_table(sharded_id.shard_tables, integer, name, regclass, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._copy_foreign_keys(sharded_id.shard_tables, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._provision(integer, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.create_shard(integer, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.create_shards(integer, integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.drop_shard(integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.add_table(regclass, name) FROM PUBLIC;

@@ -1,0 +1,257 @@
+/* src/sql/sharded_id--1.2--1.3.sql */
+
+-- complain if script is sourced in psql, rather than via ALTER EXTENSION
+\echo Use "ALTER EXTENSION sharded_id UPDATE TO '1.3'" to load this file. \quit
+
+--
+-- One check, in C, of shards and layout names for the SQL functions.
+--
+CREATE FUNCTION sharded_id.check_shard(shard_id integer, layout text)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'shid_check_shard_sql'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION sharded_id.check_shard(integer, text) IS
+'the shard id if the named layout has such a shard; next_id''s error otherwise (unknown layout, shard out of range)';
+
+--
+-- Provisioning: derive ranges from the layout, and copy foreign keys whole.
+--
+CREATE OR REPLACE FUNCTION sharded_id.configure(schema_prefix text DEFAULT NULL,
+                                     pad_width integer DEFAULT NULL,
+                                     layout text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cur record;
+BEGIN
+    SELECT * INTO cur FROM sharded_id.current_settings();
+    IF layout IS NOT NULL AND layout IS DISTINCT FROM cur.layout THEN
+        -- An unknown layout fails here, with the error next_id gives.
+        PERFORM sharded_id.check_shard(0, configure.layout);
+        IF EXISTS (SELECT 1 FROM sharded_id.shards) THEN
+            RAISE EXCEPTION 'cannot change the layout of existing shards'
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      DETAIL = format('Shards use layout "%s", and their ids and column defaults depend on it.', cur.layout);
+        END IF;
+    END IF;
+    INSERT INTO sharded_id.settings AS s (singleton, schema_prefix, pad_width, layout)
+    VALUES (true,
+            coalesce(configure.schema_prefix, cur.schema_prefix),
+            coalesce(configure.pad_width, cur.pad_width),
+            coalesce(configure.layout, cur.layout))
+    ON CONFLICT (singleton) DO UPDATE
+        SET schema_prefix = excluded.schema_prefix,
+            pad_width = excluded.pad_width,
+            layout = excluded.layout;
+END
+$$;
+
+-- The text of a regclass depends on the search_path and on renames.
+ALTER FUNCTION sharded_id._next_id_call(integer, regclass, text) STABLE;
+
+CREATE OR REPLACE FUNCTION sharded_id._copy_foreign_keys(t sharded_id.shard_tables, schema name)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    template regclass := to_regclass(format('%I.%I', t.template_schema, t.template_table));
+    target regclass := to_regclass(format('%I.%I', schema, t.table_name));
+    fk record;
+    def text;
+BEGIN
+    FOR fk IN
+        SELECT c.conname, pg_get_constraintdef(c.oid) AS def,
+               c.confrelid::regclass::text AS referenced, st.table_name AS ref_sharded
+        FROM pg_constraint c
+        JOIN pg_class rc ON rc.oid = c.confrelid
+        JOIN pg_namespace rn ON rn.oid = rc.relnamespace
+        LEFT JOIN sharded_id.shard_tables st
+               ON st.template_schema = rn.nspname AND st.template_table = rc.relname
+        WHERE c.conrelid = template AND c.contype = 'f'
+        ORDER BY c.conname
+    LOOP
+        CONTINUE WHEN EXISTS (SELECT 1 FROM pg_constraint
+                              WHERE conrelid = target AND conname = fk.conname);
+        def := fk.def;
+        IF fk.ref_sharded IS NOT NULL THEN
+            -- Both names are printed under this function's search_path.
+            def := replace(def, format(') REFERENCES %s(', fk.referenced),
+                           format(') REFERENCES %I.%I(', schema, fk.ref_sharded));
+        END IF;
+        EXECUTE format('ALTER TABLE %s ADD CONSTRAINT %I %s', target, fk.conname, def);
+    END LOOP;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION sharded_id._provision(shard_id integer, schema_name name)
+RETURNS name
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    shard record;
+    cfg record;
+    seq regclass;
+    t sharded_id.shard_tables;
+BEGIN
+    SELECT * INTO cfg FROM sharded_id.current_settings();
+    SELECT * INTO shard FROM sharded_id.shards s WHERE s.shard_id = _provision.shard_id;
+    IF FOUND AND shard.schema_name <> coalesce(_provision.schema_name, shard.schema_name) THEN
+        RAISE EXCEPTION 'shard % already exists in schema "%"', shard_id, shard.schema_name
+            USING ERRCODE = 'duplicate_object';
+    ELSIF NOT FOUND THEN
+        PERFORM sharded_id.check_shard(shard_id, cfg.layout);
+        INSERT INTO sharded_id.shards (shard_id, schema_name, layout)
+        VALUES (shard_id, coalesce(_provision.schema_name, sharded_id.shard_schema(shard_id)), cfg.layout)
+        RETURNING * INTO shard;
+    END IF;
+
+    EXECUTE format('CREATE SCHEMA IF NOT EXISTS %I', shard.schema_name);
+    EXECUTE format('CREATE SEQUENCE IF NOT EXISTS %I.id_seq', shard.schema_name);
+    seq := format('%I.id_seq', shard.schema_name)::regclass;
+    IF (SELECT relkind FROM pg_class WHERE oid = seq) <> 'S' THEN
+        RAISE EXCEPTION '"%" is not a sequence', seq
+            USING ERRCODE = 'wrong_object_type',
+                  DETAIL = format('Shard %s takes the sequence fields of its ids from %s.', shard.shard_id, seq);
+    END IF;
+    EXECUTE format('COMMENT ON SEQUENCE %s IS %L', seq,
+                   format('sequence fields of the ids of shard %s', shard.shard_id));
+
+    -- The zero-argument next_id() of the seed, bound at creation where the
+    -- server supports SQL-standard bodies, so the planner inlines it.
+    IF to_regprocedure(format('%I.next_id()', shard.schema_name)) IS NULL THEN
+        IF current_setting('server_version_num')::integer >= 140000 THEN
+            EXECUTE format('CREATE FUNCTION %I.next_id() RETURNS bigint LANGUAGE sql VOLATILE PARALLEL UNSAFE '
+                           'BEGIN ATOMIC SELECT %s; END',
+                           shard.schema_name, sharded_id._next_id_call(shard.shard_id, seq, shard.layout));
+        ELSE
+            EXECUTE format('CREATE FUNCTION %I.next_id() RETURNS bigint LANGUAGE sql VOLATILE PARALLEL UNSAFE AS %L',
+                           shard.schema_name,
+                           'SELECT ' || sharded_id._next_id_call(shard.shard_id, seq, shard.layout));
+        END IF;
+        EXECUTE format('COMMENT ON FUNCTION %I.next_id() IS %L', shard.schema_name,
+                       format('new id for shard %s', shard.shard_id));
+    END IF;
+
+    FOR t IN SELECT * FROM sharded_id.shard_tables ORDER BY position LOOP
+        PERFORM sharded_id._copy_table(t, shard.shard_id, shard.schema_name, seq, shard.layout);
+    END LOOP;
+    FOR t IN SELECT * FROM sharded_id.shard_tables ORDER BY position LOOP
+        PERFORM sharded_id._copy_foreign_keys(t, shard.schema_name);
+    END LOOP;
+    RETURN shard.schema_name;
+END
+$$;
+
+--
+-- Routers: the shard map's range and the ops partitions' names follow the
+-- layout and the settings.
+--
+ALTER TABLE sharded_id.shard_map
+    DROP CONSTRAINT shard_map_shard_id_check,
+    ADD CONSTRAINT shard_map_shard_id_check CHECK (shard_id >= 0);
+
+COMMENT ON TABLE sharded_id.shard_map IS
+'which data node holds each logical shard (apply_shard_map checks the shards against the layout)';
+
+CREATE OR REPLACE FUNCTION sharded_id.apply_shard_map(cluster name DEFAULT 'sharded_id',
+                                           connection_lifetime integer DEFAULT NULL,
+                                           query_timeout integer DEFAULT NULL)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    map_layout text := (SELECT c.layout FROM sharded_id.current_settings() c);
+    max_count integer := (SELECT l.max_shard + 1 FROM sharded_id.layouts() l WHERE l.name = map_layout);
+    shard_count integer;
+    options text[];
+    node record;
+    ops record;
+BEGIN
+    PERFORM sharded_id.check_shard(m.shard_id, map_layout) FROM sharded_id.shard_map m;
+    SELECT count(*) INTO shard_count FROM sharded_id.shard_map;
+    IF shard_count = 0 OR shard_count > max_count OR (shard_count & (shard_count - 1)) <> 0 THEN
+        RAISE EXCEPTION 'the shard map holds % shards', shard_count
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('PL/Proxy needs a power of two between 1 and %s partitions, one per logical shard of layout "%s".',
+                                  max_count, map_layout);
+    END IF;
+    IF (SELECT max(shard_id) FROM sharded_id.shard_map) <> shard_count - 1 THEN
+        RAISE EXCEPTION 'the shard map does not hold shards 0 to %', shard_count - 1
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'Partition n of the cluster serves logical shard n, so every shard from 0 up needs a node.';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_foreign_data_wrapper WHERE fdwname = 'plproxy') THEN
+        RAISE EXCEPTION 'foreign-data wrapper "plproxy" does not exist'
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'Run CREATE EXTENSION plproxy on the router first.';
+    END IF;
+
+    -- The PL/Proxy cluster: partition n is logical shard n.
+    SELECT array_agg(format('p%s=%s', m.shard_id, n.connstr) ORDER BY m.shard_id)
+    INTO options
+    FROM sharded_id.shard_map m JOIN sharded_id.nodes n USING (node_name);
+    -- Settings not given keep their value, or start at 1800 s and none.
+    SELECT coalesce(apply_shard_map.connection_lifetime,
+                    (SELECT split_part(o, '=', 2)::integer
+                     FROM pg_foreign_server s, unnest(s.srvoptions) o
+                     WHERE s.srvname = cluster AND o LIKE 'connection\_lifetime=%'), 1800),
+           coalesce(apply_shard_map.query_timeout,
+                    (SELECT split_part(o, '=', 2)::integer
+                     FROM pg_foreign_server s, unnest(s.srvoptions) o
+                     WHERE s.srvname = cluster AND o LIKE 'query\_timeout=%'), 0)
+    INTO connection_lifetime, query_timeout;
+    options := options || format('connection_lifetime=%s', connection_lifetime)
+                       || format('query_timeout=%s', query_timeout);
+    PERFORM sharded_id._set_server_options(cluster, 'plproxy', options);
+
+    -- A postgres_fdw server per node, for ops queries.
+    IF EXISTS (SELECT 1 FROM pg_foreign_data_wrapper WHERE fdwname = 'postgres_fdw') THEN
+        FOR node IN SELECT * FROM sharded_id.nodes ORDER BY node_name LOOP
+            PERFORM sharded_id._set_server_options(
+                sharded_id.node_server(node.node_name), 'postgres_fdw',
+                sharded_id._connstr_options(node.connstr)
+                || ARRAY['extensions=sharded_id', 'async_capable=true']);
+        END LOOP;
+        FOR ops IN SELECT * FROM sharded_id.ops_tables LOOP
+            PERFORM sharded_id._attach_ops_partitions(ops.ops_table);
+        END LOOP;
+    END IF;
+    RETURN shard_count;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION sharded_id._attach_ops_partitions(ops_table regclass)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    part record;
+    ops_schema name;
+    ops_name name;
+    remote_table name;
+    pad integer := (SELECT c.pad_width FROM sharded_id.current_settings() c);
+BEGIN
+    SELECT n.nspname, c.relname INTO ops_schema, ops_name
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = ops_table;
+    SELECT c.relname INTO remote_table
+    FROM sharded_id.ops_tables o JOIN pg_class c ON c.oid = o.template
+    WHERE o.ops_table = _attach_ops_partitions.ops_table;
+    FOR part IN SELECT i.inhrelid::regclass AS rel FROM pg_inherits i WHERE i.inhparent = ops_table LOOP
+        EXECUTE format('DROP FOREIGN TABLE %s', part.rel);
+    END LOOP;
+    FOR part IN SELECT m.shard_id, m.node_name FROM sharded_id.shard_map m ORDER BY m.shard_id LOOP
+        EXECUTE format('CREATE FOREIGN TABLE %I.%I PARTITION OF %s FOR VALUES IN (%s) '
+                       'SERVER %I OPTIONS (schema_name %L, table_name %L)',
+                       ops_schema, format('%s_%s', ops_name, lpad(part.shard_id::text, greatest(pad, length(part.shard_id::text)), '0')),
+                       ops_table, part.shard_id, sharded_id.node_server(part.node_name),
+                       sharded_id.shard_schema(part.shard_id), remote_table);
+    END LOOP;
+END
+$$;
