@@ -1,0 +1,132 @@
+# test/t/007_move_tool.pl
+#
+# sharded_id_move_shard with hostile input: schema names holding quotes,
+# semicolons and spaces move intact; a name built to inject SQL fails
+# cleanly and runs nothing; a node name built to inject SQL is refused; and
+# the tool runs the psql and pg_dump of its own server version, whatever
+# PATH holds.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use ShardedIdTest;
+use Test::More;
+
+my $weird = q{we"ird'; sch ema};
+my $injected = q{x"; DROP TABLE public.victim; --};
+
+my %node;
+for my $name (qw(node1 node2))
+{
+	$node{$name} = sharded_node($name);
+	$node{$name}->start;
+	$node{$name}->safe_psql('postgres', q{
+		CREATE EXTENSION sharded_id;
+		CREATE SCHEMA app;
+		CREATE TABLE app.items (id bigint PRIMARY KEY, v text);
+		SELECT sharded_id.add_table('app.items');
+		CREATE TABLE public.victim (x int);
+		INSERT INTO public.victim VALUES (1);
+	});
+}
+$node{node1}->safe_psql('postgres', 'SELECT sharded_id.create_shard(0)');
+for my $shard ([1, $weird], [3, $injected])
+{
+	my ($id, $schema) = @$shard;
+	$node{node2}->safe_psql('postgres', qq{
+		SELECT sharded_id.create_shard($id, \$n\$$schema\$n\$);
+		SELECT format('INSERT INTO %I.items (v) SELECT ''row '' || g FROM generate_series(1, 100) g', \$n\$$schema\$n\$) \\gexec
+	});
+}
+
+my $router = sharded_node('router');
+$router->start;
+$router->safe_psql('postgres', 'CREATE EXTENSION plproxy; CREATE EXTENSION sharded_id');
+for my $name (qw(node1 node2))
+{
+	my $connstr = $node{$name}->connstr('postgres');
+	$router->safe_psql('postgres', "INSERT INTO sharded_id.nodes VALUES ('$name', \$c\$$connstr\$c\$)");
+}
+$router->safe_psql('postgres', q{
+	INSERT INTO sharded_id.shard_map VALUES (0, 'node1'), (1, 'node2'), (2, 'node1'), (3, 'node2');
+	SELECT sharded_id.apply_shard_map();
+});
+
+my $bindir = `pg_config --bindir`;
+chomp $bindir;
+my $tool = "$bindir/sharded_id_move_shard";
+ok(-x $tool, 'the move tool is installed beside the server binaries');
+
+sub move
+{
+	my ($shard, $to_node, %env) = @_;
+	my ($out, $err) = ('', '');
+	local @ENV{ keys %env } = values %env;
+	my $ok = IPC::Run::run(
+		[ $tool, '--shard', $shard,
+		  '--from', $node{node2}->connstr('postgres'), '--to', $node{node1}->connstr('postgres'),
+		  '--to-node', $to_node, '--router', $router->connstr('postgres') ],
+		'>', \$out, '2>', \$err);
+	return ($ok, $out, $err);
+}
+
+sub map_of { $router->safe_psql('postgres', "SELECT node_name FROM sharded_id.shard_map WHERE shard_id = $_[0]") }
+
+# A node name that would widen the router's check if it were pasted in.
+my ($ok, $out, $err) = move(1, q{nosuch' OR node_name <> '});
+ok(!$ok, 'a node name holding SQL is refused');
+like($err, qr/the router knows no node "nosuch' OR node_name <> '"/, 'as an unknown node');
+is(map_of(1), 'node2', 'and the shard map is unchanged');
+
+# psql and pg_dump on PATH that are not the server's: the tool must not
+# run them.
+my $fake = PostgreSQL::Test::Utils::tempdir();
+for my $prog (qw(psql pg_dump))
+{
+	open my $fh, '>', "$fake/$prog" or die $!;
+	print $fh "#!/bin/sh\necho 'the $prog on PATH was run' >&2\nexit 97\n";
+	close $fh;
+	chmod 0755, "$fake/$prog";
+}
+
+# The schema name holds a double quote, a single quote, a semicolon and a
+# space.
+($ok, $out, $err) = move(1, 'node1', PATH => "$fake:$ENV{PATH}");
+ok($ok, "a shard in schema $weird moves") or diag($err);
+unlike($err, qr/on PATH was run/, 'with the psql and pg_dump beside the tool, not those on PATH');
+is($node{node1}->safe_psql('postgres', qq{SELECT count(*) FROM sharded_id.shards WHERE shard_id = 1 AND schema_name = \$n\$$weird\$n\$}),
+	'1', 'the target holds the shard under its name');
+is($node{node1}->safe_psql('postgres', q{SELECT format('SELECT count(*) FROM %I.items', schema_name) FROM sharded_id.shards WHERE shard_id = 1 \gexec}),
+	'100', 'with every row');
+is($node{node2}->safe_psql('postgres', qq{SELECT count(*) FROM pg_namespace WHERE nspname = \$n\$$weird\$n\$}),
+	'0', 'and the source holds it no more');
+is(map_of(1), 'node1', 'the router sends shard 1 to node1');
+
+# The target gains a template the source lacks, so the copy of shard 3
+# cannot match its source: the move fails after the copy, and its cleanup
+# must drop exactly the copied schema.
+$node{node1}->safe_psql('postgres', q{
+	CREATE TABLE app.extra (id bigint PRIMARY KEY);
+	SELECT sharded_id.add_table('app.extra');
+});
+($ok, $out, $err) = move(3, 'node1');
+ok(!$ok, 'the move of the shard with an injected name fails');
+like($err, qr/the copy differs from the source.*nothing was moved/, 'at its verification, and says so');
+is($node{node1}->safe_psql('postgres', 'SELECT count(*) FROM public.victim'), '1',
+	'the injected statement did not run on the target');
+is($node{node1}->safe_psql('postgres', qq{SELECT count(*) FROM pg_namespace WHERE nspname = \$n\$$injected\$n\$}),
+	'0', 'the partial copy is gone from the target');
+is($node{node1}->safe_psql('postgres', 'SELECT count(*) FROM sharded_id.shards WHERE shard_id = 3'),
+	'0', 'and so is its catalog entry');
+is($node{node2}->safe_psql('postgres', q{SELECT format('SELECT count(*) FROM %I.items', schema_name) FROM sharded_id.shards WHERE shard_id = 3 \gexec}),
+	'100', 'the source still holds the shard and its rows');
+is(map_of(3), 'node2', 'and the router still sends shard 3 there');
+is($node{node2}->safe_psql('postgres', 'SELECT count(*) FROM public.victim'), '1',
+	'nothing ran on the source either');
+
+$_->stop for values %node;
+$router->stop;
+done_testing();
