@@ -5,7 +5,7 @@
 \echo '== 1. CREATE EXTENSION, then define each sharded table once, as a template'
 CREATE EXTENSION sharded_id;
 -- app.users (id, name) and app.photos (id, user_id -> users, caption)
-\ir scale/templates.sql
+\ir example/templates.sql
 SELECT sharded_id.add_table('app.users'), sharded_id.add_table('app.photos');
 
 \echo '== 2. Sixteen logical shards: a schema each, with its sequence, next_id() and both tables'

@@ -134,22 +134,22 @@ done
 
 echo "== router: PL/Proxy overhead, and shard moves under writers, $pgbench_rounds rounds"
 # Two data nodes as two databases of this cluster, this database as router.
-scale=$here/../scale
+example=$here/../example
 node_conn() { echo "host=$PGHOST port=$PGPORT user=$PGUSER password=$PGPASSWORD dbname=$1"; }
 for db in bench_node_a bench_node_b; do
     "${psql[@]}" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
     if [ $db = bench_node_a ]; then shards='0,2,4,6'; else shards='1,3,5,7'; fi
-    "${psql[@]}" -d $db -c "CREATE EXTENSION sharded_id" -f "$scale/templates.sql" \
+    "${psql[@]}" -d $db -c "CREATE EXTENSION sharded_id" -f "$example/templates.sql" \
         -c "SELECT sharded_id.add_table('app.users'), sharded_id.add_table('app.photos')" \
         -c "SELECT count(sharded_id.create_shard(s)) FROM unnest(ARRAY[$shards]) s"
-    "${psql[@]}" -d $db -v shard_count=8 -f "$scale/node_api.sql"
+    "${psql[@]}" -d $db -v shard_count=8 -f "$example/node_api.sql"
 done
 "${psql[@]}" -c 'DROP SCHEMA IF EXISTS app_api, app CASCADE' -c 'CREATE EXTENSION IF NOT EXISTS plproxy' \
     -c 'DELETE FROM sharded_id.shard_map' -c 'DELETE FROM sharded_id.nodes' \
     -c "INSERT INTO sharded_id.nodes VALUES ('a', '$(node_conn bench_node_a)'), ('b', '$(node_conn bench_node_b)')" \
     -c "INSERT INTO sharded_id.shard_map SELECT s, CASE WHEN s % 2 = 0 THEN 'a' ELSE 'b' END FROM generate_series(0, 7) s" \
     -c 'SELECT sharded_id.apply_shard_map()'
-"${psql[@]}" -v shard_count=8 -f "$scale/router_api.sql"
+"${psql[@]}" -v shard_count=8 -f "$example/router_api.sql"
 "${psql[@]}" -c "CREATE TABLE bench.demo_users AS SELECT g AS n, app_api.add_user('user ' || g) AS user_id FROM generate_series(1, 200) g"
 # A user whose shard is on node a, for the direct calls.
 uid=$(psql -XAt -c "SELECT user_id FROM bench.demo_users WHERE sharded_id.shard_id(user_id) % 2 = 0 LIMIT 1")

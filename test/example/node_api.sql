@@ -1,6 +1,6 @@
--- test/scale/node_api.sql: the functions a data node offers the router, for
+-- test/example/node_api.sql: the functions a data node offers the router, for
 -- the demo tables app.users and app.photos.  Load with
---   psql -v shard_count=N -f test/scale/node_api.sql
+--   psql -v shard_count=N -f test/example/node_api.sql
 -- where N is the number of logical shards of the whole cluster.
 --
 -- The pattern for an application's own functions: find the shard (from an

@@ -1,6 +1,6 @@
--- test/scale/router_api.sql: the router's side of test/scale/node_api.sql,
+-- test/example/router_api.sql: the router's side of test/example/node_api.sql,
 -- in PL/Proxy.  Load with
---   psql -v shard_count=N -f test/scale/router_api.sql
+--   psql -v shard_count=N -f test/example/router_api.sql
 -- after sharded_id.apply_shard_map() has made the cluster "sharded_id".
 --
 -- Each function has the signature of the data-node function it calls.

@@ -1,4 +1,4 @@
--- test/scale/templates.sql: the demo's sharded tables, as templates.
+-- test/example/templates.sql: the demo's sharded tables, as templates.
 -- Data nodes follow this with sharded_id.add_table() for each; a router
 -- loads it as is, as the definitions of its ops tables.
 CREATE SCHEMA app;

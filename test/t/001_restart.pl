@@ -4,16 +4,15 @@
 # module refuses to mint ids when it was not preloaded.
 use strict;
 use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use ShardedIdTest;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('restart');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'sharded_id'
-restart_after_crash = on
-});
+my $node = sharded_node('restart', conf => "restart_after_crash = on\n");
 $node->start;
 
 $node->safe_psql('postgres', q{
@@ -21,59 +20,45 @@ $node->safe_psql('postgres', q{
 	CREATE SEQUENCE s CACHE 100;
 	CREATE TABLE ids (id bigint PRIMARY KEY, phase int NOT NULL);
 });
+my $call = "sharded_id.next_id(7, 's')";
 
-# Mint n ids for shard 7 in one statement.  The primary key turns any
-# repeat into an error.
-sub mint
-{
-	my ($phase, $n) = @_;
-	my ($ret, $stdout, $stderr) = $node->psql('postgres',
-		"INSERT INTO ids SELECT sharded_id.next_id(7, 's'), $phase FROM generate_series(1, $n)");
-	is($ret, 0, "phase $phase: $n ids inserted under a primary key")
-	  or diag($stderr);
-}
+mint($node, $call, 1, 100000);
 
-# Milliseconds (Unix) of the oldest or newest id of a phase.
-sub phase_ms
-{
-	my ($agg, $phase) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT (extract(epoch FROM $agg(sharded_id.created_at(id))) * 1000)::bigint FROM ids WHERE phase = $phase");
-}
-
-mint(1, 100000);
-
-my $state_file = $node->data_dir . '/sharded_id.state';
-ok(-f $state_file, 'the clock ceiling file exists after minting');
-my ($ceiling) = slurp_file($state_file) =~ /^sharded_id clock ceiling (\d+)$/m;
-ok(defined $ceiling && $ceiling >= phase_ms('max', 1),
+ok(-f $node->data_dir . '/sharded_id.state', 'the clock ceiling file exists after minting');
+my $ceiling = read_ceiling($node);
+ok(defined $ceiling && $ceiling >= phase_ms($node, 'max', 1),
 	'the durable ceiling covers every id minted');
 
 # Immediate shutdown: no shutdown checkpoint, shared memory lost.
 $node->stop('immediate');
 $node->start;
-mint(2, 100000);
-cmp_ok(phase_ms('min', 2), '>', phase_ms('max', 1),
+mint($node, $call, 2, 100000);
+cmp_ok(phase_ms($node, 'min', 2), '>', phase_ms($node, 'max', 1),
 	'after an immediate restart, new ids are later than every old one');
 
 # A backend killed by SIGKILL makes the postmaster reinitialise shared
-# memory without a full restart.
-my $sleeper = $node->background_psql('postgres');
-$sleeper->query_until(qr/sleeping/, "\\echo sleeping\nSELECT pg_sleep(600);\n");
+# memory without a full restart.  The victim is a psql with no standard
+# input, so nothing is ever written to it after the kill; its non-zero exit
+# is expected.
+my ($sleep_out, $sleep_err) = ('', '');
+my $sleeper = IPC::Run::start(
+	[ 'psql', '-X', '-d', $node->connstr('postgres'), '-c', 'SELECT pg_sleep(600)' ],
+	'<', \undef, '>', \$sleep_out, '2>', \$sleep_err);
 $node->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep(600)%'")
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(600)'")
   or die 'the sleeping backend did not start';
 my $pid = $node->safe_psql('postgres',
-	"SELECT pid FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep(600)%'");
+	"SELECT pid FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(600)'");
 my $log_offset = -s $node->logfile;
 kill 'KILL', $pid;
-$sleeper->quit;
+$sleeper->finish;
+isnt($sleeper->result, 0, 'the killed backend\'s psql saw its connection end');
 $node->wait_for_log(qr/all server processes terminated; reinitializing/, $log_offset);
 $node->poll_query_until('postgres', 'SELECT true')
   or die 'the server did not come back after the crash';
 
-mint(3, 100000);
-cmp_ok(phase_ms('min', 3), '>', phase_ms('max', 2),
+mint($node, $call, 3, 100000);
+cmp_ok(phase_ms($node, 'min', 3), '>', phase_ms($node, 'max', 2),
 	'after a backend crash, new ids are later than every old one');
 is($node->safe_psql('postgres', 'SELECT count(*) - count(DISTINCT id) FROM ids'),
 	'0', 'no repeats over 300000 ids and two restarts');
@@ -85,8 +70,8 @@ $node->restart;
 my ($ret, $stdout, $stderr) = $node->psql('postgres',
 	"\\set VERBOSITY verbose\nSELECT sharded_id.next_id(7, 's');");
 isnt($ret, 0, 'next_id fails without the preload');
-like($stderr, qr/ERROR:  55000: sharded_id must be loaded via shared_preload_libraries/,
-	'the error says what is missing, with SQLSTATE 55000');
+like($stderr, qr/ERROR:  55000: sharded_id must be loaded via "shared_preload_libraries"/,
+	'the error says what is missing, the setting quoted, with SQLSTATE 55000');
 like($stderr, qr/HINT:  Add sharded_id to shared_preload_libraries in postgresql.conf/,
 	'the hint names the setting');
 is($node->safe_psql('postgres', 'SELECT sharded_id.shard_id(max(id)) FROM ids'),

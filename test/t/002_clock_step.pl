@@ -7,42 +7,18 @@
 # date gives an error and consumes nothing.
 use strict;
 use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use ShardedIdTest;
 use Test::More;
 
-my ($libfaketime) = glob('/usr/lib/*/faketime/libfaketime.so.1');
-die "libfaketime is not installed (apt-get install libfaketime)"
-  unless defined $libfaketime && -f $libfaketime;
-
-my $clock_file = PostgreSQL::Test::Utils::tempdir() . '/clock';
-
-sub set_clock
-{
-	my ($spec) = @_;
-	open my $fh, '>', $clock_file or die "could not write $clock_file: $!";
-	print $fh "$spec\n";
-	close $fh;
-}
-
-my $node = PostgreSQL::Test::Cluster->new('clock');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'sharded_id'
-# a hang becomes a failure instead of a stuck test
-statement_timeout = '120s'
-});
-
-# Start the server with its wall clock read from $clock_file.  The
-# monotonic clock, which timeouts use, stays real.
-sub start_faked
-{
-	local $ENV{LD_PRELOAD} = $libfaketime;
-	local $ENV{FAKETIME_TIMESTAMP_FILE} = $clock_file;
-	local $ENV{FAKETIME_NO_CACHE} = '1';
-	local $ENV{FAKETIME_DONT_FAKE_MONOTONIC} = '1';
-	$node->start;
-}
+# A hang becomes a failure instead of a stuck test.
+my $node = sharded_node('clock', conf => "statement_timeout = '120s'\n");
+my ($set_clock, $start_faked) = faked_clock($node);
+sub set_clock { $set_clock->(@_) }
+sub start_faked { $start_faked->() }
 
 set_clock('+0');
 start_faked();
@@ -54,21 +30,9 @@ $node->safe_psql('postgres', q{
 	LANGUAGE sql IMMUTABLE AS 'SELECT (extract(epoch FROM $1) * 1000)::bigint';
 });
 
-sub mint
-{
-	my ($phase, $n) = @_;
-	my ($ret, $stdout, $stderr) = $node->psql('postgres',
-		"INSERT INTO ids SELECT sharded_id.next_id(3, 's'), $phase FROM generate_series(1, $n)");
-	is($ret, 0, "phase $phase: $n ids inserted under a primary key")
-	  or diag($stderr);
-}
-
-sub phase_ms
-{
-	my ($agg, $phase) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT $agg(unix_ms(sharded_id.created_at(id))) FROM ids WHERE phase = $phase");
-}
+my $call = "sharded_id.next_id(3, 's')";
+sub mint { ShardedIdTest::mint($node, $call, @_) }
+sub phase_ms { ShardedIdTest::phase_ms($node, @_) }
 
 sub clock_ms
 {
@@ -102,8 +66,7 @@ cmp_ok(phase_ms('max', 3), '<=', $high_water + 1000 + 20000 / 1024 + 2,
 # The clock comes back.  Once it has passed the durable ceiling (at most
 # one lease after the newest id), ids follow the wall clock again.
 set_clock('+0');
-my ($ceiling) = slurp_file($node->data_dir . '/sharded_id.state')
-  =~ /^sharded_id clock ceiling (\d+)$/m;
+my $ceiling = read_ceiling($node);
 cmp_ok($ceiling, '>=', phase_ms('max', 3), 'the durable ceiling covers the newest id');
 $node->poll_query_until('postgres', "SELECT unix_ms(clock_timestamp()) > $ceiling")
   or die 'the clock did not pass the ceiling';

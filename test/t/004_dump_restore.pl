@@ -11,14 +11,14 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use File::Basename qw(dirname);
 
-my $scale = dirname(__FILE__) . '/../scale';
+my $example = dirname(__FILE__) . '/../example';
 my $node = PostgreSQL::Test::Cluster->new('dump');
 $node->init;
 $node->append_conf('postgresql.conf', "shared_preload_libraries = 'sharded_id'");
 $node->start;
 
 $node->safe_psql('postgres', 'CREATE DATABASE src');
-$node->safe_psql('src', 'CREATE EXTENSION sharded_id; ' . slurp_file("$scale/templates.sql") . q{
+$node->safe_psql('src', 'CREATE EXTENSION sharded_id; ' . slurp_file("$example/templates.sql") . q{
 	SELECT sharded_id.add_table('app.users');
 	SELECT sharded_id.add_table('app.photos');
 	SELECT sharded_id.configure(schema_prefix => 'insta', pad_width => 0);

@@ -12,7 +12,7 @@ use File::Basename qw(dirname);
 use Time::HiRes qw(time);
 
 my $shard_count = 8;
-my $scale = dirname(__FILE__) . '/../scale';
+my $example = dirname(__FILE__) . '/../example';
 
 my %node;
 for my $name (qw(node1 node2))
@@ -29,7 +29,7 @@ $router->init;
 $router->start;
 $router->safe_psql('postgres', 'CREATE DATABASE router');
 
-my $templates = slurp_file("$scale/templates.sql");
+my $templates = slurp_file("$example/templates.sql");
 
 # Data nodes: node1 holds the even shards, node2 the odd ones.
 for my $name (qw(node1 node2))
@@ -41,7 +41,7 @@ for my $name (qw(node1 node2))
 		SELECT sharded_id.add_table('app.photos');
 		SELECT count(sharded_id.create_shard(s)) FROM unnest(ARRAY[" . join(',', @mine) . "]) s;");
 	$node{$name}->command_ok(['psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-v', "shard_count=$shard_count",
-		'-f', "$scale/node_api.sql", '-d', $node{$name}->connstr('app')],
+		'-f', "$example/node_api.sql", '-d', $node{$name}->connstr('app')],
 		"$name: data-node API installed");
 	# Test helpers: every id on the node, and ids that do not decode to
 	# the shard that stores them.
@@ -82,7 +82,7 @@ is($router->safe_psql('router', 'SELECT sharded_id.apply_shard_map()'), $shard_c
 is($router->safe_psql('router', q{SELECT count(*) FROM pg_foreign_server s, unnest(s.srvoptions) o
 	WHERE s.srvname = 'sharded_id' AND o ~ '^p[0-9]+='}), $shard_count, 'partitions p0..p7 in the server options');
 $router->command_ok(['psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-v', "shard_count=$shard_count",
-	'-f', "$scale/router_api.sql", '-d', $router->connstr('router')], 'router API installed');
+	'-f', "$example/router_api.sql", '-d', $router->connstr('router')], 'router API installed');
 $router->safe_psql('router', q{SELECT sharded_id.create_ops_table('app.photos')});
 
 # Inserts through the router.
