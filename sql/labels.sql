@@ -39,12 +39,17 @@ WHERE e.extname = 'sharded_id' AND d.deptype = 'e'
   AND NOT has_function_privilege('public', p.oid, 'EXECUTE')
 ORDER BY p.oid::regprocedure::text COLLATE "C";
 
--- Every member object has a comment.
+-- Every member object has a comment.  (PostgreSQL 18 also records the row
+-- types of member tables, and their array types, as members.)
 SELECT pg_describe_object(d.classid, d.objid, d.objsubid) AS uncommented
 FROM pg_depend d
 JOIN pg_extension e ON d.refclassid = 'pg_extension'::regclass AND d.refobjid = e.oid
 WHERE e.extname = 'sharded_id' AND d.deptype = 'e'
-  AND obj_description(d.objid, (SELECT relname FROM pg_class WHERE oid = d.classid)) IS NULL;
+  AND obj_description(d.objid, (SELECT relname FROM pg_class WHERE oid = d.classid)) IS NULL
+  AND NOT EXISTS (SELECT 1 FROM pg_type t
+                  WHERE d.classid = 'pg_type'::regclass AND t.oid = d.objid
+                    AND (t.typrelid <> 0 OR EXISTS (SELECT 1 FROM pg_type e
+                                                    WHERE e.oid = t.typelem AND e.typrelid <> 0)));
 
 -- The extension lives in its own schema and is not relocatable.
 SELECT extname, extnamespace::regnamespace, extrelocatable

@@ -43,6 +43,7 @@ SELECT indexrelid::regclass AS index, pg_get_indexdef(indexrelid) AS definition
 FROM pg_index WHERE indrelid = 'shard_0005.users'::regclass ORDER BY indexrelid::regclass::text COLLATE "C";
 SELECT conname, pg_get_constraintdef(oid) AS definition
 FROM pg_constraint WHERE conrelid IN ('shard_0005.users'::regclass, 'shard_0005.photos'::regclass)
+  AND contype <> 'n'  -- PostgreSQL 18 lists NOT NULL constraints too
 ORDER BY conrelid::regclass::text COLLATE "C", conname;
 SELECT obj_description('shard_0005.users'::regclass, 'pg_class') AS table_comment,
        col_description('shard_0005.users'::regclass, 2) AS column_comment;
@@ -102,7 +103,8 @@ SELECT sharded_id.add_table('app.albums') AS copies, sharded_id.add_table('app.a
 SELECT pg_get_constraintdef(c.oid) AS shard_copy,
        pg_get_constraintdef(c.oid) = replace(pg_get_constraintdef(t.oid), 'app.albums', 'shard_0003.albums') AS same_as_template
 FROM pg_constraint t JOIN pg_constraint c ON c.conname = t.conname
-WHERE t.conrelid = 'app.album_photos'::regclass AND c.conrelid = 'shard_0003.album_photos'::regclass;
+WHERE t.conrelid = 'app.album_photos'::regclass AND c.conrelid = 'shard_0003.album_photos'::regclass
+  AND t.contype = 'f';
 INSERT INTO shard_0003.albums (owner_id) VALUES (42);
 INSERT INTO shard_0003.album_photos (album_id, owner_id) SELECT id, owner_id FROM shard_0003.albums;
 DELETE FROM shard_0003.albums;

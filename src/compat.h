@@ -3,9 +3,9 @@
  * src/compat.h
  *	  Every PG_VERSION_NUM guard of sharded_id, in one place.
  *
- * The code targets PostgreSQL 15 and builds against 13 through 18.  Call
- * sites use the names on the left; this header maps them onto what each
- * server version provides.
+ * sharded_id is tested on PostgreSQL 15 and 18, and builds for 16 and 17
+ * from the same guards.  Call sites use the names on the left; this header
+ * maps them onto what each server version provides.
  *
  *-------------------------------------------------------------------------
  */
@@ -14,23 +14,8 @@
 
 #include "postgres.h"
 
-#if PG_VERSION_NUM < 130000
-#error "sharded_id requires PostgreSQL 13 or later"
-#endif
-
-/*
- * PostgreSQL 15 added shmem_request_hook; before it, shared memory and
- * LWLock tranches were requested straight from _PG_init.
- */
-#if PG_VERSION_NUM >= 150000
-#define SHID_HAVE_SHMEM_REQUEST_HOOK 1
-#endif
-
-/*
- * PostgreSQL 15 renamed EmitWarningsOnPlaceholders to MarkGUCPrefixReserved.
- */
 #if PG_VERSION_NUM < 150000
-#define MarkGUCPrefixReserved(prefix) EmitWarningsOnPlaceholders(prefix)
+#error "sharded_id requires PostgreSQL 15 or later"
 #endif
 
 /*

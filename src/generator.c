@@ -122,9 +122,7 @@ typedef struct ShidLocalSlot
 
 static ShidLocalSlot *shid_local_cache = NULL;
 
-#ifdef SHID_HAVE_SHMEM_REQUEST_HOOK
 static shmem_request_hook_type shid_prev_shmem_request_hook = NULL;
-#endif
 static shmem_startup_hook_type shid_prev_shmem_startup_hook = NULL;
 
 void		_PG_init(void);
@@ -138,21 +136,13 @@ shid_shmem_size(void)
 }
 
 static void
-shid_request_shmem(void)
-{
-	RequestAddinShmemSpace(shid_shmem_size());
-	RequestNamedLWLockTranche("sharded_id", 2);
-}
-
-#ifdef SHID_HAVE_SHMEM_REQUEST_HOOK
-static void
 shid_shmem_request(void)
 {
 	if (shid_prev_shmem_request_hook)
 		shid_prev_shmem_request_hook();
-	shid_request_shmem();
+	RequestAddinShmemSpace(shid_shmem_size());
+	RequestNamedLWLockTranche("sharded_id", 2);
 }
-#endif
 
 static int64
 shid_clock_ms(void)
@@ -210,12 +200,8 @@ _PG_init(void)
 							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("sharded_id");
 
-#ifdef SHID_HAVE_SHMEM_REQUEST_HOOK
 	shid_prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = shid_shmem_request;
-#else
-	shid_request_shmem();
-#endif
 	shid_prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = shid_shmem_startup;
 }

@@ -1,35 +1,59 @@
 #!/usr/bin/env bash
-# test/run.sh: run every test of sharded_id.
+# test/run.sh: run every test of sharded_id, on every PostgreSQL major that
+# test/pg_versions.sh names (15, and 18 when ../shared/pg18 is there), or on
+# the one PG_CONFIG names:
+#
+#   bash test/run.sh
+#   PG_CONFIG=/usr/lib/postgresql/18/bin/pg_config bash test/run.sh
 #
 # As root (a fresh Debian bookworm machine): installs the packages, builds
 # with -Wall -Wextra -Werror, installs, then re-runs itself as the
 # unprivileged user "sharded_id_test", because PostgreSQL refuses to run as
-# root.  As any other user: runs the suites against the installed build.
+# root.  As any other user: runs the suites against the installed builds.
 #
-# Suites: pg_regress (sql/, expected/) and pg_isolation_regress (test/specs/)
-# on a throwaway cluster made by pg_virtualenv with sharded_id preloaded;
-# TAP tests (test/t/) that start clusters of their own.  The last line is
-# "N passed, M failed".
+# Suites, per major: pg_regress (sql/, expected/) and pg_isolation_regress
+# (test/specs/) on a throwaway cluster made by pg_virtualenv with sharded_id
+# preloaded; TAP tests (test/t/) that start clusters of their own.  Each
+# suite's full output is kept in the log directory the run prints.  The last
+# line is "N passed, M failed", over all majors.
 set -euo pipefail
 
 src=$(cd "$(dirname "$0")/.." && pwd)
 test_user=sharded_id_test
+. "$src/test/pg_versions.sh"
 
 if [ "$(id -u)" -eq 0 ]; then
     PG_CFLAGS="${PG_CFLAGS:--Wall -Wextra -Werror -Wno-unused-parameter}" \
         bash "$src/test/setup.sh"
     id "$test_user" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$test_user"
+    logs=$(mktemp -d /tmp/sharded_id_logs.XXXXXX)
+    chmod 755 "$logs"
+    # The Debian package (PostgreSQL 15 only): built, installed, and the
+    # regression suite run against it.
+    if shid_pg_configs | grep -qx /usr/lib/postgresql/15/bin/pg_config; then
+        echo "== pg15-package"
+        if bash "$src/test/package.sh" "$test_user" >"$logs/pg15-package.log" 2>&1; then
+            echo "   ok"
+        else
+            echo "   exited non-zero; its output:"
+            sed 's/^/   | /' "$logs/pg15-package.log"
+            touch "$logs/pg15-package.failed"
+        fi
+    fi
+    chown -R "$test_user:" "$logs"
     work=$(mktemp -d /tmp/sharded_id_test.XXXXXX)
     cp -a "$src/." "$work/"
     chown -R "$test_user:" "$work"
     rc=0
-    runuser -u "$test_user" -- env -C "$work" bash test/run.sh || rc=$?
+    runuser -u "$test_user" -- env -C "$work" SHID_LOGS="$logs" \
+        SHID_PG_CONFIGS="$(shid_pg_configs | paste -sd ' ')" bash test/run.sh || rc=$?
     exit $rc
 fi
 
 cd "$src"
-logs=$(mktemp -d /tmp/sharded_id_logs.XXXXXX)
-export PG_CONFIG=${PG_CONFIG:-pg_config}
+logs=${SHID_LOGS:-$(mktemp -d /tmp/sharded_id_logs.XXXXXX)}
+echo "logs: $logs"
+configs=${SHID_PG_CONFIGS:-$(shid_pg_configs | paste -sd ' ')}
 
 run_suite() {
     local name=$1
@@ -47,26 +71,43 @@ run_suite() {
     fi
 }
 
-preload=(pg_virtualenv -o shared_preload_libraries=sharded_id)
-run_suite regress "${preload[@]}" make -s installcheck ISOLATION= TAP_TESTS=
-run_suite isolation "${preload[@]}" make -s installcheck REGRESS= TAP_TESTS=
-run_suite tap make -s installcheck REGRESS= ISOLATION= PROVE_FLAGS=-v
-
 # Count: one per pg_regress or isolation test, one per TAP assertion, and
 # one failure for a TAP file that died or a suite that ran nothing.
 passed=0
 failed=0
-for suite in regress isolation tap; do
-    log="$logs/$suite.log"
+count() {
+    local suite=$1 log="$logs/$1.log" p f
     p=$(grep -cE '\.\.\. ok|^ok [0-9]+' "$log" || true)
     f=$(grep -cE '\.\.\. FAILED|^not ok [0-9]+|Dubious, test returned|Parse errors' "$log" || true)
     if [ -f "$logs/$suite.failed" ] && [ "$f" -eq 0 ]; then
         f=1
     fi
+    if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
+        f=1
+    fi
     echo "$suite: $p passed, $f failed"
     passed=$((passed + p))
     failed=$((failed + f))
+}
+
+for pg_config in $configs; do
+    major=$(shid_major "$pg_config")
+    preload=(pg_virtualenv -v "$major" -o shared_preload_libraries=sharded_id)
+    mk=(make -s installcheck PG_CONFIG="$pg_config")
+    echo "== PostgreSQL $major ($("$pg_config" --version))"
+    run_suite "pg$major-regress" "${preload[@]}" "${mk[@]}" ISOLATION= TAP_TESTS=
+    run_suite "pg$major-isolation" "${preload[@]}" "${mk[@]}" REGRESS= TAP_TESTS=
+    run_suite "pg$major-tap" "${mk[@]}" REGRESS= ISOLATION= PROVE_FLAGS=-v
 done
 
+[ -f "$logs/pg15-package.log" ] && count pg15-package
+for pg_config in $configs; do
+    major=$(shid_major "$pg_config")
+    for suite in regress isolation tap; do
+        count "pg$major-$suite"
+    done
+done
+
+echo "logs: $logs"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # test/setup.sh: install what sharded_id needs on Debian bookworm, then build
-# and install the extension into the system's PostgreSQL 15.
+# and install the extension into each PostgreSQL that test/pg_versions.sh
+# names: 15 from Debian, and 18 from ../shared/pg18 when it is there (or the
+# one PG_CONFIG names).
 #
 # Run as root.  PG_CFLAGS, if set, is passed to the compiler (the test
 # runner sets -Wall -Wextra -Werror).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+. test/pg_versions.sh
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "test/setup.sh: run as root: it installs packages and the extension" >&2
@@ -14,8 +17,9 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -q
-apt-get install -y -q --no-install-recommends \
+apt=(apt-get -q -o DPkg::Lock::Timeout=600)
+"${apt[@]}" update
+"${apt[@]}" install -y --no-install-recommends \
     ca-certificates make gcc libc6-dev git \
     postgresql-15 postgresql-client-15 postgresql-contrib \
     postgresql-server-dev-15 postgresql-common \
@@ -23,8 +27,19 @@ apt-get install -y -q --no-install-recommends \
     libipc-run-perl libfaketime \
     >/dev/null
 
-make -s clean
-echo "building sharded_id${PG_CFLAGS:+ with PG_CFLAGS=$PG_CFLAGS}"
-make -s ${PG_CFLAGS:+PG_CFLAGS="$PG_CFLAGS"}
-make -s install
-echo "sharded_id built and installed into $(pg_config --pkglibdir)"
+for pg_config in $(shid_pg_configs); do
+    major=$(shid_major "$pg_config")
+    if [ "$major" = 18 ] && [ ! -x "$pg_config" ]; then
+        [ -f "$shid_pg18_dir/install.sh" ] ||
+            { echo "test/setup.sh: $pg_config is missing and there is no $shid_pg18_dir" >&2; exit 1; }
+        bash "$shid_pg18_dir/install.sh" >/dev/null
+    fi
+    [ -x "$pg_config" ] || { echo "test/setup.sh: no pg_config at $pg_config" >&2; exit 1; }
+    make -s clean PG_CONFIG="$pg_config"
+    echo "building sharded_id for PostgreSQL $major${PG_CFLAGS:+ with PG_CFLAGS=$PG_CFLAGS}"
+    make -s PG_CONFIG="$pg_config" ${PG_CFLAGS:+PG_CFLAGS="$PG_CFLAGS"}
+    make -s PG_CONFIG="$pg_config" install
+    # Objects of one major must never be installed into another.
+    make -s clean PG_CONFIG="$pg_config"
+    echo "sharded_id built and installed into $("$pg_config" --pkglibdir)"
+done

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# test/package.sh: build the Debian package postgresql-15-sharded-id with
+# pg_buildext (dpkg-buildpackage -us -uc -b), install it in place of the
+# build that make installed, and run the regression suite against it on a
+# fresh cluster.  Afterwards the package is removed and the make-installed
+# build restored.
+#
+# Run as root on Debian bookworm; the suite runs as the user named by $1
+# (default sharded_id_test), since PostgreSQL refuses to run as root.
+set -euo pipefail
+
+src=$(cd "$(dirname "$0")/.." && pwd)
+test_user=${1:-sharded_id_test}
+pg_config=/usr/lib/postgresql/15/bin/pg_config
+package=postgresql-15-sharded-id
+
+export DEBIAN_FRONTEND=noninteractive
+apt-get -q -o DPkg::Lock::Timeout=600 install -y --no-install-recommends \
+    debhelper dpkg-dev fakeroot postgresql-server-dev-all >/dev/null
+
+work=$(mktemp -d /tmp/sharded_id_package.XXXXXX)
+chmod 755 "$work"
+cp -a "$src" "$work/sharded-id"
+make -s -C "$work/sharded-id" clean PG_CONFIG="$pg_config"
+(cd "$work/sharded-id" && dpkg-buildpackage -us -uc -b) > "$work/build.log" 2>&1 ||
+    { cat "$work/build.log"; echo "dpkg-buildpackage failed" >&2; exit 1; }
+deb=$(ls "$work"/${package}_*.deb)
+echo "built $(basename "$deb")"
+
+restore() {
+    dpkg -r "$package" >/dev/null 2>&1 || true
+    make -s -C "$work/sharded-id" clean PG_CONFIG="$pg_config"
+    make -s -C "$work/sharded-id" PG_CONFIG="$pg_config" ${PG_CFLAGS:+PG_CFLAGS="$PG_CFLAGS"} >/dev/null
+    make -s -C "$work/sharded-id" install PG_CONFIG="$pg_config" >/dev/null
+}
+trap restore EXIT
+
+# The suite must see the package's files only.
+make -s -C "$work/sharded-id" uninstall PG_CONFIG="$pg_config" >/dev/null
+dpkg -i "$deb" >/dev/null
+dpkg -L "$package" | grep -qx "$("$pg_config" --bindir)/sharded_id_move_shard" ||
+    { echo "the package lacks the move tool" >&2; exit 1; }
+dpkg -L "$package" | grep -qx "$("$pg_config" --sharedir)/extension/sharded_id--1.3.sql" ||
+    { echo "the package lacks the install script" >&2; exit 1; }
+echo "installed $package; the move tool and the install script are in it"
+
+cp -a "$src" "$work/check"
+chown -R "$test_user:" "$work/check"
+runuser -u "$test_user" -- env -C "$work/check" \
+    pg_virtualenv -v 15 -o shared_preload_libraries=sharded_id \
+    make -s installcheck PG_CONFIG="$pg_config" ISOLATION= TAP_TESTS=
