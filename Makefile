@@ -21,23 +21,35 @@ DATA_built = src/sql/sharded_id--$(EXTVERSION).sql
 DATA = src/sql/sharded_id--1.0.sql $(wildcard src/sql/sharded_id--*--*.sql)
 SCRIPTS = src/bin/sharded_id_move_shard
 
+PG_CONFIG ?= pg_config
+PG_MAJOR := $(shell $(PG_CONFIG) --version | sed 's/^PostgreSQL \([0-9]*\).*/\1/')
+
 PG_CPPFLAGS = -I$(srcdir)/src
+# PostgreSQL 16 and later build modules with -fvisibility=hidden and mark
+# what they export with PGDLLEXPORT; do the same on 15, so that no helper of
+# ours can bind to another library's symbol of the same name.
+ifeq ($(PG_MAJOR),15)
+PG_CPPFLAGS += '-DPGDLLEXPORT=__attribute__((visibility("default")))'
+endif
 
 # pg_regress: sql/ and expected/
-REGRESS = api errors labels stress layouts helpers shards router upgrade
+REGRESS = api errors labels stress counter layouts helpers shards router upgrade
 REGRESS_OPTS = --load-extension=sharded_id
 
 # pg_isolation_regress: test/specs/ and test/expected/
-ISOLATION = concurrent_shard sequence_lock
+ISOLATION = concurrent_shard sequence_lock counter_shard
 ISOLATION_OPTS = --inputdir=test --load-extension=sharded_id
 
 # TAP: test/t/
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
 
-PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+ifeq ($(PG_MAJOR),15)
+CFLAGS_SL += -fvisibility=hidden
+endif
 
 $(DATA_built): $(API_SOURCES) sharded_id.control
 	{ printf '/* %s: made by make from src/sql/api/; edit those files instead */\n\n' '$@'; \

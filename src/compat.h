@@ -26,4 +26,18 @@
 #include "varatt.h"
 #endif
 
+/*
+ * PostgreSQL 18 marks functions that never return with the prefix
+ * pg_noreturn, in place of the suffix pg_attribute_noreturn().
+ */
+#if PG_VERSION_NUM < 180000
+#define pg_noreturn _Noreturn
+#endif
+
+/*
+ * PostgreSQL 16 and later build extensions with -fvisibility=hidden and
+ * export only what PGDLLEXPORT marks.  The Makefile does the same on 15,
+ * where PGDLLEXPORT is empty unless defined on the command line.
+ */
+
 #endif							/* SHARDED_ID_COMPAT_H */

@@ -125,7 +125,7 @@ static ShidLocalSlot *shid_local_cache = NULL;
 static shmem_request_hook_type shid_prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type shid_prev_shmem_startup_hook = NULL;
 
-void		_PG_init(void);
+extern PGDLLEXPORT void _PG_init(void);
 
 static Size
 shid_shmem_size(void)
@@ -331,14 +331,17 @@ shid_find_slot(const ShidLayout *layout, int32 shard)
 
 /*
  * Claim up to n (millisecond, sequence-field value) pairs of the slot that no
- * other call has claimed, all in one millisecond, the first as close to
- * wanted as is free.  Returns how many were claimed (at least one), puts the
- * values in values[] and the millisecond in *ms.  *now_ms is the clock as
- * the caller read it, and is updated if the call had to wait.
+ * other call has claimed, all in one millisecond.  In seed mode the first is
+ * as close to wanted as is free; in counter mode each is the slot's next
+ * count (its number of values used), so a slot that only counter mode uses
+ * hands out 0, 1, 2, ... in every millisecond.  Returns how many were
+ * claimed (at least one), puts the values in values[] and the millisecond
+ * in *ms.  *now_ms is the clock as the caller read it, and is updated if the
+ * call had to wait.
  */
 static int
-shid_slot_claim(ShidSlot *slot, int capacity, int64 wanted, int64 *now_ms,
-				int *values, int n, int64 *ms)
+shid_slot_claim(ShidSlot *slot, int capacity, bool counter, int64 wanted,
+				int64 *now_ms, int *values, int n, int64 *ms)
 {
 	for (;;)
 	{
@@ -357,7 +360,8 @@ shid_slot_claim(ShidSlot *slot, int capacity, int64 wanted, int64 *now_ms,
 			int			claimed = Min(n, capacity - slot->used);
 
 			for (int i = 0; i < claimed; i++)
-				values[i] = shid_slot_take(slot, capacity, wanted + i);
+				values[i] = shid_slot_take(slot, capacity,
+										   counter ? slot->used : wanted + i);
 			*ms = slot->ms;
 			SpinLockRelease(&slot->mutex);
 			return claimed;
@@ -378,17 +382,39 @@ shid_slot_claim(ShidSlot *slot, int capacity, int64 wanted, int64 *now_ms,
 /*
  * Everything a call checks before it takes a sequence value, so that a
  * rejected call consumes none: the shard, the preload, the clock.  Returns
- * the slot and the clock reading.
+ * the clock reading.
  */
-static ShidSlot *
-shid_prepare(const ShidLayout *layout, int32 shard, int64 *now_ms)
+static int64
+shid_prepare(const ShidLayout *layout, int32 shard)
 {
+	int64		now_ms;
+
 	shid_check_shard(layout, shard);
 	shid_require_shared_state();
 	/* The time of the call, read once, like the seed's clock_timestamp(). */
-	*now_ms = shid_clock_ms();
-	shid_check_unix_ms(layout, *now_ms);
-	return shid_find_slot(layout, shard);
+	now_ms = shid_clock_ms();
+	shid_check_unix_ms(layout, now_ms);
+	return now_ms;
+}
+
+/*
+ * Mint one id of the shard: in counter mode, or in seed mode with wanted
+ * (nextval) as the sequence-field value it would like.
+ */
+static inline int64
+shid_mint(const ShidLayout *layout, int32 shard, int64 now_ms, bool counter,
+		  int64 wanted)
+{
+	ShidSlot   *slot = shid_find_slot(layout, shard);
+	int64		ms;
+	int			value;
+
+	(void) shid_slot_claim(slot, (int) shid_seq_capacity(layout), counter,
+						   wanted, &now_ms, &value, 1, &ms);
+	/* A slot ahead of the clock may have moved past the layout's end. */
+	shid_check_unix_ms(layout, ms);
+	shid_cover(ms);
+	return shid_pack(layout, ms, shard, value);
 }
 
 /*
@@ -404,88 +430,110 @@ shid_next_id(PG_FUNCTION_ARGS)
 {
 	const ShidLayout *layout = shid_layout_arg(fcinfo, 2);
 	int32		shard = PG_GETARG_INT32(0);
-	Oid			seqoid = PG_GETARG_OID(1);
-	int64		now_ms;
-	int64		ms;
-	int			value;
-	ShidSlot   *slot;
+	int64		now_ms = shid_prepare(layout, shard);
 
-	slot = shid_prepare(layout, shard, &now_ms);
-	(void) shid_slot_claim(slot, (int) shid_seq_capacity(layout),
-						   nextval_internal(seqoid, true), &now_ms,
-						   &value, 1, &ms);
-	/* A slot ahead of the clock may have moved past the layout's end. */
-	shid_check_unix_ms(layout, ms);
-	shid_cover(ms);
-	PG_RETURN_INT64(shid_pack(layout, ms, shard, value));
+	/*
+	 * nextval checks the caller's rights and that seq is a sequence before
+	 * the slot is looked up, so a call that fails them makes no slot.
+	 */
+	PG_RETURN_INT64(shid_mint(layout, shard, now_ms, false,
+							  nextval_internal(PG_GETARG_OID(1), true)));
+}
+
+/*
+ * next_id(shard_id integer) RETURNS bigint
+ * next_id_in_layout(shard_id integer, layout text) RETURNS bigint
+ *
+ * Counter mode: a new id for the shard with no sequence.  Its sequence
+ * field counts up within each millisecond in the order the slot hands
+ * values out, so a shard's ids strictly increase in the order they are
+ * minted, across every session of the cluster.
+ */
+PG_FUNCTION_INFO_V1(shid_next_counter_id);
+Datum
+shid_next_counter_id(PG_FUNCTION_ARGS)
+{
+	const ShidLayout *layout = shid_layout_arg(fcinfo, 1);
+	int32		shard = PG_GETARG_INT32(0);
+	int64		now_ms = shid_prepare(layout, shard);
+
+	PG_RETURN_INT64(shid_mint(layout, shard, now_ms, true, 0));
 }
 
 /* Most ids one next_ids call reserves. */
 #define SHID_MAX_BATCH 1000000
 
 /*
- * next_ids(shard_id integer, seq regclass, n integer [, layout text])
- *		RETURNS SETOF bigint
- *
- * Reserve n ids for the shard in one go, for loaders.  One nextval(seq)
- * picks where the sequence fields start; the ids are claimed from the same
- * shared state as next_id's, a millisecond's worth at a time, so single
- * calls interleaved with a batch never repeat its ids.
+ * Reserve n ids of the shard into ids[], a millisecond's worth at a time,
+ * from the same slot as single calls, so that they never repeat its ids.
+ * In seed mode the sequence fields start at nextval(seqoid), taken once even
+ * for n = 0, so that every call checks the sequence.
  */
-PG_FUNCTION_INFO_V1(shid_next_ids);
-Datum
-shid_next_ids(PG_FUNCTION_ARGS)
+static void
+shid_mint_batch(const ShidLayout *layout, int32 shard, int32 n, bool counter,
+				Oid seqoid, int64 *ids)
+{
+	int			capacity = (int) shid_seq_capacity(layout);
+	int64		now_ms;
+	int64		wanted = 0;
+	int		   *values;
+	int			done = 0;
+	ShidSlot   *slot;
+
+	if (n < 0 || n > SHID_MAX_BATCH)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("batch size %d is out of range", n),
+				 errdetail("Batches must hold between 0 and %d ids.", SHID_MAX_BATCH)));
+	now_ms = shid_prepare(layout, shard);
+	if (!counter)
+		wanted = nextval_internal(seqoid, true);
+	if (n == 0)
+		return;
+
+	slot = shid_find_slot(layout, shard);
+	values = palloc(capacity * sizeof(int));
+	while (done < n)
+	{
+		int64		ms;
+		int			claimed;
+
+		claimed = shid_slot_claim(slot, capacity, counter, wanted, &now_ms,
+								  values, Min(n - done, capacity), &ms);
+		shid_check_unix_ms(layout, ms);
+		shid_cover(ms);
+		for (int i = 0; i < claimed; i++)
+			ids[done + i] = shid_pack(layout, ms, shard, values[i]);
+		done += claimed;
+		wanted += claimed;
+		now_ms = shid_clock_ms();
+	}
+	pfree(values);
+}
+
+/*
+ * Return the ids a batch function reserved on its first call, one per call.
+ * n, and seqoid in seed mode, are read from the argument positions given.
+ */
+static Datum
+shid_next_ids_srf(FunctionCallInfo fcinfo, bool counter, int n_arg,
+				  int layout_arg)
 {
 	FuncCallContext *funcctx;
 	int64	   *ids;
 
 	if (SRF_IS_FIRSTCALL())
 	{
-		const ShidLayout *layout = shid_layout_arg(fcinfo, 3);
-		int32		shard = PG_GETARG_INT32(0);
-		Oid			seqoid = PG_GETARG_OID(1);
-		int32		n = PG_GETARG_INT32(2);
-		int			capacity = (int) shid_seq_capacity(layout);
-		int		   *values;
-		int64		wanted;
-		int64		now_ms;
-		int			done = 0;
-		ShidSlot   *slot;
+		const ShidLayout *layout = shid_layout_arg(fcinfo, layout_arg);
+		int32		n = PG_GETARG_INT32(n_arg);
 		MemoryContext oldcontext;
-
-		if (n < 0 || n > SHID_MAX_BATCH)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("batch size %d is out of range", n),
-					 errdetail("Batches must hold between 0 and %d ids.", SHID_MAX_BATCH)));
 
 		funcctx = SRF_FIRSTCALL_INIT();
 		oldcontext = MemoryContextSwitchTo(funcctx->multi_call_memory_ctx);
-		ids = palloc(Max(n, 1) * sizeof(int64));
+		ids = palloc(Max(Min(n, SHID_MAX_BATCH), 1) * sizeof(int64));
 		MemoryContextSwitchTo(oldcontext);
-		values = palloc(capacity * sizeof(int));
-
-		if (n > 0)
-		{
-			slot = shid_prepare(layout, shard, &now_ms);
-			wanted = nextval_internal(seqoid, true);
-			while (done < n)
-			{
-				int64		ms;
-				int			claimed;
-
-				claimed = shid_slot_claim(slot, capacity, wanted, &now_ms,
-										  values, Min(n - done, capacity), &ms);
-				shid_check_unix_ms(layout, ms);
-				shid_cover(ms);
-				for (int i = 0; i < claimed; i++)
-					ids[done + i] = shid_pack(layout, ms, shard, values[i]);
-				done += claimed;
-				wanted += claimed;
-				now_ms = shid_clock_ms();
-			}
-		}
-		pfree(values);
+		shid_mint_batch(layout, PG_GETARG_INT32(0), n, counter,
+						counter ? InvalidOid : PG_GETARG_OID(1), ids);
 		funcctx->user_fctx = ids;
 		funcctx->max_calls = n;
 	}
@@ -500,4 +548,33 @@ shid_next_ids(PG_FUNCTION_ARGS)
 		SRF_RETURN_NEXT(funcctx, id);
 	}
 	SRF_RETURN_DONE(funcctx);
+}
+
+/*
+ * next_ids(shard_id integer, seq regclass, n integer [, layout text])
+ *		RETURNS SETOF bigint
+ *
+ * Reserve n ids for the shard in one go, for loaders.  One nextval(seq)
+ * picks where the sequence fields start.
+ */
+PG_FUNCTION_INFO_V1(shid_next_ids);
+Datum
+shid_next_ids(PG_FUNCTION_ARGS)
+{
+	return shid_next_ids_srf(fcinfo, false, 2, 3);
+}
+
+/*
+ * next_ids(shard_id integer, n integer) RETURNS SETOF bigint
+ * next_ids_in_layout(shard_id integer, n integer, layout text)
+ *		RETURNS SETOF bigint
+ *
+ * Counter mode: reserve n ids for the shard in one go, strictly increasing
+ * and after every id of the shard minted before.
+ */
+PG_FUNCTION_INFO_V1(shid_next_counter_ids);
+Datum
+shid_next_counter_ids(PG_FUNCTION_ARGS)
+{
+	return shid_next_ids_srf(fcinfo, true, 1, 2);
 }

@@ -21,7 +21,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "postgres.h"
+#include "compat.h"
 
 #include "layout.h"
 #include "lib/stringinfo.h"
@@ -118,79 +118,33 @@ shid_layout_arg(FunctionCallInfo fcinfo, int argno)
 	return shid_layout_by_name(text_to_cstring(PG_GETARG_TEXT_PP(argno)));
 }
 
-/* Bits of the time field that can be used without touching the sign bit. */
-static int
-shid_usable_time_bits(const ShidLayout *layout)
-{
-	return Min(layout->time_bits, 63 - layout->shard_bits - layout->seq_bits);
-}
-
-int64
-shid_max_elapsed_ms(const ShidLayout *layout)
-{
-	return (INT64CONST(1) << shid_usable_time_bits(layout)) - 1;
-}
-
-int64
-shid_max_shard(const ShidLayout *layout)
-{
-	return (INT64CONST(1) << layout->shard_bits) - 1;
-}
-
-int64
-shid_seq_capacity(const ShidLayout *layout)
-{
-	return INT64CONST(1) << layout->seq_bits;
-}
-
-/*
- * A key that tells layouts apart where their ids could differ: the epoch and
- * the widths of the two low fields.  The generator keeps one state per
- * (layout key, shard).
- */
-uint64
-shid_layout_key(const ShidLayout *layout)
-{
-	return ((uint64) layout->epoch_ms << 16) |
-		((uint64) layout->shard_bits << 8) |
-		(uint64) layout->seq_bits;
-}
-
+/* The error of a shard the layout does not have. */
 void
-shid_check_shard(const ShidLayout *layout, int64 shard)
+shid_shard_out_of_range(const ShidLayout *layout, int64 shard)
 {
-	if (shard < 0 || shard > shid_max_shard(layout))
-		ereport(ERROR,
-				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-				 errmsg("shard id %lld is out of range", (long long) shard),
-				 errdetail("Shard ids must be between 0 and %lld.",
-						   (long long) shid_max_shard(layout))));
+	ereport(ERROR,
+			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+			 errmsg("shard id %lld is out of range", (long long) shard),
+			 errdetail("Shard ids must be between 0 and %lld.",
+					   (long long) shid_max_shard(layout))));
 }
 
-/*
- * Raise an error unless unix_ms fits the time field of the layout: not
- * before its epoch, and not so late that the id would turn negative.
- */
+/* The error of a time outside the layout's time field. */
 void
-shid_check_unix_ms(const ShidLayout *layout, int64 unix_ms)
+shid_time_out_of_range(const ShidLayout *layout)
 {
-	int64		elapsed = unix_ms - layout->epoch_ms;
+	char	   *lo;
+	char	   *hi;
 
-	if (elapsed < 0 || elapsed > shid_max_elapsed_ms(layout))
-	{
-		char	   *lo;
-		char	   *hi;
-
-		/* timestamptz_to_str returns a static buffer: copy each result. */
-		lo = pstrdup(timestamptz_to_str(shid_unix_ms_to_timestamptz(layout->epoch_ms)));
-		hi = pstrdup(timestamptz_to_str(shid_unix_ms_to_timestamptz(layout->epoch_ms +
-																	shid_max_elapsed_ms(layout))));
-		ereport(ERROR,
-				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-				 errmsg("timestamp out of range for sharded ids"),
-				 errdetail("Sharded ids of layout \"%s\" hold times from %s to %s.",
-						   layout->name, lo, hi)));
-	}
+	/* timestamptz_to_str returns a static buffer: copy each result. */
+	lo = pstrdup(timestamptz_to_str(shid_unix_ms_to_timestamptz(layout->epoch_ms)));
+	hi = pstrdup(timestamptz_to_str(shid_unix_ms_to_timestamptz(layout->epoch_ms +
+																shid_max_elapsed_ms(layout))));
+	ereport(ERROR,
+			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+			 errmsg("timestamp out of range for sharded ids"),
+			 errdetail("Sharded ids of layout \"%s\" hold times from %s to %s.",
+					   layout->name, lo, hi)));
 }
 
 void
@@ -207,24 +161,6 @@ shid_check_id(const ShidLayout *layout, int64 id)
 				 errmsg("sharded id %lld is out of range", (long long) id),
 				 errdetail("Sharded ids of layout \"%s\" are between 0 and %lld.",
 						   layout->name, (long long) max_id)));
-}
-
-/*
- * Build an id.  The caller has checked the shard and the time; the sequence
- * value contributes its low seq_bits bits.
- */
-int64
-shid_pack(const ShidLayout *layout, int64 unix_ms, int64 shard, int64 seq)
-{
-	uint64		elapsed = (uint64) (unix_ms - layout->epoch_ms);
-	uint64		seq_mask = (UINT64CONST(1) << layout->seq_bits) - 1;
-
-	Assert(unix_ms >= layout->epoch_ms);
-	Assert(shard >= 0 && shard <= shid_max_shard(layout));
-
-	return (int64) ((elapsed << (layout->shard_bits + layout->seq_bits)) |
-					((uint64) shard << layout->seq_bits) |
-					((uint64) seq & seq_mask));
 }
 
 /* Split an id into its fields.  The caller has checked the id. */

@@ -24,7 +24,7 @@
 #ifndef SHARDED_ID_LAYOUT_H
 #define SHARDED_ID_LAYOUT_H
 
-#include "postgres.h"
+#include "compat.h"
 
 #include "datatype/timestamp.h"
 #include "fmgr.h"
@@ -59,21 +59,96 @@ extern const ShidLayout *shid_layout_at(int i);
 extern const ShidLayout *shid_layout_by_name(const char *name);
 extern const ShidLayout *shid_layout_arg(FunctionCallInfo fcinfo, int argno);
 
-extern int64 shid_max_shard(const ShidLayout *layout);
-extern int64 shid_max_elapsed_ms(const ShidLayout *layout);
-extern int64 shid_seq_capacity(const ShidLayout *layout);
-extern uint64 shid_layout_key(const ShidLayout *layout);
-
-extern void shid_check_shard(const ShidLayout *layout, int64 shard);
-extern void shid_check_unix_ms(const ShidLayout *layout, int64 unix_ms);
+extern pg_noreturn void shid_shard_out_of_range(const ShidLayout *layout, int64 shard);
+extern pg_noreturn void shid_time_out_of_range(const ShidLayout *layout);
 extern void shid_check_id(const ShidLayout *layout, int64 id);
 
-extern int64 shid_pack(const ShidLayout *layout, int64 unix_ms,
-					   int64 shard, int64 seq);
 extern void shid_unpack(const ShidLayout *layout, int64 id,
 						ShidFields *fields);
 
 extern int64 shid_timestamptz_to_unix_ms(TimestampTz ts);
 extern TimestampTz shid_unix_ms_to_timestamptz(int64 unix_ms);
+
+/*
+ * The small helpers below are on next_id's path, so they are inline here
+ * rather than calls into layout.c.
+ */
+
+/* Bits of the time field that can be used without touching the sign bit. */
+static inline int
+shid_usable_time_bits(const ShidLayout *layout)
+{
+	return Min(layout->time_bits, 63 - layout->shard_bits - layout->seq_bits);
+}
+
+static inline int64
+shid_max_elapsed_ms(const ShidLayout *layout)
+{
+	return (INT64CONST(1) << shid_usable_time_bits(layout)) - 1;
+}
+
+static inline int64
+shid_max_shard(const ShidLayout *layout)
+{
+	return (INT64CONST(1) << layout->shard_bits) - 1;
+}
+
+static inline int64
+shid_seq_capacity(const ShidLayout *layout)
+{
+	return INT64CONST(1) << layout->seq_bits;
+}
+
+/*
+ * A key that tells layouts apart where their ids could differ: the epoch and
+ * the widths of the two low fields.  The generator keeps one state per
+ * (layout key, shard).
+ */
+static inline uint64
+shid_layout_key(const ShidLayout *layout)
+{
+	return ((uint64) layout->epoch_ms << 16) |
+		((uint64) layout->shard_bits << 8) |
+		(uint64) layout->seq_bits;
+}
+
+/* Raise an error unless the layout has this shard. */
+static inline void
+shid_check_shard(const ShidLayout *layout, int64 shard)
+{
+	if (unlikely(shard < 0 || shard > shid_max_shard(layout)))
+		shid_shard_out_of_range(layout, shard);
+}
+
+/*
+ * Raise an error unless unix_ms fits the time field of the layout: not
+ * before its epoch, and not so late that the id would turn negative.
+ */
+static inline void
+shid_check_unix_ms(const ShidLayout *layout, int64 unix_ms)
+{
+	int64		elapsed = unix_ms - layout->epoch_ms;
+
+	if (unlikely(elapsed < 0 || elapsed > shid_max_elapsed_ms(layout)))
+		shid_time_out_of_range(layout);
+}
+
+/*
+ * Build an id.  The caller has checked the shard and the time; the sequence
+ * value contributes its low seq_bits bits.
+ */
+static inline int64
+shid_pack(const ShidLayout *layout, int64 unix_ms, int64 shard, int64 seq)
+{
+	uint64		elapsed = (uint64) (unix_ms - layout->epoch_ms);
+	uint64		seq_mask = (UINT64CONST(1) << layout->seq_bits) - 1;
+
+	Assert(unix_ms >= layout->epoch_ms);
+	Assert(shard >= 0 && shard <= shid_max_shard(layout));
+
+	return (int64) ((elapsed << (layout->shard_bits + layout->seq_bits)) |
+					((uint64) shard << layout->seq_bits) |
+					((uint64) seq & seq_mask));
+}
 
 #endif							/* SHARDED_ID_LAYOUT_H */

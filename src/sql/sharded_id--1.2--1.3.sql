@@ -4,6 +4,46 @@
 \echo Use "ALTER EXTENSION sharded_id UPDATE TO '1.3'" to load this file. \quit
 
 --
+-- Counter mode: ids with no sequence.
+--
+CREATE FUNCTION sharded_id.next_id(shard_id integer)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'shid_next_counter_id'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION sharded_id.next_id(integer) IS
+'new id for the shard in counter mode (no sequence): strictly increasing per shard, never repeats within the cluster';
+
+CREATE FUNCTION sharded_id.next_id_in_layout(shard_id integer, layout text)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'shid_next_counter_id'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION sharded_id.next_id_in_layout(integer, text) IS
+'new id for the shard in counter mode, in the named layout';
+
+CREATE FUNCTION sharded_id.next_ids(shard_id integer, n integer)
+RETURNS SETOF bigint
+AS 'MODULE_PATHNAME', 'shid_next_counter_ids'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE ROWS 1000;
+
+COMMENT ON FUNCTION sharded_id.next_ids(integer, integer) IS
+'reserve n new ids for the shard in counter mode in one call (at most 1000000), for loaders';
+
+CREATE FUNCTION sharded_id.next_ids_in_layout(shard_id integer, n integer, layout text)
+RETURNS SETOF bigint
+AS 'MODULE_PATHNAME', 'shid_next_counter_ids'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE ROWS 1000;
+
+COMMENT ON FUNCTION sharded_id.next_ids_in_layout(integer, integer, text) IS
+'reserve n new ids for the shard in counter mode in the named layout, for loaders';
+
+REVOKE EXECUTE ON FUNCTION sharded_id.next_id(integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.next_id_in_layout(integer, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.next_ids(integer, integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.next_ids_in_layout(integer, integer, text) FROM PUBLIC;
+
+--
 -- One check, in C, of shards and layout names for the SQL functions.
 --
 CREATE FUNCTION sharded_id.check_shard(shard_id integer, layout text)
@@ -15,11 +55,43 @@ COMMENT ON FUNCTION sharded_id.check_shard(integer, text) IS
 'the shard id if the named layout has such a shard; next_id''s error otherwise (unknown layout, shard out of range)';
 
 --
--- Provisioning: derive ranges from the layout, and copy foreign keys whole.
+-- Provisioning: the mode of new shards; ranges derived from the layout;
+-- foreign keys copied whole.
 --
-CREATE OR REPLACE FUNCTION sharded_id.configure(schema_prefix text DEFAULT NULL,
+ALTER TABLE sharded_id.settings
+    ADD COLUMN mode text NOT NULL DEFAULT 'seed' CHECK (mode IN ('seed', 'counter'));
+ALTER TABLE sharded_id.shards
+    ADD COLUMN mode text NOT NULL DEFAULT 'seed' CHECK (mode IN ('seed', 'counter'));
+
+COMMENT ON TABLE sharded_id.settings IS
+'how shards are provisioned: schema names, layout and mode (no row: shard_0000-style names, layout instagram, seed mode)';
+
+-- Their OUT parameters and arguments change: dropped and made anew.
+DROP FUNCTION sharded_id.current_settings();
+DROP FUNCTION sharded_id.configure(text, integer, text);
+
+CREATE FUNCTION sharded_id.current_settings(OUT schema_prefix text,
+                                            OUT pad_width integer,
+                                            OUT layout text,
+                                            OUT mode text)
+RETURNS record
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT s.schema_prefix, s.pad_width, s.layout, s.mode
+    FROM sharded_id.settings s
+    UNION ALL
+    SELECT 'shard_', 4, 'instagram', 'seed'
+    WHERE NOT EXISTS (SELECT 1 FROM sharded_id.settings)
+$$;
+
+COMMENT ON FUNCTION sharded_id.current_settings() IS
+'the provisioning settings in force (sharded_id.settings, or the defaults)';
+
+CREATE FUNCTION sharded_id.configure(schema_prefix text DEFAULT NULL,
                                      pad_width integer DEFAULT NULL,
-                                     layout text DEFAULT NULL)
+                                     layout text DEFAULT NULL,
+                                     mode text DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
@@ -37,20 +109,53 @@ BEGIN
                       DETAIL = format('Shards use layout "%s", and their ids and column defaults depend on it.', cur.layout);
         END IF;
     END IF;
-    INSERT INTO sharded_id.settings AS s (singleton, schema_prefix, pad_width, layout)
+    IF mode IS NOT NULL AND mode IS DISTINCT FROM cur.mode THEN
+        IF mode NOT IN ('seed', 'counter') THEN
+            RAISE EXCEPTION 'unknown id mode "%"', mode
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'The modes are seed and counter.';
+        END IF;
+        IF EXISTS (SELECT 1 FROM sharded_id.shards) THEN
+            RAISE EXCEPTION 'cannot change the mode of existing shards'
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      DETAIL = format('Shards mint ids in %s mode, and their column defaults depend on it.', cur.mode);
+        END IF;
+    END IF;
+    INSERT INTO sharded_id.settings AS s (singleton, schema_prefix, pad_width, layout, mode)
     VALUES (true,
             coalesce(configure.schema_prefix, cur.schema_prefix),
             coalesce(configure.pad_width, cur.pad_width),
-            coalesce(configure.layout, cur.layout))
+            coalesce(configure.layout, cur.layout),
+            coalesce(configure.mode, cur.mode))
     ON CONFLICT (singleton) DO UPDATE
         SET schema_prefix = excluded.schema_prefix,
             pad_width = excluded.pad_width,
-            layout = excluded.layout;
+            layout = excluded.layout,
+            mode = excluded.mode;
 END
 $$;
 
--- The text of a regclass depends on the search_path and on renames.
-ALTER FUNCTION sharded_id._next_id_call(integer, regclass, text) STABLE;
+COMMENT ON FUNCTION sharded_id.configure(text, integer, text, text) IS
+'set the schema name prefix, its zero padding, the layout and the mode (seed or counter) of new shards';
+
+REVOKE EXECUTE ON FUNCTION sharded_id.configure(text, integer, text, text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION sharded_id._next_id_call(shard_id integer, seq regclass, layout text)
+RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE
+        WHEN seq IS NOT NULL THEN
+            format('sharded_id.next_id(%s, %L::pg_catalog.regclass%s)', shard_id, seq::text,
+                   CASE WHEN layout = 'instagram' THEN '' ELSE format(', %L', layout) END)
+        WHEN layout = 'instagram' THEN format('sharded_id.next_id(%s)', shard_id)
+        ELSE format('sharded_id.next_id_in_layout(%s, %L)', shard_id, layout)
+    END
+$$;
+
+COMMENT ON FUNCTION sharded_id._next_id_call(integer, regclass, text) IS
+'internal: the SQL text of a shard''s next_id call (seq NULL: counter mode)';
 
 CREATE OR REPLACE FUNCTION sharded_id._copy_foreign_keys(t sharded_id.shard_tables, schema name)
 RETURNS void
@@ -105,21 +210,25 @@ BEGIN
             USING ERRCODE = 'duplicate_object';
     ELSIF NOT FOUND THEN
         PERFORM sharded_id.check_shard(shard_id, cfg.layout);
-        INSERT INTO sharded_id.shards (shard_id, schema_name, layout)
-        VALUES (shard_id, coalesce(_provision.schema_name, sharded_id.shard_schema(shard_id)), cfg.layout)
+        INSERT INTO sharded_id.shards (shard_id, schema_name, layout, mode)
+        VALUES (shard_id, coalesce(_provision.schema_name, sharded_id.shard_schema(shard_id)), cfg.layout, cfg.mode)
         RETURNING * INTO shard;
     END IF;
 
     EXECUTE format('CREATE SCHEMA IF NOT EXISTS %I', shard.schema_name);
-    EXECUTE format('CREATE SEQUENCE IF NOT EXISTS %I.id_seq', shard.schema_name);
-    seq := format('%I.id_seq', shard.schema_name)::regclass;
-    IF (SELECT relkind FROM pg_class WHERE oid = seq) <> 'S' THEN
-        RAISE EXCEPTION '"%" is not a sequence', seq
-            USING ERRCODE = 'wrong_object_type',
-                  DETAIL = format('Shard %s takes the sequence fields of its ids from %s.', shard.shard_id, seq);
+    -- Seed mode takes the sequence fields from the shard's id_seq; counter
+    -- mode needs none.
+    IF shard.mode = 'seed' THEN
+        EXECUTE format('CREATE SEQUENCE IF NOT EXISTS %I.id_seq', shard.schema_name);
+        seq := format('%I.id_seq', shard.schema_name)::regclass;
+        IF (SELECT relkind FROM pg_class WHERE oid = seq) <> 'S' THEN
+            RAISE EXCEPTION '"%" is not a sequence', seq
+                USING ERRCODE = 'wrong_object_type',
+                      DETAIL = format('Shard %s takes the sequence fields of its ids from %s.', shard.shard_id, seq);
+        END IF;
+        EXECUTE format('COMMENT ON SEQUENCE %s IS %L', seq,
+                       format('sequence fields of the ids of shard %s', shard.shard_id));
     END IF;
-    EXECUTE format('COMMENT ON SEQUENCE %s IS %L', seq,
-                   format('sequence fields of the ids of shard %s', shard.shard_id));
 
     -- The zero-argument next_id() of the seed, bound at creation where the
     -- server supports SQL-standard bodies, so the planner inlines it.
@@ -144,6 +253,62 @@ BEGIN
         PERFORM sharded_id._copy_foreign_keys(t, shard.schema_name);
     END LOOP;
     RETURN shard.schema_name;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id.create_shard(integer, name) IS
+'create the schema of a logical shard (named by the settings, or schema_name) with its sequence (seed mode), next_id() and a copy of every template table; creates only what is missing, so it also adopts a schema restored from a dump';
+
+CREATE OR REPLACE FUNCTION sharded_id.add_table(template regclass, id_column name DEFAULT 'id')
+RETURNS integer
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    rel record;
+    t sharded_id.shard_tables;
+    shard record;
+    copies integer := 0;
+BEGIN
+    SELECT c.relname, n.nspname, c.relkind INTO rel
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE c.oid = template;
+    IF rel.relkind NOT IN ('r', 'p') THEN
+        RAISE EXCEPTION '"%" is not a table', template
+            USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_attribute a
+                   WHERE a.attrelid = template AND a.attname = id_column
+                     AND a.atttypid = 'pg_catalog.int8'::regtype AND NOT a.attisdropped) THEN
+        RAISE EXCEPTION 'column "%" of "%" is not a bigint column', id_column, template
+            USING ERRCODE = 'datatype_mismatch',
+                  HINT = 'The id column of a sharded table must be of type bigint.';
+    END IF;
+    IF EXISTS (SELECT 1 FROM sharded_id.shards s WHERE s.schema_name = rel.nspname) THEN
+        RAISE EXCEPTION 'template table "%" is inside a shard schema', template
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    SELECT * INTO t FROM sharded_id.shard_tables st WHERE st.table_name = rel.relname;
+    IF FOUND AND (t.template_schema, t.template_table) <> (rel.nspname, rel.relname) THEN
+        RAISE EXCEPTION 'a sharded table named "%" already exists', rel.relname
+            USING ERRCODE = 'duplicate_table',
+                  DETAIL = format('Its template is %I.%I.', t.template_schema, t.template_table);
+    ELSIF NOT FOUND THEN
+        INSERT INTO sharded_id.shard_tables (table_name, template_schema, template_table, id_column)
+        VALUES (rel.relname, rel.nspname, rel.relname, id_column)
+        RETURNING * INTO t;
+    END IF;
+
+    FOR shard IN SELECT * FROM sharded_id.shards ORDER BY shard_id LOOP
+        IF sharded_id._copy_table(t, shard.shard_id, shard.schema_name,
+                                  CASE WHEN shard.mode = 'seed' THEN format('%I.id_seq', shard.schema_name)::regclass END,
+                                  shard.layout) THEN
+            copies := copies + 1;
+        END IF;
+        PERFORM sharded_id._copy_foreign_keys(t, shard.schema_name);
+    END LOOP;
+    RETURN copies;
 END
 $$;
 

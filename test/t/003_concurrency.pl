@@ -64,5 +64,29 @@ is( $node->safe_psql('postgres',
 		'SELECT count(*) - count(DISTINCT id) FROM ids'),
 	'0', 'many shards, concurrent sessions: every id distinct');
 
+# Counter mode: concurrent sessions on one shard, no sequence.  Each
+# session's ids strictly increase in the order it minted them (ord is a
+# sequence, so it increases within a session), and none repeats.
+$node->safe_psql('postgres', 'CREATE UNLOGGED TABLE cids (ord bigserial, client int NOT NULL, id bigint NOT NULL)');
+$node->pgbench(
+	"--no-vacuum --client=$clients --jobs=2 --transactions=$transactions",
+	0,
+	[qr{processed: $total/$total}],
+	[qr{^$}],
+	"$clients concurrent clients mint ids for shard 12 in counter mode",
+	{
+		'003_counter' => "INSERT INTO cids (client, id) SELECT :client_id, sharded_id.next_id(12) FROM generate_series(1, $per_transaction);"
+	});
+is($node->safe_psql('postgres', "SELECT count(*) || ' ' || count(DISTINCT id) FROM cids"),
+	($total * $per_transaction) . ' ' . ($total * $per_transaction),
+	'counter mode, concurrent sessions: every id distinct');
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FILTER (WHERE id <= prev)
+	FROM (SELECT id, lag(id) OVER (PARTITION BY client ORDER BY ord) AS prev FROM cids) c}),
+	'0', 'counter mode: each session\'s ids strictly increase');
+is($node->safe_psql('postgres',
+		"SELECT count(*) FROM (SELECT 1 FROM cids GROUP BY sharded_id.created_at(id) HAVING count(*) > 1024) x"),
+	'0', 'counter mode: no millisecond of the shard holds more than 1024 ids');
+
 $node->stop;
 done_testing();

@@ -44,3 +44,49 @@ LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE ROWS 1000;
 COMMENT ON FUNCTION sharded_id.next_ids(integer, regclass, integer, text) IS
 'reserve n new ids for the shard in the named layout in one call (at most 1000000), for loaders';
 
+--
+-- Counter mode: no sequence.  The sequence field counts up within each
+-- millisecond in the order the shard's slot hands values out, so a shard's
+-- ids strictly increase in the order they are minted.  Nothing else gates
+-- minting, so EXECUTE is for the roles it is granted to, as USAGE on a
+-- sequence is for the seed mode.  Forms that name a layout have their own
+-- names: an overload next_id(integer, text) would capture the seed's
+-- next_id(5, 'insta5.table_id_seq'), whose literal PostgreSQL resolves to
+-- text first.
+--
+CREATE FUNCTION sharded_id.next_id(shard_id integer)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'shid_next_counter_id'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION sharded_id.next_id(integer) IS
+'new id for the shard in counter mode (no sequence): strictly increasing per shard, never repeats within the cluster';
+
+CREATE FUNCTION sharded_id.next_id_in_layout(shard_id integer, layout text)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'shid_next_counter_id'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION sharded_id.next_id_in_layout(integer, text) IS
+'new id for the shard in counter mode, in the named layout';
+
+CREATE FUNCTION sharded_id.next_ids(shard_id integer, n integer)
+RETURNS SETOF bigint
+AS 'MODULE_PATHNAME', 'shid_next_counter_ids'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE ROWS 1000;
+
+COMMENT ON FUNCTION sharded_id.next_ids(integer, integer) IS
+'reserve n new ids for the shard in counter mode in one call (at most 1000000), for loaders';
+
+CREATE FUNCTION sharded_id.next_ids_in_layout(shard_id integer, n integer, layout text)
+RETURNS SETOF bigint
+AS 'MODULE_PATHNAME', 'shid_next_counter_ids'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE ROWS 1000;
+
+COMMENT ON FUNCTION sharded_id.next_ids_in_layout(integer, integer, text) IS
+'reserve n new ids for the shard in counter mode in the named layout, for loaders';
+
+REVOKE EXECUTE ON FUNCTION sharded_id.next_id(integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.next_id_in_layout(integer, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.next_ids(integer, integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.next_ids_in_layout(integer, integer, text) FROM PUBLIC;

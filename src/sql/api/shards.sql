@@ -7,17 +7,19 @@ CREATE TABLE sharded_id.settings (
     singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
     schema_prefix text NOT NULL CHECK (schema_prefix <> '' AND length(schema_prefix) <= 50),
     pad_width integer NOT NULL CHECK (pad_width BETWEEN 0 AND 5),
-    layout text NOT NULL
+    layout text NOT NULL,
+    mode text NOT NULL DEFAULT 'seed' CHECK (mode IN ('seed', 'counter'))
 );
 
 COMMENT ON TABLE sharded_id.settings IS
-'how shards are provisioned: schema names and layout (no row: shard_0000-style names, layout instagram)';
+'how shards are provisioned: schema names, layout and mode (no row: shard_0000-style names, layout instagram, seed mode)';
 
 CREATE TABLE sharded_id.shards (
     shard_id integer PRIMARY KEY CHECK (shard_id >= 0),
     schema_name name NOT NULL UNIQUE,
     layout text NOT NULL,
-    created_at timestamptz NOT NULL DEFAULT now()
+    created_at timestamptz NOT NULL DEFAULT now(),
+    mode text NOT NULL DEFAULT 'seed' CHECK (mode IN ('seed', 'counter'))
 );
 
 COMMENT ON TABLE sharded_id.shards IS
@@ -49,15 +51,16 @@ GRANT SELECT ON sharded_id.settings, sharded_id.shards, sharded_id.shard_tables 
 -- The settings in force: the row of sharded_id.settings, or the defaults.
 CREATE FUNCTION sharded_id.current_settings(OUT schema_prefix text,
                                             OUT pad_width integer,
-                                            OUT layout text)
+                                            OUT layout text,
+                                            OUT mode text)
 RETURNS record
 LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT s.schema_prefix, s.pad_width, s.layout
+    SELECT s.schema_prefix, s.pad_width, s.layout, s.mode
     FROM sharded_id.settings s
     UNION ALL
-    SELECT 'shard_', 4, 'instagram'
+    SELECT 'shard_', 4, 'instagram', 'seed'
     WHERE NOT EXISTS (SELECT 1 FROM sharded_id.settings)
 $$;
 
@@ -66,7 +69,8 @@ COMMENT ON FUNCTION sharded_id.current_settings() IS
 
 CREATE FUNCTION sharded_id.configure(schema_prefix text DEFAULT NULL,
                                      pad_width integer DEFAULT NULL,
-                                     layout text DEFAULT NULL)
+                                     layout text DEFAULT NULL,
+                                     mode text DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
@@ -84,20 +88,34 @@ BEGIN
                       DETAIL = format('Shards use layout "%s", and their ids and column defaults depend on it.', cur.layout);
         END IF;
     END IF;
-    INSERT INTO sharded_id.settings AS s (singleton, schema_prefix, pad_width, layout)
+    IF mode IS NOT NULL AND mode IS DISTINCT FROM cur.mode THEN
+        IF mode NOT IN ('seed', 'counter') THEN
+            RAISE EXCEPTION 'unknown id mode "%"', mode
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'The modes are seed and counter.';
+        END IF;
+        IF EXISTS (SELECT 1 FROM sharded_id.shards) THEN
+            RAISE EXCEPTION 'cannot change the mode of existing shards'
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      DETAIL = format('Shards mint ids in %s mode, and their column defaults depend on it.', cur.mode);
+        END IF;
+    END IF;
+    INSERT INTO sharded_id.settings AS s (singleton, schema_prefix, pad_width, layout, mode)
     VALUES (true,
             coalesce(configure.schema_prefix, cur.schema_prefix),
             coalesce(configure.pad_width, cur.pad_width),
-            coalesce(configure.layout, cur.layout))
+            coalesce(configure.layout, cur.layout),
+            coalesce(configure.mode, cur.mode))
     ON CONFLICT (singleton) DO UPDATE
         SET schema_prefix = excluded.schema_prefix,
             pad_width = excluded.pad_width,
-            layout = excluded.layout;
+            layout = excluded.layout,
+            mode = excluded.mode;
 END
 $$;
 
-COMMENT ON FUNCTION sharded_id.configure(text, integer, text) IS
-'set the schema name prefix, its zero padding and the layout of new shards';
+COMMENT ON FUNCTION sharded_id.configure(text, integer, text, text) IS
+'set the schema name prefix, its zero padding, the layout and the mode (seed or counter) of new shards';
 
 -- The schema name of a shard under the current settings.
 CREATE FUNCTION sharded_id.shard_schema(shard_id integer)
@@ -117,19 +135,25 @@ COMMENT ON FUNCTION sharded_id.shard_schema(integer) IS
 'schema name of a shard: its catalog entry, or the name the settings give it';
 
 -- The next_id call of a shard, as SQL text: the DEFAULT of its tables' id
--- columns and the body of its next_id().  STABLE, not IMMUTABLE: the text
--- of a regclass depends on the search_path and on renames.
+-- columns and the body of its next_id().  seq is NULL in counter mode.
+-- STABLE, not IMMUTABLE: the text of a regclass depends on the search_path
+-- and on renames.
 CREATE FUNCTION sharded_id._next_id_call(shard_id integer, seq regclass, layout text)
 RETURNS text
-LANGUAGE sql STABLE STRICT PARALLEL SAFE
+LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT format('sharded_id.next_id(%s, %L::pg_catalog.regclass%s)', shard_id, seq::text,
-                  CASE WHEN layout = 'instagram' THEN '' ELSE format(', %L', layout) END)
+    SELECT CASE
+        WHEN seq IS NOT NULL THEN
+            format('sharded_id.next_id(%s, %L::pg_catalog.regclass%s)', shard_id, seq::text,
+                   CASE WHEN layout = 'instagram' THEN '' ELSE format(', %L', layout) END)
+        WHEN layout = 'instagram' THEN format('sharded_id.next_id(%s)', shard_id)
+        ELSE format('sharded_id.next_id_in_layout(%s, %L)', shard_id, layout)
+    END
 $$;
 
 COMMENT ON FUNCTION sharded_id._next_id_call(integer, regclass, text) IS
-'internal: the SQL text of a shard''s next_id call';
+'internal: the SQL text of a shard''s next_id call (seq NULL: counter mode)';
 
 -- Copy template table t into schema of shard shard_id, unless it is there.
 CREATE FUNCTION sharded_id._copy_table(t sharded_id.shard_tables, shard_id integer,
@@ -226,21 +250,25 @@ BEGIN
             USING ERRCODE = 'duplicate_object';
     ELSIF NOT FOUND THEN
         PERFORM sharded_id.check_shard(shard_id, cfg.layout);
-        INSERT INTO sharded_id.shards (shard_id, schema_name, layout)
-        VALUES (shard_id, coalesce(_provision.schema_name, sharded_id.shard_schema(shard_id)), cfg.layout)
+        INSERT INTO sharded_id.shards (shard_id, schema_name, layout, mode)
+        VALUES (shard_id, coalesce(_provision.schema_name, sharded_id.shard_schema(shard_id)), cfg.layout, cfg.mode)
         RETURNING * INTO shard;
     END IF;
 
     EXECUTE format('CREATE SCHEMA IF NOT EXISTS %I', shard.schema_name);
-    EXECUTE format('CREATE SEQUENCE IF NOT EXISTS %I.id_seq', shard.schema_name);
-    seq := format('%I.id_seq', shard.schema_name)::regclass;
-    IF (SELECT relkind FROM pg_class WHERE oid = seq) <> 'S' THEN
-        RAISE EXCEPTION '"%" is not a sequence', seq
-            USING ERRCODE = 'wrong_object_type',
-                  DETAIL = format('Shard %s takes the sequence fields of its ids from %s.', shard.shard_id, seq);
+    -- Seed mode takes the sequence fields from the shard's id_seq; counter
+    -- mode needs none.
+    IF shard.mode = 'seed' THEN
+        EXECUTE format('CREATE SEQUENCE IF NOT EXISTS %I.id_seq', shard.schema_name);
+        seq := format('%I.id_seq', shard.schema_name)::regclass;
+        IF (SELECT relkind FROM pg_class WHERE oid = seq) <> 'S' THEN
+            RAISE EXCEPTION '"%" is not a sequence', seq
+                USING ERRCODE = 'wrong_object_type',
+                      DETAIL = format('Shard %s takes the sequence fields of its ids from %s.', shard.shard_id, seq);
+        END IF;
+        EXECUTE format('COMMENT ON SEQUENCE %s IS %L', seq,
+                       format('sequence fields of the ids of shard %s', shard.shard_id));
     END IF;
-    EXECUTE format('COMMENT ON SEQUENCE %s IS %L', seq,
-                   format('sequence fields of the ids of shard %s', shard.shard_id));
 
     -- The zero-argument next_id() of the seed, bound at creation where the
     -- server supports SQL-standard bodies, so the planner inlines it.
@@ -286,7 +314,7 @@ END
 $$;
 
 COMMENT ON FUNCTION sharded_id.create_shard(integer, name) IS
-'create the schema of a logical shard (named by the settings, or schema_name) with its sequence, next_id() and a copy of every template table; creates only what is missing, so it also adopts a schema restored from a dump';
+'create the schema of a logical shard (named by the settings, or schema_name) with its sequence (seed mode), next_id() and a copy of every template table; creates only what is missing, so it also adopts a schema restored from a dump';
 
 CREATE FUNCTION sharded_id.create_shards(first_shard integer, last_shard integer)
 RETURNS SETOF name
@@ -372,7 +400,8 @@ BEGIN
 
     FOR shard IN SELECT * FROM sharded_id.shards ORDER BY shard_id LOOP
         IF sharded_id._copy_table(t, shard.shard_id, shard.schema_name,
-                                  format('%I.id_seq', shard.schema_name)::regclass, shard.layout) THEN
+                                  CASE WHEN shard.mode = 'seed' THEN format('%I.id_seq', shard.schema_name)::regclass END,
+                                  shard.layout) THEN
             copies := copies + 1;
         END IF;
         PERFORM sharded_id._copy_foreign_keys(t, shard.schema_name);
@@ -385,7 +414,7 @@ COMMENT ON FUNCTION sharded_id.add_table(regclass, name) IS
 'make a table the template of a sharded table: every shard, existing or new, gets a copy; returns the copies made';
 
 -- Provisioning is for the extension's owner, or roles it grants these to.
-REVOKE EXECUTE ON FUNCTION sharded_id.configure(text, integer, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.configure(text, integer, text, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._copy_table(sharded_id.shard_tables, integer, name, regclass, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._copy_foreign_keys(sharded_id.shard_tables, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._provision(integer, name) FROM PUBLIC;
