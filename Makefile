@@ -47,8 +47,9 @@ PROVE_TESTS = test/t/*.pl
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# (After pgxs.mk, which may already have expanded CFLAGS with PG_CFLAGS.)
 ifeq ($(PG_MAJOR),15)
-CFLAGS_SL += -fvisibility=hidden
+override CFLAGS += -fvisibility=hidden
 endif
 
 $(DATA_built): $(API_SOURCES) sharded_id.control

@@ -14,6 +14,8 @@
 
 #include "postgres.h"
 
+#include "fmgr.h"
+
 #if PG_VERSION_NUM < 150000
 #error "sharded_id requires PostgreSQL 15 or later"
 #endif
@@ -37,7 +39,21 @@
 /*
  * PostgreSQL 16 and later build extensions with -fvisibility=hidden and
  * export only what PGDLLEXPORT marks.  The Makefile does the same on 15,
- * where PGDLLEXPORT is empty unless defined on the command line.
+ * defining PGDLLEXPORT on the command line; 15's PG_FUNCTION_INFO_V1 marks
+ * only the info function, so here it marks the function as 16's does.
  */
+#if PG_VERSION_NUM < 160000
+#undef PG_FUNCTION_INFO_V1
+#define PG_FUNCTION_INFO_V1(funcname) \
+extern PGDLLEXPORT Datum funcname(PG_FUNCTION_ARGS); \
+extern PGDLLEXPORT const Pg_finfo_record * CppConcat(pg_finfo_,funcname)(void); \
+const Pg_finfo_record * \
+CppConcat(pg_finfo_,funcname) (void) \
+{ \
+	static const Pg_finfo_record my_finfo = { 1 }; \
+	return &my_finfo; \
+} \
+extern int no_such_variable
+#endif
 
 #endif							/* SHARDED_ID_COMPAT_H */

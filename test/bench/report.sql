@@ -31,6 +31,16 @@ WHERE one.candidate = 'next_id, one shard' AND seed.candidate = 'PL/pgSQL origin
   AND spread.candidate = 'next_id, 8192 shards' AND ref.candidate = 'nextval + shard expression'
   AND one.section = 'percall' AND seed.section = 'percall'
   AND spread.section = 'percall' AND ref.section = 'percall';
+SELECT format('Counter mode: next_id(n) over 8192 shards costs %s× a bare nextval and %s× next_id(n, seq) over 8192 shards; '
+              'on one shard it reaches %s %% of the 1,024,000 ids/s ceiling.',
+              round((c.median / nv.median)::numeric, 2),
+              round((c.median / spread.median)::numeric, 2),
+              round((1e9 / c1.median / 1024000 * 100)::numeric, 1))
+FROM med c, med nv, med spread, med c1
+WHERE c.section = 'percall' AND c.candidate = 'counter next_id(n), 8192 shards'
+  AND nv.section = 'percall' AND nv.candidate = 'nextval'
+  AND spread.section = 'percall' AND spread.candidate = 'next_id, 8192 shards'
+  AND c1.section = 'percall' AND c1.candidate = 'counter next_id(n), one shard';
 SELECT format('A shard''s zero-argument next_id() costs %s× the direct next_id(n, seq) it stands for (16 shards in turn, per call).',
               round((w.median / d.median)::numeric, 3))
 FROM med w, med d
@@ -55,6 +65,13 @@ ORDER BY m.median;
 SELECT '';
 -- The wrapper against the direct call, where the shard's 1024-per-ms
 -- ceiling does not bind (a bulk INSERT mints about 500 ids per ms).
+SELECT format('Counter mode against bigserial in bulk: primary key %s× its size, WAL %s×.',
+              round((cpk.median / bpk.median)::numeric, 3), round((cwal.median / bwal.median)::numeric, 3))
+FROM med cpk, med bpk, med cwal, med bwal
+WHERE cpk.section = 'bulk' AND cpk.candidate = 'counter next_id(9)' AND cpk.metric = 'pk_bytes'
+  AND bpk.section = 'bulk' AND bpk.candidate = 'bigserial' AND bpk.metric = 'pk_bytes'
+  AND cwal.section = 'bulk' AND cwal.candidate = 'counter next_id(9)' AND cwal.metric = 'wal_bytes'
+  AND bwal.section = 'bulk' AND bwal.candidate = 'bigserial' AND bwal.metric = 'wal_bytes';
 SELECT format('A shard''s zero-argument next_id() as the DEFAULT takes %s× the time of the direct next_id(5, seq).',
               round((w.median / d.median)::numeric, 3))
 FROM med w, med d

@@ -35,6 +35,7 @@ CREATE TABLE bench.t_bigserial (id bigserial PRIMARY KEY, v int);
 -- The same again: bigserial against bigserial shows the noise floor.
 CREATE TABLE bench.t_bigserial2 (id bigserial PRIMARY KEY, v int);
 CREATE TABLE bench.t_next_id (id bigint DEFAULT sharded_id.next_id(5, 'shard_0005.id_seq') PRIMARY KEY, v int);
+CREATE TABLE bench.t_counter (id bigint DEFAULT sharded_id.next_id(9) PRIMARY KEY, v int);
 CREATE TABLE bench.t_wrapper (id bigint DEFAULT shard_0005.next_id() PRIMARY KEY, v int);
 CREATE TABLE bench.t_plpgsql (id bigint DEFAULT insta5.seed_next_id() PRIMARY KEY, v int);
 CREATE TABLE bench.t_uuid (id uuid DEFAULT gen_random_uuid() PRIMARY KEY, v int);

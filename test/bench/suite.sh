@@ -20,7 +20,11 @@ pgbench_seconds=${PGBENCH_SECONDS:-5}
 calls=1000000
 mkdir -p "$(dirname "$out")"
 
-psql=(psql -X -q -v ON_ERROR_STOP=1)
+# The server's own client programs, not whichever major Debian's wrappers pick.
+bindir=$("${PG_CONFIG:-pg_config}" --bindir)
+psql=("$bindir/psql" -X -q -v ON_ERROR_STOP=1)
+pgbench() { "$bindir/pgbench" "$@"; }
+psql_at() { "$bindir/psql" -XAt "$@"; }
 "${psql[@]}" -c 'DROP SCHEMA IF EXISTS bench, insta5, shard_0005 CASCADE' -c 'DROP EXTENSION IF EXISTS sharded_id CASCADE' 2>/dev/null
 "${psql[@]}" -f "$here/setup.sql"
 
@@ -59,12 +63,15 @@ declare -A percall=(
     ["nextval + shard expression"]="nextval('bench.seq') + g % 8192"
     ["next_id, 8192 shards"]="sharded_id.next_id(g % 8192, 'bench.seq')"
     ["next_id, one shard"]="sharded_id.next_id(1, 'bench.seq')"
+    ["counter next_id(n), 8192 shards"]="sharded_id.next_id(g % 8192)"
+    ["counter next_id(n), one shard"]="sharded_id.next_id(3)"
     ["next_id(n, seq) over 16 shards"]="$(case_over_shards direct)"
     ["shard_n.next_id() over 16 shards"]="$(case_over_shards wrapper)"
     ["PL/pgSQL original"]="insta5.seed_next_id()"
     ["gen_random_uuid"]="gen_random_uuid()"
 )
 names=("nextval" "nextval + shard expression" "next_id, 8192 shards" "next_id, one shard"
+    "counter next_id(n), 8192 shards" "counter next_id(n), one shard"
     "next_id(n, seq) over 16 shards" "shard_n.next_id() over 16 shards" "PL/pgSQL original" "gen_random_uuid")
 for ((r = 1; r <= rounds; r++)); do
     while read -r name; do
@@ -78,12 +85,13 @@ declare -A bulk=(
     ["bigserial"]=bench.t_bigserial
     ["bigserial, again (noise floor)"]=bench.t_bigserial2
     ["next_id(5, seq)"]=bench.t_next_id
+    ["counter next_id(9)"]=bench.t_counter
     ["shard_0005.next_id() wrapper"]=bench.t_wrapper
     ["PL/pgSQL original"]=bench.t_plpgsql
     ["uuid (gen_random_uuid)"]=bench.t_uuid
 )
-names=("bigserial" "bigserial, again (noise floor)" "next_id(5, seq)" "shard_0005.next_id() wrapper"
-    "PL/pgSQL original" "uuid (gen_random_uuid)")
+names=("bigserial" "bigserial, again (noise floor)" "next_id(5, seq)" "counter next_id(9)"
+    "shard_0005.next_id() wrapper" "PL/pgSQL original" "uuid (gen_random_uuid)")
 for ((r = 1; r <= rounds; r++)); do
     while read -r name; do
         "${psql[@]}" -c CHECKPOINT
@@ -104,17 +112,18 @@ pgbench_tps() {
         sed -n 's/^tps = \([0-9.]*\).*/\1/p' | head -n 1
 }
 
-echo "== pgbench single-row INSERT, 1/2/4/8 clients, ${pgbench_seconds}s runs, $pgbench_rounds rounds"
+echo "== pgbench single-row INSERT, 1/2/4 clients, ${pgbench_seconds}s runs, $pgbench_rounds rounds"
 declare -A tables=(
     ["bigserial"]=bigserial
     ["bigserial, again (noise floor)"]=bigserial2
     ["next_id(5, seq)"]=next_id
+    ["counter next_id(9)"]=counter
     ["shard_0005.next_id() wrapper"]=wrapper
     ["PL/pgSQL original"]=plpgsql
     ["uuid (gen_random_uuid)"]=uuid
 )
 for ((r = 1; r <= pgbench_rounds; r++)); do
-    for clients in 1 2 4 8; do
+    for clients in 1 2 4; do
         while read -r name; do
             tps=$(pgbench_tps "${tables[$name]}" "$clients")
             record pgbench "$name" "$clients clients" "$r" "${tps:?pgbench printed no tps}"
@@ -152,7 +161,7 @@ done
 "${psql[@]}" -v shard_count=8 -f "$example/router_api.sql"
 "${psql[@]}" -c "CREATE TABLE bench.demo_users AS SELECT g AS n, app_api.add_user('user ' || g) AS user_id FROM generate_series(1, 200) g"
 # A user whose shard is on node a, for the direct calls.
-uid=$(psql -XAt -c "SELECT user_id FROM bench.demo_users WHERE sharded_id.shard_id(user_id) % 2 = 0 LIMIT 1")
+uid=$(psql_at -c "SELECT user_id FROM bench.demo_users WHERE sharded_id.shard_id(user_id) % 2 = 0 LIMIT 1")
 for ((r = 1; r <= pgbench_rounds; r++)); do
     for clients in 1 4; do
         for way in direct router; do
@@ -164,7 +173,7 @@ for ((r = 1; r <= pgbench_rounds; r++)); do
     done
 done
 # Move shard 1 back and forth while two writers insert through the router.
-mover=$(pg_config --bindir)/sharded_id_move_shard
+mover=$bindir/sharded_id_move_shard
 from=b to=a
 for ((r = 1; r <= pgbench_rounds; r++)); do
     pgbench -n -c 2 -j 2 -T "$pgbench_seconds" --max-tries=1000 -f "$here/pgbench/add_photo_random.sql" \
@@ -178,7 +187,7 @@ for ((r = 1; r <= pgbench_rounds; r++)); do
     record move "shard move" "write freeze ms" "$r" "${freeze:?the move printed no freeze}"
     record move "shard move" "writes during the run" "$r" "$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$out.writers")"
     record move "shard move" "writes failed for good" "$r" "$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$out.writers" | head -n 1)"
-    record move "shard move" "rows in the moved shard" "$r" "$(psql -XAt -d bench_node_$to -c 'SELECT count(*) FROM shard_0001.photos')"
+    record move "shard move" "rows in the moved shard" "$r" "$(psql_at -d bench_node_$to -c 'SELECT count(*) FROM shard_0001.photos')"
     tmp=$from; from=$to; to=$tmp
 done
 rm -f "$out.writers"
@@ -187,7 +196,7 @@ rm -f "$out.writers"
     echo "## sharded_id benchmark"
     echo
     echo "- machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1), $(free -g | awk '/^Mem:/ {print $2}') GiB"
-    echo "- server: $(psql -XAt -c 'SHOW server_version'), fsync=$(psql -XAt -c 'SHOW fsync'), synchronous_commit=$(psql -XAt -c 'SHOW synchronous_commit'), shared_buffers=$(psql -XAt -c 'SHOW shared_buffers')"
+    echo "- server: $(psql_at -c 'SHOW server_version'), fsync=$(psql_at -c 'SHOW fsync'), synchronous_commit=$(psql_at -c 'SHOW synchronous_commit'), shared_buffers=$(psql_at -c 'SHOW shared_buffers')"
     echo "- run: $(date -u '+%Y-%m-%d %H:%M UTC'), ROUNDS=$rounds PGBENCH_ROUNDS=$pgbench_rounds PGBENCH_SECONDS=$pgbench_seconds"
     echo
     "${psql[@]}" -f "$here/report.sql"

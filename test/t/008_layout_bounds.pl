@@ -1,9 +1,11 @@
 # test/t/008_layout_bounds.pl
 #
-# A layout whose sequence field is wider than the generator's slot holds
-# (SHID_MAX_SEQ_BITS), or whose fields overflow 64 bits, stops the build:
-# src/layout.c is compiled as it is, then with such a layout appended to the
-# table of built-in layouts.
+# Checks of the build.  A layout whose sequence field is wider than the
+# generator's slot holds (SHID_MAX_SEQ_BITS), or whose fields overflow 64
+# bits, stops the build: src/layout.c is compiled as it is, then with such a
+# layout appended to the table of built-in layouts.  And the installed
+# library exports the SQL-callable functions and nothing else of ours, on
+# every major version.
 use strict;
 use warnings;
 use FindBin;
@@ -49,5 +51,17 @@ like($err, qr/negative/, 'the compiler names the failed size check');
 
 ($ok, $err) = compile_with('SHID_LAYOUT("too_long", 1288834974657, 45, 13, 10),');
 ok(!$ok, 'a layout of more than 64 bits does not compile');
+
+# The installed library: hidden helpers, exported SQL-callable functions.
+my $libdir = `pg_config --pkglibdir`;
+chomp $libdir;
+my ($nm_out, $nm_err) = ('', '');
+IPC::Run::run([ 'nm', '-D', '--defined-only', "$libdir/sharded_id.so" ], '>', \$nm_out, '2>', \$nm_err)
+  or die "nm failed: $nm_err";
+my %exported = map { (split ' ')[2] => 1 } grep { /\S/ } split /\n/, $nm_out;
+ok($exported{$_}, "the library exports $_")
+  for qw(Pg_magic_func _PG_init shid_next_id pg_finfo_shid_next_id shid_next_counter_id shid_decode);
+ok(!$exported{$_}, "the library keeps $_ to itself")
+  for qw(shid_cover_slow shid_ceiling shid_layout_by_name shid_shard_out_of_range);
 
 done_testing();
