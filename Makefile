@@ -33,11 +33,11 @@ PG_CPPFLAGS += '-DPGDLLEXPORT=__attribute__((visibility("default")))'
 endif
 
 # pg_regress: sql/ and expected/
-REGRESS = api errors labels stress counter layouts helpers shards router upgrade
+REGRESS = api errors labels stress counter layouts helpers shards lifecycle router upgrade
 REGRESS_OPTS = --load-extension=sharded_id
 
 # pg_isolation_regress: test/specs/ and test/expected/
-ISOLATION = concurrent_shard sequence_lock counter_shard
+ISOLATION = concurrent_shard sequence_lock counter_shard enter_shard_fence
 ISOLATION_OPTS = --inputdir=test --load-extension=sharded_id
 
 # TAP: test/t/

@@ -14,8 +14,9 @@ JOIN pg_extension e ON d.refclassid = 'pg_extension'::regclass AND d.refobjid = 
 WHERE e.extname = 'sharded_id' AND d.deptype = 'e'
 ORDER BY p.oid::regprocedure::text COLLATE "C";
 
--- Anything that calls nextval or changes the database is VOLATILE and not
--- PARALLEL SAFE; every C decoder is IMMUTABLE, STRICT and PARALLEL SAFE;
+-- Anything that calls nextval, mints or changes the database or the
+-- generator's state is VOLATILE and not PARALLEL SAFE; every C decoder is
+-- IMMUTABLE, STRICT and PARALLEL SAFE;
 -- every SQL and PL/pgSQL function pins its search_path.
 SELECT p.oid::regprocedure AS mislabelled
 FROM pg_proc p
@@ -25,8 +26,9 @@ JOIN pg_language l ON l.oid = p.prolang
 WHERE e.extname = 'sharded_id' AND d.deptype = 'e'
   AND ((p.proname LIKE 'next\_id%' AND (p.provolatile <> 'v' OR p.proparallel = 's'))
        OR (p.provolatile = 'v' AND p.proparallel = 's')
-       OR (l.lanname = 'c' AND p.proname NOT LIKE 'next\_id%'
+       OR (l.lanname = 'c' AND p.proname NOT LIKE 'next\_id%' AND p.proname <> 'reset_ceiling'
            AND (p.provolatile <> 'i' OR p.proparallel <> 's' OR NOT p.proisstrict))
+       OR (p.proname = 'reset_ceiling' AND (p.provolatile <> 'v' OR p.proparallel = 's'))
        OR (l.lanname <> 'c'
            AND NOT coalesce('search_path=pg_catalog, pg_temp' = ANY (p.proconfig), false)));
 

@@ -11,6 +11,21 @@
  * starts at the ceiling read back from the file (floor_ms), so new ids are
  * later than anything minted before.
  *
+ * The file, version 2:
+ *
+ *	 sharded_id state 2
+ *	 ceiling 1763794945123
+ *	 crc32c 1a2b3c4d
+ *
+ * The CRC-32C covers the first two lines.  A file that does not match this
+ * form to the byte (truncated, corrupt, another version), or whose ceiling
+ * lies outside every layout's time range, is not trusted: a WARNING says
+ * so, and the generator starts after the current time.  1.2's one-line form
+ * ("sharded_id clock ceiling N", newline included) is still read.  The file
+ * sharded_id.minted, written once with the first ceiling, tells a server
+ * that never minted (no state file, silently) from one whose state file was
+ * lost (a WARNING).
+ *
  * Locking rules:
  *	 - ceiling_ms is read without a lock (an atomic read).  It only grows,
  *	   and it is stored only after the file holding the new value is
@@ -19,8 +34,12 @@
  *	   ceiling_ms.  A caller whose millisecond is still under the ceiling
  *	   raises it only if it gets the lock without waiting; a caller past the
  *	   ceiling waits for the lock, then raises it unless someone else did.
- *	 - floor_ms is set once, when shared memory is initialised, and is
- *	   read-only after that.
+ *	 - floor_ms, ref_wall_ms, ref_mono_ms and marker_known change only
+ *	   under the ceiling LWLock (floor_ms when shared memory is initialised
+ *	   and in shid_ceiling_reset); readers of the refs take it shared.
+ *	 - shid_ceiling_reset is the one place the ceiling goes down.  It runs
+ *	   with the generator's slot table locked exclusively, so no slot is
+ *	   created or advanced past the old ceiling while it works.
  *	 - The file is replaced atomically: written to a temporary file,
  *	   fsync'ed, and renamed into place (durable_rename).
  *
@@ -28,22 +47,29 @@
  */
 #include "postgres.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 #include <fcntl.h>
 
 #include "ceiling.h"
 #include "compat.h"
 #include "layout.h"
+#include "port/pg_crc32c.h"
+#include "portability/instr_time.h"
 #include "storage/fd.h"
 #include "storage/shmem.h"
 #include "utils/timestamp.h"
 
-/* File in the data directory holding the durable clock ceiling. */
+/* Files in the data directory. */
 #define SHID_STATE_FILE		"sharded_id.state"
 #define SHID_STATE_TMPFILE	"sharded_id.state.tmp"
-#define SHID_STATE_HEADER	"sharded_id clock ceiling"
+#define SHID_MARKER_FILE	"sharded_id.minted"
+#define SHID_STATE_VERSION	2
 
 ShidCeiling *shid_ceiling = NULL;
+
+/* GUC: seconds the wall clock may run ahead of the monotonic clock. */
+int			shid_max_clock_jump = 86400;
 
 static int64
 shid_ceiling_clock_ms(void)
@@ -51,57 +77,208 @@ shid_ceiling_clock_ms(void)
 	return shid_timestamptz_to_unix_ms(GetCurrentTimestamp());
 }
 
+int64
+shid_monotonic_ms(void)
+{
+	instr_time	now;
+
+	INSTR_TIME_SET_CURRENT(now);
+	return (int64) INSTR_TIME_GET_MILLISEC(now);
+}
+
+/* The text of a version-2 state file for ceiling, with its CRC line. */
+static void
+shid_state_text(int64 ceiling, char *buf, size_t size)
+{
+	pg_crc32c	crc;
+	int			len;
+
+	len = snprintf(buf, size, "sharded_id state %d\nceiling %lld\n",
+				   SHID_STATE_VERSION, (long long) ceiling);
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, buf, len);
+	FIN_CRC32C(crc);
+	snprintf(buf + len, size - len, "crc32c %08x\n", (unsigned int) crc);
+}
+
 /*
- * Read the durable ceiling left by the previous run.  A missing file means
- * no id was ever minted here.  A file that cannot be read leaves no proof of
- * what was minted; ids then start after the current time, and a warning
- * says so.
+ * Parse a state file.  Returns NULL and sets *ceiling if the text is a
+ * well-formed file, to the byte; otherwise a sentence that says what is
+ * wrong with it.
+ */
+static const char *
+shid_parse_state(const char *text, int64 *ceiling)
+{
+	long long	value;
+	char		canonical[128];
+
+	if (sscanf(text, "sharded_id state 2 ceiling %lld", &value) == 1)
+	{
+		shid_state_text((int64) value, canonical, sizeof(canonical));
+		if (strcmp(text, canonical) != 0)
+			return "Its checksum does not match its contents, or it is truncated.";
+	}
+	else if (sscanf(text, "sharded_id clock ceiling %lld", &value) == 1)
+	{
+		/* The form sharded_id 1.2 wrote: one line, newline included. */
+		snprintf(canonical, sizeof(canonical), "sharded_id clock ceiling %lld\n", value);
+		if (strcmp(text, canonical) != 0)
+			return "It is truncated or holds more than one line.";
+	}
+	else
+		return "It does not start with a known header and a ceiling.";
+	*ceiling = (int64) value;
+	return NULL;
+}
+
+/* Is ceiling within the time range of at least one layout? */
+static bool
+shid_ceiling_plausible(int64 ceiling)
+{
+	for (int i = 0; i < shid_num_layouts(); i++)
+	{
+		const ShidLayout *layout = shid_layout_at(i);
+
+		if (ceiling >= layout->epoch_ms &&
+			ceiling <= layout->epoch_ms + shid_max_elapsed_ms(layout) + SHID_LEASE_MS)
+			return true;
+	}
+	return false;
+}
+
+static bool
+shid_marker_exists(void)
+{
+	struct stat st;
+
+	return stat(SHID_MARKER_FILE, &st) == 0;
+}
+
+/*
+ * Read the durable ceiling left by the previous run.  No file and no marker
+ * means no id was ever minted here.  Anything else that leaves no proof of
+ * what was minted starts the ids after the current time, with a warning.
  */
 static int64
 shid_read_ceiling(void)
 {
 	FILE	   *file;
-	long long	ceiling;
-	int			matched;
+	char		text[256];
+	size_t		len;
+	int64		ceiling = 0;
+	int64		now = shid_ceiling_clock_ms();
+	const char *problem;
 
-	file = AllocateFile(SHID_STATE_FILE, "r");
+	file = AllocateFile(SHID_STATE_FILE, PG_BINARY_R);
 	if (file == NULL)
 	{
 		/* ereport may change errno: keep the one that fopen set. */
 		int			save_errno = errno;
 
-		if (save_errno == ENOENT)
+		if (save_errno == ENOENT && !shid_marker_exists())
 			return 0;
 		errno = save_errno;
+		if (save_errno == ENOENT)
+			ereport(WARNING,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("file \"%s\" is missing", SHID_STATE_FILE),
+					 errdetail("This server has minted sharded ids before (file \"%s\" exists). New sharded ids start after the current time.",
+							   SHID_MARKER_FILE)));
+		else
+			ereport(WARNING,
+					(errcode_for_file_access(),
+					 errmsg("could not open file \"%s\": %m", SHID_STATE_FILE),
+					 errdetail("New sharded ids start after the current time.")));
+		return now;
+	}
+	len = fread(text, 1, sizeof(text) - 1, file);
+	text[len] = '\0';
+	if (ferror(file) || FreeFile(file) != 0)
+	{
 		ereport(WARNING,
 				(errcode_for_file_access(),
-				 errmsg("could not open file \"%s\": %m", SHID_STATE_FILE),
+				 errmsg("could not read file \"%s\": %m", SHID_STATE_FILE),
 				 errdetail("New sharded ids start after the current time.")));
-		return shid_ceiling_clock_ms();
+		return now;
 	}
-	matched = fscanf(file, SHID_STATE_HEADER " %lld", &ceiling);
-	FreeFile(file);
-	if (matched != 1 || ceiling < 0)
+
+	problem = shid_parse_state(text, &ceiling);
+	if (problem != NULL)
 	{
 		ereport(WARNING,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("invalid contents in file \"%s\"", SHID_STATE_FILE),
-				 errdetail("New sharded ids start after the current time.")));
-		return shid_ceiling_clock_ms();
+				 errdetail("%s New sharded ids start after the current time.", problem)));
+		return now;
 	}
-	return (int64) ceiling;
+	if (!shid_ceiling_plausible(ceiling))
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("implausible clock ceiling %lld in file \"%s\"",
+						(long long) ceiling, SHID_STATE_FILE),
+				 errdetail("No layout holds that time. New sharded ids start after the current time.")));
+		return now;
+	}
+	if (ceiling - now > (int64) (shid_max_clock_jump > 0 ? shid_max_clock_jump : 86400) * 1000)
+		ereport(WARNING,
+				(errmsg("the clock ceiling in file \"%s\" is %lld s ahead of the clock",
+						SHID_STATE_FILE, (long long) ((ceiling - now) / 1000)),
+				 errdetail("New sharded ids carry times after it, since ids that late may be stored."),
+				 errhint("If no id minted that late was kept, a superuser can run SELECT sharded_id.reset_ceiling().")));
+	return ceiling;
 }
 
-/* Make ceiling durable: write a temporary file, fsync it, rename it. */
+/* Write the marker file once, so that a lost state file is noticed. */
+static void
+shid_write_marker(void)
+{
+	static const char text[] = "sharded_id has minted ids in this data directory\n";
+	int			fd;
+
+	if (shid_ceiling->marker_known || shid_marker_exists())
+	{
+		shid_ceiling->marker_known = true;
+		return;
+	}
+	fd = OpenTransientFile(SHID_MARKER_FILE, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
+	if (fd < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create file \"%s\": %m", SHID_MARKER_FILE)));
+	errno = 0;
+	if (write(fd, text, sizeof(text) - 1) != sizeof(text) - 1 || pg_fsync(fd) != 0)
+	{
+		int			save_errno = errno;
+
+		CloseTransientFile(fd);
+		errno = save_errno ? save_errno : ENOSPC;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not write file \"%s\": %m", SHID_MARKER_FILE)));
+	}
+	if (CloseTransientFile(fd) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not close file \"%s\": %m", SHID_MARKER_FILE)));
+	fsync_fname(".", true);
+	shid_ceiling->marker_known = true;
+}
+
+/*
+ * Make ceiling durable: write a temporary file, fsync it, rename it.  The
+ * caller holds the ceiling lock exclusively.
+ */
 static void
 shid_write_ceiling(int64 ceiling)
 {
-	char		buf[64];
+	char		buf[128];
 	int			len;
 	int			fd;
 
-	len = snprintf(buf, sizeof(buf), SHID_STATE_HEADER " %lld\n",
-				   (long long) ceiling);
+	shid_write_marker();
+	shid_state_text(ceiling, buf, sizeof(buf));
+	len = strlen(buf);
 
 	fd = OpenTransientFile(SHID_STATE_TMPFILE, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
 	if (fd < 0)
@@ -124,6 +301,8 @@ shid_write_ceiling(int64 ceiling)
 				(errcode_for_file_access(),
 				 errmsg("could not close file \"%s\": %m", SHID_STATE_TMPFILE)));
 	(void) durable_rename(SHID_STATE_TMPFILE, SHID_STATE_FILE, ERROR);
+	shid_ceiling->ref_wall_ms = shid_ceiling_clock_ms();
+	shid_ceiling->ref_mono_ms = shid_monotonic_ms();
 }
 
 Size
@@ -149,6 +328,9 @@ shid_ceiling_shmem_init(LWLock *lock)
 		shid_ceiling->lock = lock;
 		shid_ceiling->floor_ms = ceiling;
 		pg_atomic_init_u64(&shid_ceiling->ceiling_ms, (uint64) ceiling);
+		shid_ceiling->ref_wall_ms = shid_ceiling_clock_ms();
+		shid_ceiling->ref_mono_ms = shid_monotonic_ms();
+		shid_ceiling->marker_known = false;
 	}
 }
 
@@ -188,4 +370,56 @@ shid_cover_slow(int64 ms)
 	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
 	shid_raise_ceiling(ms);
 	LWLockRelease(shid_ceiling->lock);
+}
+
+/*
+ * The slow path of shid_check_clock: the clock reads past the ceiling.
+ * Where the wall clock should read is the wall clock at the last write of
+ * the ceiling plus the monotonic time since; a wall clock more than
+ * sharded_id.max_clock_jump ahead of that has leaped, and minting ids with
+ * its time would lift every later id of the shard to it for good.
+ */
+void
+shid_check_clock_slow(int64 now_ms)
+{
+	int64		expected;
+	int			max_jump = shid_max_clock_jump;
+
+	if (max_jump <= 0)
+		return;
+	LWLockAcquire(shid_ceiling->lock, LW_SHARED);
+	expected = shid_ceiling->ref_wall_ms + (shid_monotonic_ms() - shid_ceiling->ref_mono_ms);
+	LWLockRelease(shid_ceiling->lock);
+	if (now_ms - expected > (int64) max_jump * 1000)
+	{
+		char	   *now_text = pstrdup(timestamptz_to_str(shid_unix_ms_to_timestamptz(now_ms)));
+		char	   *expected_text = pstrdup(timestamptz_to_str(shid_unix_ms_to_timestamptz(expected)));
+
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("refusing to mint sharded ids: the system clock leaped %lld s ahead",
+						(long long) ((now_ms - expected) / 1000)),
+				 errdetail("The clock reads %s, but the monotonic clock puts the time near %s; sharded_id.max_clock_jump allows %d s.",
+						   now_text, expected_text, max_jump),
+				 errhint("Correct the system clock. If the jump is real, raise sharded_id.max_clock_jump and reload.")));
+	}
+}
+
+/*
+ * Lower the durable ceiling to now_ms: the caller, a superuser, says that no
+ * id minted after it was kept.  The generator holds its slot table locked
+ * exclusively and resets the slots itself.  Returns the new floor.
+ */
+int64
+shid_ceiling_reset(int64 now_ms)
+{
+	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
+	shid_write_ceiling(now_ms + SHID_LEASE_MS);
+	pg_atomic_write_u64(&shid_ceiling->ceiling_ms, (uint64) (now_ms + SHID_LEASE_MS));
+	shid_ceiling->floor_ms = now_ms;
+	LWLockRelease(shid_ceiling->lock);
+	ereport(LOG,
+			(errmsg("sharded_id clock ceiling reset to %s",
+					timestamptz_to_str(shid_unix_ms_to_timestamptz(now_ms + SHID_LEASE_MS)))));
+	return now_ms;
 }

@@ -4,9 +4,10 @@
  *	  The durable clock ceiling: a time that no id minted by this server has
  *	  passed, kept in the file sharded_id.state so that it outlives a crash.
  *
- * The generator calls shid_cover(ms) before it returns an id carrying the
- * millisecond ms.  The common case, a ceiling already far enough ahead, is
- * one atomic read, inlined here; everything else is in ceiling.c.
+ * The generator calls shid_check_clock(now) before it claims a value, and
+ * shid_cover(ms) before it returns an id carrying the millisecond ms.  The
+ * common case of each, a ceiling already far enough ahead, is one atomic
+ * read, inlined here; everything else is in ceiling.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -25,15 +26,35 @@
 typedef struct ShidCeiling
 {
 	LWLock	   *lock;			/* serialises writes of the state file */
-	int64		floor_ms;		/* ceiling read at startup */
+	int64		floor_ms;		/* new slots start here */
 	pg_atomic_uint64 ceiling_ms;	/* durable bound on every ms handed out */
+	int64		ref_wall_ms;	/* wall clock at the last write ... */
+	int64		ref_mono_ms;	/* ... and the monotonic clock then */
+	bool		marker_known;	/* the marker file is known to exist */
 } ShidCeiling;
 
 extern PGDLLIMPORT ShidCeiling *shid_ceiling;
+extern PGDLLIMPORT int shid_max_clock_jump;
 
 extern Size shid_ceiling_shmem_size(void);
 extern void shid_ceiling_shmem_init(LWLock *lock);
 extern void shid_cover_slow(int64 ms);
+extern void shid_check_clock_slow(int64 now_ms);
+extern int64 shid_ceiling_reset(int64 now_ms);
+extern int64 shid_monotonic_ms(void);
+
+/*
+ * Refuse to mint when the wall clock has leaped far past the time the
+ * monotonic clock says it should read (sharded_id.max_clock_jump).  Only a
+ * clock past the ceiling needs a look.
+ */
+static inline void
+shid_check_clock(int64 now_ms)
+{
+	if (likely(now_ms <= (int64) pg_atomic_read_u64(&shid_ceiling->ceiling_ms)))
+		return;
+	shid_check_clock_slow(now_ms);
+}
 
 /*
  * Make sure ms is covered by the durable ceiling before an id carrying it is
@@ -42,8 +63,8 @@ extern void shid_cover_slow(int64 ms);
 static inline void
 shid_cover(int64 ms)
 {
-	if ((int64) pg_atomic_read_u64(&shid_ceiling->ceiling_ms) >=
-		ms + SHID_LEASE_MS / 2)
+	if (likely((int64) pg_atomic_read_u64(&shid_ceiling->ceiling_ms) >=
+			   ms + SHID_LEASE_MS / 2))
 		return;
 	shid_cover_slow(ms);
 }

@@ -63,6 +63,9 @@ PG_MODULE_MAGIC;
 /* ShidSlot.fresh has one bit per word of the bitmap. */
 StaticAssertDecl(SHID_BITMAP_WORDS <= 64, "sequence field too wide for the fresh mask");
 
+/* Longest a call waits for the wall clock to leave a full millisecond. */
+#define SHID_MAX_WAIT_MS	1000
+
 /* Identifies one generator slot: a layout and a shard within it. */
 typedef struct ShidSlotKey
 {
@@ -82,6 +85,7 @@ typedef struct ShidSlot
 	ShidSlotKey key;			/* hash key, must be first */
 	slock_t		mutex;			/* protects the fields below */
 	int32		used;			/* values taken in ms */
+	int32		capacity;		/* values in one ms: 2 ^ the layout's seq_bits */
 	int64		ms;				/* Unix ms being filled */
 	uint64		fresh;			/* words of taken[] valid for ms */
 	uint64		taken[SHID_BITMAP_WORDS];	/* sequence-field values taken */
@@ -193,10 +197,20 @@ _PG_init(void)
 							"Each shard in use takes about 600 bytes of shared memory.",
 							&shid_max_shards,
 							16384,
-							16,
+							1,
 							262144,
 							PGC_POSTMASTER,
 							0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("sharded_id.max_clock_jump",
+							"Sets how far the wall clock may leap ahead before next_id refuses to mint.",
+							"Measured against the monotonic clock since the durable ceiling was last written. 0 turns the check off.",
+							&shid_max_clock_jump,
+							86400,
+							0,
+							INT_MAX / 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_S,
 							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("sharded_id");
 
@@ -312,7 +326,8 @@ shid_find_slot(const ShidLayout *layout, int32 shard)
 			SpinLockInit(&slot->mutex);
 			/* Start full at the floor: the first value comes after it. */
 			slot->ms = shid_ceiling->floor_ms;
-			slot->used = (int32) shid_seq_capacity(layout);
+			slot->capacity = (int32) shid_seq_capacity(layout);
+			slot->used = slot->capacity;
 		}
 		LWLockRelease(shid_shared->slots_lock);
 		if (slot == NULL)
@@ -346,6 +361,7 @@ shid_slot_claim(ShidSlot *slot, int capacity, bool counter, int64 wanted,
 	for (;;)
 	{
 		int64		full_ms;
+		int64		wait_start;
 
 		SpinLockAcquire(&slot->mutex);
 		if (*now_ms > slot->ms)
@@ -369,12 +385,25 @@ shid_slot_claim(ShidSlot *slot, int capacity, bool counter, int64 wanted,
 		full_ms = slot->ms;
 		SpinLockRelease(&slot->mutex);
 
-		/* This millisecond is used up: wait for the clock to leave it. */
+		/*
+		 * This millisecond is used up: wait for the clock to leave it, for at
+		 * most SHID_MAX_WAIT_MS by the monotonic clock.  A wall clock that
+		 * does not move cannot time out a statement either.
+		 */
+		wait_start = shid_monotonic_ms();
 		do
 		{
 			CHECK_FOR_INTERRUPTS();
 			SPIN_DELAY();
 			*now_ms = shid_clock_ms();
+			if (*now_ms == full_ms &&
+				shid_monotonic_ms() - wait_start > SHID_MAX_WAIT_MS)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("the system clock has not advanced for %d ms", SHID_MAX_WAIT_MS),
+						 errdetail("All %d ids of the current millisecond are taken, and next_id waits for the clock to tick.",
+								   capacity),
+						 errhint("Check the system clock.")));
 		} while (*now_ms == full_ms);
 	}
 }
@@ -394,6 +423,7 @@ shid_prepare(const ShidLayout *layout, int32 shard)
 	/* The time of the call, read once, like the seed's clock_timestamp(). */
 	now_ms = shid_clock_ms();
 	shid_check_unix_ms(layout, now_ms);
+	shid_check_clock(now_ms);
 	return now_ms;
 }
 
@@ -458,6 +488,43 @@ shid_next_counter_id(PG_FUNCTION_ARGS)
 	int64		now_ms = shid_prepare(layout, shard);
 
 	PG_RETURN_INT64(shid_mint(layout, shard, now_ms, true, 0));
+}
+
+/*
+ * reset_ceiling() RETURNS timestamptz
+ *
+ * Superuser only: lower the durable ceiling, and every slot, to the current
+ * time, after the clock had leaped ahead and ids were minted with its time.
+ * The caller vouches that no id minted after now was kept.  Returns the
+ * time new ids start after.
+ */
+PG_FUNCTION_INFO_V1(shid_reset_ceiling);
+Datum
+shid_reset_ceiling(PG_FUNCTION_ARGS)
+{
+	HASH_SEQ_STATUS status;
+	ShidSlot   *slot;
+	int64		now_ms;
+
+	if (!superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be superuser to reset the sharded_id clock ceiling")));
+	shid_require_shared_state();
+
+	LWLockAcquire(shid_shared->slots_lock, LW_EXCLUSIVE);
+	now_ms = shid_ceiling_reset(shid_clock_ms());
+	hash_seq_init(&status, shid_slots);
+	while ((slot = hash_seq_search(&status)) != NULL)
+	{
+		SpinLockAcquire(&slot->mutex);
+		/* Full at the new floor: the next value comes after it. */
+		shid_slot_reset(slot, now_ms);
+		slot->used = slot->capacity;
+		SpinLockRelease(&slot->mutex);
+	}
+	LWLockRelease(shid_shared->slots_lock);
+	PG_RETURN_TIMESTAMPTZ(shid_unix_ms_to_timestamptz(now_ms));
 }
 
 /* Most ids one next_ids call reserves. */

@@ -87,6 +87,13 @@ shid_from_shortcode(PG_FUNCTION_ARGS)
 				 errmsg("invalid shortcode \"\""),
 				 errdetail("A shortcode has at least one digit.")));
 
+	/* "A" is the digit 0: only the code of 0 itself may start with it. */
+	if (len > 1 && p[0] == 'A')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("invalid shortcode \"%s\"", text_to_cstring(code)),
+				 errdetail("A shortcode does not start with \"A\", the digit zero, unless it is \"A\" itself.")));
+
 	for (int i = 0; i < len; i++)
 	{
 		int			d = shid_digit_value(p[i]);

@@ -44,6 +44,19 @@ REVOKE EXECUTE ON FUNCTION sharded_id.next_ids(integer, integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.next_ids_in_layout(integer, integer, text) FROM PUBLIC;
 
 --
+-- The durable clock ceiling, reset by a superuser after a clock leap.
+--
+CREATE FUNCTION sharded_id.reset_ceiling()
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'shid_reset_ceiling'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION sharded_id.reset_ceiling() IS
+'superuser only: lower the durable clock ceiling and every shard''s high-water mark to the current time; returns it';
+
+REVOKE EXECUTE ON FUNCTION sharded_id.reset_ceiling() FROM PUBLIC;
+
+--
 -- One check, in C, of shards and layout names for the SQL functions.
 --
 CREATE FUNCTION sharded_id.check_shard(shard_id integer, layout text)
@@ -62,6 +75,10 @@ ALTER TABLE sharded_id.settings
     ADD COLUMN mode text NOT NULL DEFAULT 'seed' CHECK (mode IN ('seed', 'counter'));
 ALTER TABLE sharded_id.shards
     ADD COLUMN mode text NOT NULL DEFAULT 'seed' CHECK (mode IN ('seed', 'counter'));
+-- Names are limited in bytes, not characters.
+ALTER TABLE sharded_id.settings
+    DROP CONSTRAINT settings_schema_prefix_check,
+    ADD CONSTRAINT settings_schema_prefix_check CHECK (schema_prefix <> '' AND octet_length(schema_prefix) <= 50);
 
 COMMENT ON TABLE sharded_id.settings IS
 'how shards are provisioned: schema names, layout and mode (no row: shard_0000-style names, layout instagram, seed mode)';
@@ -100,6 +117,14 @@ DECLARE
     cur record;
 BEGIN
     SELECT * INTO cur FROM sharded_id.current_settings();
+    -- Names are limited in bytes (63), not characters: leave room for the
+    -- shard number.
+    IF octet_length(schema_prefix) > 50 OR schema_prefix = '' THEN
+        RAISE EXCEPTION 'schema prefix "%" is out of range', schema_prefix
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('Schema prefixes must be between 1 and 50 bytes long; this one is %s bytes.',
+                                  octet_length(schema_prefix));
+    END IF;
     IF layout IS NOT NULL AND layout IS DISTINCT FROM cur.layout THEN
         -- An unknown layout fails here, with the error next_id gives.
         PERFORM sharded_id.check_shard(0, configure.layout);
@@ -140,6 +165,19 @@ COMMENT ON FUNCTION sharded_id.configure(text, integer, text, text) IS
 
 REVOKE EXECUTE ON FUNCTION sharded_id.configure(text, integer, text, text) FROM PUBLIC;
 
+CREATE OR REPLACE FUNCTION sharded_id.shard_schema(shard_id integer)
+RETURNS name
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT coalesce(
+        (SELECT s.schema_name FROM sharded_id.shards s WHERE s.shard_id = shard_schema.shard_id),
+        (SELECT (c.schema_prefix
+                 || lpad(sharded_id.check_shard(shard_schema.shard_id, c.layout)::text,
+                         greatest(c.pad_width, length(shard_schema.shard_id::text)), '0'))::name
+         FROM sharded_id.current_settings() c))
+$$;
+
 CREATE OR REPLACE FUNCTION sharded_id._next_id_call(shard_id integer, seq regclass, layout text)
 RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE
@@ -156,6 +194,44 @@ $$;
 
 COMMENT ON FUNCTION sharded_id._next_id_call(integer, regclass, text) IS
 'internal: the SQL text of a shard''s next_id call (seq NULL: counter mode)';
+
+CREATE OR REPLACE FUNCTION sharded_id._copy_table(t sharded_id.shard_tables, shard_id integer,
+                                       schema name, seq regclass, layout text)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    template regclass;
+    target text := format('%I.%I', schema, t.table_name);
+BEGIN
+    IF to_regclass(target) IS NOT NULL THEN
+        -- An adopted copy (restored from a dump, or left behind by DROP
+        -- EXTENSION ... CASCADE, which drops the id defaults with next_id)
+        -- gets its id default back if it has none.
+        IF NOT EXISTS (SELECT 1 FROM pg_attrdef d
+                       JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+                       WHERE d.adrelid = to_regclass(target) AND a.attname = t.id_column) THEN
+            EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s',
+                           target, t.id_column, sharded_id._next_id_call(shard_id, seq, layout));
+        END IF;
+        RETURN false;
+    END IF;
+    template := to_regclass(format('%I.%I', t.template_schema, t.template_table));
+    IF template IS NULL THEN
+        RAISE EXCEPTION 'template table %.% of sharded table "%" does not exist',
+                        quote_ident(t.template_schema), quote_ident(t.template_table), t.table_name
+            USING ERRCODE = 'undefined_table';
+    END IF;
+    EXECUTE format('CREATE TABLE %s (LIKE %s INCLUDING ALL)', target, template);
+    EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s',
+                   target, t.id_column, sharded_id._next_id_call(shard_id, seq, layout));
+    IF obj_description(template, 'pg_class') IS NOT NULL THEN
+        EXECUTE format('COMMENT ON TABLE %s IS %L', target, obj_description(template, 'pg_class'));
+    END IF;
+    RETURN true;
+END
+$$;
 
 CREATE OR REPLACE FUNCTION sharded_id._copy_foreign_keys(t sharded_id.shard_tables, schema name)
 RETURNS void
@@ -192,6 +268,55 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION sharded_id._check_adoptable(schema name)
+RETURNS void
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    nsp oid := (SELECT n.oid FROM pg_namespace n WHERE n.nspname = schema);
+    templates text;
+    tables text[];
+BEGIN
+    IF schema IN ('public', 'sharded_id', 'information_schema') OR schema LIKE 'pg\_%' THEN
+        RAISE EXCEPTION 'schema "%" cannot hold a shard', schema
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'System schemas, public and sharded_id never hold shards.';
+    END IF;
+    SELECT string_agg(format('%I.%I', st.template_schema, st.template_table), ', ' ORDER BY st.position)
+    INTO templates FROM sharded_id.shard_tables st WHERE st.template_schema = schema;
+    IF templates IS NOT NULL THEN
+        RAISE EXCEPTION 'schema "%" cannot hold a shard', schema
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('It holds the template tables %s, which a shard only copies.', templates);
+    END IF;
+    IF nsp IS NULL
+       OR EXISTS (SELECT 1 FROM pg_proc p WHERE p.pronamespace = nsp AND p.proname = 'next_id' AND p.pronargs = 0)
+       OR EXISTS (SELECT 1 FROM pg_class c WHERE c.relnamespace = nsp AND c.relname = 'id_seq' AND c.relkind = 'S') THEN
+        RETURN;
+    END IF;
+    SELECT array_agg(c.relname::text ORDER BY c.relname) INTO tables
+    FROM pg_class c WHERE c.relnamespace = nsp AND c.relkind IN ('r', 'p', 'v', 'm', 'f');
+    IF tables IS NULL AND NOT EXISTS (SELECT 1 FROM pg_proc p WHERE p.pronamespace = nsp) THEN
+        RETURN;
+    END IF;
+    IF tables IS NOT NULL AND EXISTS (SELECT 1 FROM sharded_id.shard_tables)
+       AND tables <@ (SELECT array_agg(st.table_name::text) FROM sharded_id.shard_tables st) THEN
+        RETURN;
+    END IF;
+    RAISE EXCEPTION 'schema "%" cannot hold a shard', schema
+        USING ERRCODE = 'invalid_parameter_value',
+              DETAIL = format('It holds %s but neither a next_id() function nor an id_seq sequence, so create_shard did not make it.',
+                              coalesce(array_to_string(tables, ', '), 'functions')),
+              HINT = 'Adopt a schema made by create_shard or restored from one, or an empty one.';
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._check_adoptable(name) IS
+'internal: refuse a schema that is not shaped like a shard before a new shard adopts it';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._check_adoptable(name) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION sharded_id._provision(shard_id integer, schema_name name)
 RETURNS name
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
@@ -210,6 +335,7 @@ BEGIN
             USING ERRCODE = 'duplicate_object';
     ELSIF NOT FOUND THEN
         PERFORM sharded_id.check_shard(shard_id, cfg.layout);
+        PERFORM sharded_id._check_adoptable(coalesce(_provision.schema_name, sharded_id.shard_schema(shard_id)));
         INSERT INTO sharded_id.shards (shard_id, schema_name, layout, mode)
         VALUES (shard_id, coalesce(_provision.schema_name, sharded_id.shard_schema(shard_id)), cfg.layout, cfg.mode)
         RETURNING * INTO shard;
@@ -309,6 +435,35 @@ BEGIN
         PERFORM sharded_id._copy_foreign_keys(t, shard.schema_name);
     END LOOP;
     RETURN copies;
+END
+$$;
+
+--
+-- Data nodes: the move fence is an advisory lock, which needs no privilege.
+--
+CREATE OR REPLACE FUNCTION sharded_id.enter_shard(shard_id integer)
+RETURNS name
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    schema name;
+BEGIN
+    -- A move holds this shard's advisory lock (class 1936222564, "shid" in
+    -- ASCII) exclusively from its write freeze until it drops the source
+    -- copy, so a writer waits here, then finds the shard gone.  Advisory
+    -- locks need no privileges: any role that may write the shard's tables
+    -- may enter it.
+    PERFORM pg_advisory_xact_lock_shared(1936222564, enter_shard.shard_id);
+    SELECT s.schema_name INTO schema
+    FROM sharded_id.shards s
+    WHERE s.shard_id = enter_shard.shard_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'shard % is not on this node', shard_id
+            USING ERRCODE = 'serialization_failure',
+                  HINT = 'The shard may have moved to another node. Retry the call through the router.';
+    END IF;
+    RETURN schema;
 END
 $$;
 

@@ -55,7 +55,7 @@ sub read_ceiling
 	my ($node) = @_;
 	my $file = $node->data_dir . '/sharded_id.state';
 	return undef unless -f $file;
-	my ($ceiling) = slurp_file($file) =~ /^sharded_id clock ceiling (\d+)$/m;
+	my ($ceiling) = slurp_file($file) =~ /^(?:ceiling|sharded_id clock ceiling) (\d+)$/m;
 	return $ceiling;
 }
 

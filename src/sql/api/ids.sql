@@ -90,3 +90,19 @@ REVOKE EXECUTE ON FUNCTION sharded_id.next_id(integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.next_id_in_layout(integer, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.next_ids(integer, integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.next_ids_in_layout(integer, integer, text) FROM PUBLIC;
+
+--
+-- The durable clock ceiling.  After the clock leaped ahead and ids were
+-- minted with its time, every later id of those shards keeps that time,
+-- since ids that late may be stored.  A superuser who knows none was kept
+-- lowers the ceiling, and every slot, to the current time.
+--
+CREATE FUNCTION sharded_id.reset_ceiling()
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'shid_reset_ceiling'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION sharded_id.reset_ceiling() IS
+'superuser only: lower the durable clock ceiling and every shard''s high-water mark to the current time; returns it';
+
+REVOKE EXECUTE ON FUNCTION sharded_id.reset_ceiling() FROM PUBLIC;

@@ -11,12 +11,15 @@ AS $$
 DECLARE
     schema name;
 BEGIN
-    -- A move holds this row FOR UPDATE from its write freeze until it drops
-    -- the source copy, so a writer waits here, then finds the row gone.
+    -- A move holds this shard's advisory lock (class 1936222564, "shid" in
+    -- ASCII) exclusively from its write freeze until it drops the source
+    -- copy, so a writer waits here, then finds the shard gone.  Advisory
+    -- locks need no privileges: any role that may write the shard's tables
+    -- may enter it.
+    PERFORM pg_advisory_xact_lock_shared(1936222564, enter_shard.shard_id);
     SELECT s.schema_name INTO schema
     FROM sharded_id.shards s
-    WHERE s.shard_id = enter_shard.shard_id
-    FOR SHARE;
+    WHERE s.shard_id = enter_shard.shard_id;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'shard % is not on this node', shard_id
             USING ERRCODE = 'serialization_failure',

@@ -5,7 +5,7 @@
 --
 CREATE TABLE sharded_id.settings (
     singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
-    schema_prefix text NOT NULL CHECK (schema_prefix <> '' AND length(schema_prefix) <= 50),
+    schema_prefix text NOT NULL CHECK (schema_prefix <> '' AND octet_length(schema_prefix) <= 50),
     pad_width integer NOT NULL CHECK (pad_width BETWEEN 0 AND 5),
     layout text NOT NULL,
     mode text NOT NULL DEFAULT 'seed' CHECK (mode IN ('seed', 'counter'))
@@ -79,6 +79,14 @@ DECLARE
     cur record;
 BEGIN
     SELECT * INTO cur FROM sharded_id.current_settings();
+    -- Names are limited in bytes (63), not characters: leave room for the
+    -- shard number.
+    IF octet_length(schema_prefix) > 50 OR schema_prefix = '' THEN
+        RAISE EXCEPTION 'schema prefix "%" is out of range', schema_prefix
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('Schema prefixes must be between 1 and 50 bytes long; this one is %s bytes.',
+                                  octet_length(schema_prefix));
+    END IF;
     IF layout IS NOT NULL AND layout IS DISTINCT FROM cur.layout THEN
         -- An unknown layout fails here, with the error next_id gives.
         PERFORM sharded_id.check_shard(0, configure.layout);
@@ -126,7 +134,7 @@ AS $$
     SELECT coalesce(
         (SELECT s.schema_name FROM sharded_id.shards s WHERE s.shard_id = shard_schema.shard_id),
         (SELECT (c.schema_prefix
-                 || lpad(shard_schema.shard_id::text,
+                 || lpad(sharded_id.check_shard(shard_schema.shard_id, c.layout)::text,
                          greatest(c.pad_width, length(shard_schema.shard_id::text)), '0'))::name
          FROM sharded_id.current_settings() c))
 $$;
@@ -167,6 +175,15 @@ DECLARE
     target text := format('%I.%I', schema, t.table_name);
 BEGIN
     IF to_regclass(target) IS NOT NULL THEN
+        -- An adopted copy (restored from a dump, or left behind by DROP
+        -- EXTENSION ... CASCADE, which drops the id defaults with next_id)
+        -- gets its id default back if it has none.
+        IF NOT EXISTS (SELECT 1 FROM pg_attrdef d
+                       JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+                       WHERE d.adrelid = to_regclass(target) AND a.attname = t.id_column) THEN
+            EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s',
+                           target, t.id_column, sharded_id._next_id_call(shard_id, seq, layout));
+        END IF;
         RETURN false;
     END IF;
     template := to_regclass(format('%I.%I', t.template_schema, t.template_table));
@@ -231,6 +248,59 @@ $$;
 COMMENT ON FUNCTION sharded_id._copy_foreign_keys(sharded_id.shard_tables, name) IS
 'internal: recreate a template table''s foreign keys in a shard schema';
 
+-- A schema that a new shard would adopt must be shaped like a shard, since
+-- drop_shard drops it with everything in it: not a system schema or the
+-- templates' own, and empty, or holding what create_shard makes (next_id()
+-- or id_seq, which a dump carries along), or holding only copies of
+-- registered templates (what DROP EXTENSION ... CASCADE leaves of a counter
+-- shard).
+CREATE FUNCTION sharded_id._check_adoptable(schema name)
+RETURNS void
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    nsp oid := (SELECT n.oid FROM pg_namespace n WHERE n.nspname = schema);
+    templates text;
+    tables text[];
+BEGIN
+    IF schema IN ('public', 'sharded_id', 'information_schema') OR schema LIKE 'pg\_%' THEN
+        RAISE EXCEPTION 'schema "%" cannot hold a shard', schema
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'System schemas, public and sharded_id never hold shards.';
+    END IF;
+    SELECT string_agg(format('%I.%I', st.template_schema, st.template_table), ', ' ORDER BY st.position)
+    INTO templates FROM sharded_id.shard_tables st WHERE st.template_schema = schema;
+    IF templates IS NOT NULL THEN
+        RAISE EXCEPTION 'schema "%" cannot hold a shard', schema
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('It holds the template tables %s, which a shard only copies.', templates);
+    END IF;
+    IF nsp IS NULL
+       OR EXISTS (SELECT 1 FROM pg_proc p WHERE p.pronamespace = nsp AND p.proname = 'next_id' AND p.pronargs = 0)
+       OR EXISTS (SELECT 1 FROM pg_class c WHERE c.relnamespace = nsp AND c.relname = 'id_seq' AND c.relkind = 'S') THEN
+        RETURN;
+    END IF;
+    SELECT array_agg(c.relname::text ORDER BY c.relname) INTO tables
+    FROM pg_class c WHERE c.relnamespace = nsp AND c.relkind IN ('r', 'p', 'v', 'm', 'f');
+    IF tables IS NULL AND NOT EXISTS (SELECT 1 FROM pg_proc p WHERE p.pronamespace = nsp) THEN
+        RETURN;
+    END IF;
+    IF tables IS NOT NULL AND EXISTS (SELECT 1 FROM sharded_id.shard_tables)
+       AND tables <@ (SELECT array_agg(st.table_name::text) FROM sharded_id.shard_tables st) THEN
+        RETURN;
+    END IF;
+    RAISE EXCEPTION 'schema "%" cannot hold a shard', schema
+        USING ERRCODE = 'invalid_parameter_value',
+              DETAIL = format('It holds %s but neither a next_id() function nor an id_seq sequence, so create_shard did not make it.',
+                              coalesce(array_to_string(tables, ', '), 'functions')),
+              HINT = 'Adopt a schema made by create_shard or restored from one, or an empty one.';
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._check_adoptable(name) IS
+'internal: refuse a schema that is not shaped like a shard before a new shard adopts it';
+
 -- Bring one shard's schema up to date: create what is missing.
 CREATE FUNCTION sharded_id._provision(shard_id integer, schema_name name)
 RETURNS name
@@ -250,6 +320,7 @@ BEGIN
             USING ERRCODE = 'duplicate_object';
     ELSIF NOT FOUND THEN
         PERFORM sharded_id.check_shard(shard_id, cfg.layout);
+        PERFORM sharded_id._check_adoptable(coalesce(_provision.schema_name, sharded_id.shard_schema(shard_id)));
         INSERT INTO sharded_id.shards (shard_id, schema_name, layout, mode)
         VALUES (shard_id, coalesce(_provision.schema_name, sharded_id.shard_schema(shard_id)), cfg.layout, cfg.mode)
         RETURNING * INTO shard;
@@ -417,6 +488,7 @@ COMMENT ON FUNCTION sharded_id.add_table(regclass, name) IS
 REVOKE EXECUTE ON FUNCTION sharded_id.configure(text, integer, text, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._copy_table(sharded_id.shard_tables, integer, name, regclass, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._copy_foreign_keys(sharded_id.shard_tables, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._check_adoptable(name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._provision(integer, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.create_shard(integer, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.create_shards(integer, integer) FROM PUBLIC;
