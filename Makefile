@@ -16,7 +16,7 @@ PGFILEDESC = "sharded_id - time-sortable 64-bit ids carrying a logical shard"
 # The install script of the current version is assembled from the topic
 # files of src/sql/api/, in this order.  Released scripts (src/sql/) are
 # installed as they are and never edited again.
-API_SOURCES = $(addprefix src/sql/api/,ids.sql decoders.sql shards.sql node.sql router.sql)
+API_SOURCES = $(addprefix src/sql/api/,ids.sql decoders.sql shards.sql node.sql router.sql monitor.sql)
 DATA_built = src/sql/sharded_id--$(EXTVERSION).sql
 DATA = src/sql/sharded_id--1.0.sql $(wildcard src/sql/sharded_id--*--*.sql)
 SCRIPTS = src/bin/sharded_id_move_shard
@@ -33,7 +33,7 @@ PG_CPPFLAGS += '-DPGDLLEXPORT=__attribute__((visibility("default")))'
 endif
 
 # pg_regress: sql/ and expected/
-REGRESS = api errors labels stress counter layouts helpers shards lifecycle router upgrade
+REGRESS = api errors labels stress counter monitor layouts helpers shards lifecycle adopt router upgrade
 REGRESS_OPTS = --load-extension=sharded_id
 
 # pg_isolation_regress: test/specs/ and test/expected/

@@ -18,6 +18,7 @@ ORDER BY p.oid::regprocedure::text COLLATE "C";
 -- generator's state is VOLATILE and not PARALLEL SAFE; every C decoder is
 -- IMMUTABLE, STRICT and PARALLEL SAFE;
 -- every SQL and PL/pgSQL function pins its search_path.
+WITH generator AS (VALUES ('reset_ceiling'), ('generator_stats'), ('generator_info'), ('reset_stats'))
 SELECT p.oid::regprocedure AS mislabelled
 FROM pg_proc p
 JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
@@ -26,9 +27,9 @@ JOIN pg_language l ON l.oid = p.prolang
 WHERE e.extname = 'sharded_id' AND d.deptype = 'e'
   AND ((p.proname LIKE 'next\_id%' AND (p.provolatile <> 'v' OR p.proparallel = 's'))
        OR (p.provolatile = 'v' AND p.proparallel = 's')
-       OR (l.lanname = 'c' AND p.proname NOT LIKE 'next\_id%' AND p.proname <> 'reset_ceiling'
+       OR (l.lanname = 'c' AND p.proname NOT LIKE 'next\_id%' AND p.proname NOT IN (SELECT * FROM generator)
            AND (p.provolatile <> 'i' OR p.proparallel <> 's' OR NOT p.proisstrict))
-       OR (p.proname = 'reset_ceiling' AND (p.provolatile <> 'v' OR p.proparallel = 's'))
+       OR (p.proname IN (SELECT * FROM generator) AND (p.provolatile <> 'v' OR p.proparallel = 's'))
        OR (l.lanname <> 'c'
            AND NOT coalesce('search_path=pg_catalog, pg_temp' = ANY (p.proconfig), false)));
 

@@ -3,8 +3,8 @@
 -- script, made by make from src/sql/api/; an update runs the frozen scripts
 -- of every release and then the deltas.  Both must give the same extension,
 -- object by object: functions (definition, labels, settings, privileges,
--- comment), tables (columns, defaults, constraints, indexes, privileges,
--- comment), sequences, and the tables pg_dump keeps (pg_extension_config_dump).
+-- comment), tables and views (columns, defaults, constraints, indexes,
+-- definitions, privileges, comment), sequences, and the tables pg_dump keeps (pg_extension_config_dump).
 -- Column defaults made under 1.0 keep working after the update.
 --
 SELECT e.source, e.path
@@ -24,6 +24,7 @@ LANGUAGE sql AS $$
                END,
                CASE WHEN d.classid = 'pg_class'::regclass THEN
                    (SELECT concat_ws(E'\n', c.relkind, c.relacl::text,
+                       CASE WHEN c.relkind = 'v' THEN pg_get_viewdef(c.oid) END,
                        (SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
                                           || CASE WHEN a.attnotnull THEN ' not null' ELSE '' END
                                           || coalesce(' default ' || pg_get_expr(ad.adbin, ad.adrelid), ''),

@@ -34,7 +34,8 @@
  *	   ceiling_ms.  A caller whose millisecond is still under the ceiling
  *	   raises it only if it gets the lock without waiting; a caller past the
  *	   ceiling waits for the lock, then raises it unless someone else did.
- *	 - floor_ms, ref_wall_ms, ref_mono_ms and marker_known change only
+ *	 - floor_ms, ref_wall_ms, ref_mono_ms, marker_known and the write
+ *	   statistics change only
  *	   under the ceiling LWLock (floor_ms when shared memory is initialised
  *	   and in shid_ceiling_reset); readers of the refs take it shared.
  *	 - shid_ceiling_reset is the one place the ceiling goes down.  It runs
@@ -78,12 +79,18 @@ shid_ceiling_clock_ms(void)
 }
 
 int64
-shid_monotonic_ms(void)
+shid_monotonic_us(void)
 {
 	instr_time	now;
 
 	INSTR_TIME_SET_CURRENT(now);
-	return (int64) INSTR_TIME_GET_MILLISEC(now);
+	return (int64) INSTR_TIME_GET_MICROSEC(now);
+}
+
+int64
+shid_monotonic_ms(void)
+{
+	return shid_monotonic_us() / 1000;
 }
 
 /* The text of a version-2 state file for ceiling, with its CRC line. */
@@ -275,6 +282,7 @@ shid_write_ceiling(int64 ceiling)
 	char		buf[128];
 	int			len;
 	int			fd;
+	int64		start_us = shid_monotonic_us();
 
 	shid_write_marker();
 	shid_state_text(ceiling, buf, sizeof(buf));
@@ -303,6 +311,8 @@ shid_write_ceiling(int64 ceiling)
 	(void) durable_rename(SHID_STATE_TMPFILE, SHID_STATE_FILE, ERROR);
 	shid_ceiling->ref_wall_ms = shid_ceiling_clock_ms();
 	shid_ceiling->ref_mono_ms = shid_monotonic_ms();
+	shid_ceiling->writes++;
+	shid_ceiling->write_us += shid_monotonic_us() - start_us;
 }
 
 Size
@@ -331,6 +341,8 @@ shid_ceiling_shmem_init(LWLock *lock)
 		shid_ceiling->ref_wall_ms = shid_ceiling_clock_ms();
 		shid_ceiling->ref_mono_ms = shid_monotonic_ms();
 		shid_ceiling->marker_known = false;
+		shid_ceiling->writes = 0;
+		shid_ceiling->write_us = 0;
 	}
 }
 
@@ -422,4 +434,24 @@ shid_ceiling_reset(int64 now_ms)
 			(errmsg("sharded_id clock ceiling reset to %s",
 					timestamptz_to_str(shid_unix_ms_to_timestamptz(now_ms + SHID_LEASE_MS)))));
 	return now_ms;
+}
+
+/* The durable ceiling, and the statistics of its writes. */
+int64
+shid_ceiling_stats(int64 *writes, int64 *write_us)
+{
+	LWLockAcquire(shid_ceiling->lock, LW_SHARED);
+	*writes = shid_ceiling->writes;
+	*write_us = shid_ceiling->write_us;
+	LWLockRelease(shid_ceiling->lock);
+	return (int64) pg_atomic_read_u64(&shid_ceiling->ceiling_ms);
+}
+
+void
+shid_ceiling_reset_stats(void)
+{
+	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
+	shid_ceiling->writes = 0;
+	shid_ceiling->write_us = 0;
+	LWLockRelease(shid_ceiling->lock);
 }

@@ -31,6 +31,8 @@ typedef struct ShidCeiling
 	int64		ref_wall_ms;	/* wall clock at the last write ... */
 	int64		ref_mono_ms;	/* ... and the monotonic clock then */
 	bool		marker_known;	/* the marker file is known to exist */
+	int64		writes;			/* statistics: writes of the state file ... */
+	int64		write_us;		/* ... and the time they took */
 } ShidCeiling;
 
 extern PGDLLIMPORT ShidCeiling *shid_ceiling;
@@ -42,6 +44,9 @@ extern void shid_cover_slow(int64 ms);
 extern void shid_check_clock_slow(int64 now_ms);
 extern int64 shid_ceiling_reset(int64 now_ms);
 extern int64 shid_monotonic_ms(void);
+extern int64 shid_monotonic_us(void);
+extern int64 shid_ceiling_stats(int64 *writes, int64 *write_us);
+extern void shid_ceiling_reset_stats(void);
 
 /*
  * Refuse to mint when the wall clock has leaped far past the time the

@@ -37,6 +37,7 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "ceiling.h"
 #include "commands/sequence.h"
 #include "compat.h"
@@ -88,16 +89,26 @@ typedef struct ShidSlot
 	int32		capacity;		/* values in one ms: 2 ^ the layout's seq_bits */
 	int64		ms;				/* Unix ms being filled */
 	uint64		fresh;			/* words of taken[] valid for ms */
+	int32		last_value;		/* sequence field of the newest id, or -1 */
+	int64		last_ms;		/* and its millisecond */
+	/* Statistics (sharded_id.track_stats), since the last reset. */
+	int64		ids;			/* ids minted */
+	int64		full_ms_waits;	/* calls that waited for the clock to tick */
+	int64		wait_us;		/* time they waited */
+	int64		clock_behind;	/* calls that found the clock behind ms */
+	int64		max_lag_ms;		/* the most it was behind */
 	uint64		taken[SHID_BITMAP_WORDS];	/* sequence-field values taken */
 } ShidSlot;
 
 typedef struct ShidShared
 {
 	LWLock	   *slots_lock;		/* guards inserts into the slot table */
+	pg_atomic_uint64 stats_reset;	/* TimestampTz of the last reset_stats */
 } ShidShared;
 
-/* GUC */
+/* GUCs */
 static int	shid_max_shards = 16384;
+static bool shid_track_stats = true;
 
 /* Links to shared memory, set in every process that preloaded us. */
 static ShidShared *shid_shared = NULL;
@@ -169,7 +180,10 @@ shid_shmem_startup(void)
 	locks = GetNamedLWLockTranche("sharded_id");
 	shid_shared = ShmemInitStruct("sharded_id", sizeof(ShidShared), &found);
 	if (!found)
+	{
 		shid_shared->slots_lock = &locks[0].lock;
+		pg_atomic_init_u64(&shid_shared->stats_reset, (uint64) GetCurrentTimestamp());
+	}
 	shid_ceiling_shmem_init(&locks[1].lock);
 
 	memset(&info, 0, sizeof(info));
@@ -202,6 +216,14 @@ _PG_init(void)
 							PGC_POSTMASTER,
 							0,
 							NULL, NULL, NULL);
+	DefineCustomBoolVariable("sharded_id.track_stats",
+							 "Collects the generator's statistics (sharded_id.generator_stats).",
+							 NULL,
+							 &shid_track_stats,
+							 true,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
 	DefineCustomIntVariable("sharded_id.max_clock_jump",
 							"Sets how far the wall clock may leap ahead before next_id refuses to mint.",
 							"Measured against the monotonic clock since the durable ceiling was last written. 0 turns the check off.",
@@ -328,6 +350,9 @@ shid_find_slot(const ShidLayout *layout, int32 shard)
 			slot->ms = shid_ceiling->floor_ms;
 			slot->capacity = (int32) shid_seq_capacity(layout);
 			slot->used = slot->capacity;
+			slot->last_value = -1;
+			slot->ids = slot->full_ms_waits = slot->wait_us = 0;
+			slot->clock_behind = slot->max_lag_ms = 0;
 		}
 		LWLockRelease(shid_shared->slots_lock);
 		if (slot == NULL)
@@ -366,10 +391,16 @@ shid_slot_claim(ShidSlot *slot, int capacity, bool counter, int64 wanted,
 		SpinLockAcquire(&slot->mutex);
 		if (*now_ms > slot->ms)
 			shid_slot_reset(slot, *now_ms);
-		else if (*now_ms < slot->ms && slot->used >= capacity)
+		else if (*now_ms < slot->ms)
 		{
-			/* Clock behind the slot: move on without waiting for it. */
-			shid_slot_reset(slot, slot->ms + 1);
+			if (shid_track_stats)
+			{
+				slot->clock_behind++;
+				slot->max_lag_ms = Max(slot->max_lag_ms, slot->ms - *now_ms);
+			}
+			/* Clock behind the slot: when full, move on without waiting. */
+			if (slot->used >= capacity)
+				shid_slot_reset(slot, slot->ms + 1);
 		}
 		if (slot->used < capacity)
 		{
@@ -379,6 +410,10 @@ shid_slot_claim(ShidSlot *slot, int capacity, bool counter, int64 wanted,
 				values[i] = shid_slot_take(slot, capacity,
 										   counter ? slot->used : wanted + i);
 			*ms = slot->ms;
+			slot->last_value = values[claimed - 1];
+			slot->last_ms = slot->ms;
+			if (shid_track_stats)
+				slot->ids += claimed;
 			SpinLockRelease(&slot->mutex);
 			return claimed;
 		}
@@ -390,14 +425,14 @@ shid_slot_claim(ShidSlot *slot, int capacity, bool counter, int64 wanted,
 		 * most SHID_MAX_WAIT_MS by the monotonic clock.  A wall clock that
 		 * does not move cannot time out a statement either.
 		 */
-		wait_start = shid_monotonic_ms();
+		wait_start = shid_monotonic_us();
 		do
 		{
 			CHECK_FOR_INTERRUPTS();
 			SPIN_DELAY();
 			*now_ms = shid_clock_ms();
 			if (*now_ms == full_ms &&
-				shid_monotonic_ms() - wait_start > SHID_MAX_WAIT_MS)
+				shid_monotonic_us() - wait_start > SHID_MAX_WAIT_MS * INT64CONST(1000))
 				ereport(ERROR,
 						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 						 errmsg("the system clock has not advanced for %d ms", SHID_MAX_WAIT_MS),
@@ -405,6 +440,16 @@ shid_slot_claim(ShidSlot *slot, int capacity, bool counter, int64 wanted,
 								   capacity),
 						 errhint("Check the system clock.")));
 		} while (*now_ms == full_ms);
+
+		if (shid_track_stats)
+		{
+			int64		waited = shid_monotonic_us() - wait_start;
+
+			SpinLockAcquire(&slot->mutex);
+			slot->full_ms_waits++;
+			slot->wait_us += waited;
+			SpinLockRelease(&slot->mutex);
+		}
 	}
 }
 
@@ -488,6 +533,126 @@ shid_next_counter_id(PG_FUNCTION_ARGS)
 	int64		now_ms = shid_prepare(layout, shard);
 
 	PG_RETURN_INT64(shid_mint(layout, shard, now_ms, true, 0));
+}
+
+/*
+ * generator_stats(OUT layout text, OUT shard_id integer, OUT ids bigint,
+ *				   OUT full_ms_waits bigint, OUT wait_time double precision,
+ *				   OUT clock_behind bigint, OUT max_clock_lag double precision,
+ *				   OUT current_ms timestamptz, OUT last_id bigint)
+ *		RETURNS SETOF record
+ *
+ * One row per (layout, shard) slot in use: what it minted since the last
+ * reset, how often and how long callers waited for the clock (ms), how often
+ * the clock read behind the slot and by how much at most (ms), the
+ * millisecond it fills and its newest id.
+ */
+PG_FUNCTION_INFO_V1(shid_generator_stats);
+Datum
+shid_generator_stats(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	HASH_SEQ_STATUS status;
+	ShidSlot   *slot;
+
+	shid_require_shared_state();
+	InitMaterializedSRF(fcinfo, 0);
+
+	LWLockAcquire(shid_shared->slots_lock, LW_SHARED);
+	hash_seq_init(&status, shid_slots);
+	while ((slot = hash_seq_search(&status)) != NULL)
+	{
+		const ShidLayout *layout = shid_layout_by_key(slot->key.layout_key);
+		ShidSlot	copy;
+		Datum		values[9];
+		bool		nulls[9] = {0};
+
+		SpinLockAcquire(&slot->mutex);
+		memcpy(&copy, slot, offsetof(ShidSlot, taken));
+		SpinLockRelease(&slot->mutex);
+
+		values[0] = CStringGetTextDatum(layout->name);
+		values[1] = Int32GetDatum(copy.key.shard);
+		values[2] = Int64GetDatum(copy.ids);
+		values[3] = Int64GetDatum(copy.full_ms_waits);
+		values[4] = Float8GetDatum(copy.wait_us / 1000.0);
+		values[5] = Int64GetDatum(copy.clock_behind);
+		values[6] = Float8GetDatum((double) copy.max_lag_ms);
+		values[7] = TimestampTzGetDatum(shid_unix_ms_to_timestamptz(copy.ms));
+		if (copy.last_value >= 0)
+			values[8] = Int64GetDatum(shid_pack(layout, copy.last_ms, copy.key.shard, copy.last_value));
+		else
+			nulls[8] = true;	/* the slot has not minted yet */
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	LWLockRelease(shid_shared->slots_lock);
+	return (Datum) 0;
+}
+
+/*
+ * generator_info(OUT slots_used integer, OUT max_shards integer,
+ *				  OUT ceiling timestamptz, OUT ceiling_writes bigint,
+ *				  OUT ceiling_write_time double precision,
+ *				  OUT stats_reset timestamptz) RETURNS record
+ *
+ * The generator as a whole: slots in use out of sharded_id.max_shards, the
+ * durable ceiling, how often it was written and for how long (ms), and
+ * when the statistics were last reset.
+ */
+PG_FUNCTION_INFO_V1(shid_generator_info);
+Datum
+shid_generator_info(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[6];
+	bool		nulls[6] = {0};
+	int64		writes;
+	int64		write_us;
+
+	shid_require_shared_state();
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	LWLockAcquire(shid_shared->slots_lock, LW_SHARED);
+	values[0] = Int32GetDatum((int32) hash_get_num_entries(shid_slots));
+	LWLockRelease(shid_shared->slots_lock);
+	values[1] = Int32GetDatum(shid_max_shards);
+	values[2] = TimestampTzGetDatum(shid_unix_ms_to_timestamptz(shid_ceiling_stats(&writes, &write_us)));
+	values[3] = Int64GetDatum(writes);
+	values[4] = Float8GetDatum(write_us / 1000.0);
+	values[5] = TimestampTzGetDatum((TimestampTz) pg_atomic_read_u64(&shid_shared->stats_reset));
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
+}
+
+/*
+ * reset_stats() RETURNS void
+ *
+ * Zero the generator's statistics, in every slot and for the ceiling.
+ */
+PG_FUNCTION_INFO_V1(shid_reset_stats);
+Datum
+shid_reset_stats(PG_FUNCTION_ARGS)
+{
+	HASH_SEQ_STATUS status;
+	ShidSlot   *slot;
+
+	shid_require_shared_state();
+	LWLockAcquire(shid_shared->slots_lock, LW_SHARED);
+	hash_seq_init(&status, shid_slots);
+	while ((slot = hash_seq_search(&status)) != NULL)
+	{
+		SpinLockAcquire(&slot->mutex);
+		slot->ids = 0;
+		slot->full_ms_waits = 0;
+		slot->wait_us = 0;
+		slot->clock_behind = 0;
+		slot->max_lag_ms = 0;
+		SpinLockRelease(&slot->mutex);
+	}
+	LWLockRelease(shid_shared->slots_lock);
+	shid_ceiling_reset_stats();
+	pg_atomic_write_u64(&shid_shared->stats_reset, (uint64) GetCurrentTimestamp());
+	PG_RETURN_VOID();
 }
 
 /*

@@ -106,6 +106,19 @@ shid_layout_by_name(const char *name)
 	return NULL;				/* keep compiler quiet */
 }
 
+/* The layout whose key (shid_layout_key) is key; keys are unique. */
+const ShidLayout *
+shid_layout_by_key(uint64 key)
+{
+	for (int i = 0; i < (int) SHID_NUM_LAYOUTS; i++)
+	{
+		if (shid_layout_key(&shid_layouts[i]) == key)
+			return &shid_layouts[i];
+	}
+	elog(ERROR, "no sharded id layout has key %llu", (unsigned long long) key);
+	return NULL;				/* keep compiler quiet */
+}
+
 /*
  * The layout named by argument argno of a SQL-callable function, or the
  * default layout when the function was called without it.

@@ -57,6 +57,7 @@ extern const ShidLayout *shid_default_layout(void);
 extern int	shid_num_layouts(void);
 extern const ShidLayout *shid_layout_at(int i);
 extern const ShidLayout *shid_layout_by_name(const char *name);
+extern const ShidLayout *shid_layout_by_key(uint64 key);
 extern const ShidLayout *shid_layout_arg(FunctionCallInfo fcinfo, int argno);
 
 extern pg_noreturn void shid_shard_out_of_range(const ShidLayout *layout, int64 shard);

@@ -438,6 +438,75 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION sharded_id.adopt_table(tbl regclass, shard_id integer, id_column name DEFAULT 'id')
+RETURNS text
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg record;
+    col record;
+    old_seq record;
+    seq regclass;
+    seq_name text;
+    max_id bigint;
+    first_new bigint;
+    call text;
+BEGIN
+    SELECT * INTO cfg FROM sharded_id.current_settings();
+    PERFORM sharded_id.check_shard(shard_id, cfg.layout);
+    SELECT a.atttypid, a.attidentity, pg_get_serial_sequence(tbl::text, a.attname) AS owned_seq INTO col
+    FROM pg_attribute a
+    WHERE a.attrelid = tbl AND a.attname = id_column AND a.attnum > 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column "%" of relation "%" does not exist', id_column, tbl
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    IF col.atttypid <> 'pg_catalog.int8'::regtype THEN
+        RAISE EXCEPTION 'column "%" of "%" is of type %, not bigint', id_column, tbl, format_type(col.atttypid, NULL)
+            USING ERRCODE = 'datatype_mismatch',
+                  DETAIL = 'A sharded id needs all 64 bits: milliseconds, the shard and a sequence field.',
+                  HINT = format('Widen the column first: ALTER TABLE %s ALTER COLUMN %I TYPE bigint.', tbl, id_column);
+    END IF;
+
+    -- No writer may add an id between the check and the switch.
+    EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', tbl);
+    EXECUTE format('SELECT max(%I) FROM %s', id_column, tbl) INTO max_id;
+    first_new := sharded_id.min_id_at(now(), cfg.layout);
+    IF max_id >= first_new THEN
+        RAISE EXCEPTION 'ids of "%" reach into the range of sharded ids minted now', tbl
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = format('Its largest id is %s; the lowest sharded id minted now is %s, so an old id could equal a new one.',
+                                  max_id, first_new);
+    END IF;
+
+    IF col.attidentity <> '' THEN
+        EXECUTE format('SELECT last_value, is_called FROM %s', col.owned_seq) INTO old_seq;
+        seq_name := col.owned_seq;
+        EXECUTE format('ALTER TABLE %s ALTER COLUMN %I DROP IDENTITY', tbl, id_column);
+        EXECUTE format('CREATE SEQUENCE %s OWNED BY %s.%I', seq_name, tbl, id_column);
+        PERFORM setval(seq_name::regclass, old_seq.last_value, old_seq.is_called);
+        seq := seq_name::regclass;
+    ELSIF col.owned_seq IS NOT NULL THEN
+        seq := col.owned_seq::regclass;
+    ELSIF cfg.mode = 'seed' THEN
+        RAISE EXCEPTION 'column "%" of "%" has no sequence', id_column, tbl
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'In seed mode the sequence fields of new ids come from the column''s serial or identity sequence.',
+                  HINT = format('Give the column a sequence (CREATE SEQUENCE ... OWNED BY %s.%I), or configure counter mode.', tbl, id_column);
+    END IF;
+
+    call := sharded_id._next_id_call(shard_id, CASE WHEN cfg.mode = 'seed' THEN seq END, cfg.layout);
+    EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s', tbl, id_column, call);
+    RETURN call;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id.adopt_table(regclass, integer, name) IS
+'switch an existing bigint key (serial, bigserial or IDENTITY) to a next_id default of one shard, keeping rows and sequence; refuses ids that reach the range minted now';
+
+REVOKE EXECUTE ON FUNCTION sharded_id.adopt_table(regclass, integer, name) FROM PUBLIC;
+
 --
 -- Data nodes: the move fence is an advisory lock, which needs no privilege.
 --
@@ -575,3 +644,64 @@ BEGIN
     END LOOP;
 END
 $$;
+
+
+--
+-- Monitoring the generator.
+--
+CREATE FUNCTION sharded_id.generator_stats(OUT layout text,
+                                           OUT shard_id integer,
+                                           OUT ids bigint,
+                                           OUT full_ms_waits bigint,
+                                           OUT wait_time double precision,
+                                           OUT clock_behind bigint,
+                                           OUT max_clock_lag double precision,
+                                           OUT current_ms timestamptz,
+                                           OUT last_id bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'shid_generator_stats'
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED ROWS 100;
+
+COMMENT ON FUNCTION sharded_id.generator_stats() IS
+'one row per (layout, shard) slot in use: ids minted, waits for the clock (ms), clock-behind events and the largest lag (ms), the millisecond filled, the newest id';
+
+CREATE VIEW sharded_id.generator_stats AS
+SELECT * FROM sharded_id.generator_stats();
+
+COMMENT ON VIEW sharded_id.generator_stats IS
+'statistics of the id generator, one row per (layout, shard) slot in use, since the last reset_stats()';
+
+CREATE FUNCTION sharded_id.generator_info(OUT slots_used integer,
+                                          OUT max_shards integer,
+                                          OUT ceiling timestamptz,
+                                          OUT ceiling_writes bigint,
+                                          OUT ceiling_write_time double precision,
+                                          OUT stats_reset timestamptz)
+RETURNS record
+AS 'MODULE_PATHNAME', 'shid_generator_info'
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION sharded_id.generator_info() IS
+'the generator as a whole: slots used of sharded_id.max_shards, the durable ceiling, its writes and their time (ms), when statistics were reset';
+
+CREATE VIEW sharded_id.generator_info AS
+SELECT * FROM sharded_id.generator_info();
+
+COMMENT ON VIEW sharded_id.generator_info IS
+'the id generator as a whole: slots in use, the durable clock ceiling and its writes';
+
+CREATE FUNCTION sharded_id.reset_stats()
+RETURNS void
+AS 'MODULE_PATHNAME', 'shid_reset_stats'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION sharded_id.reset_stats() IS
+'zero the statistics of the id generator';
+
+REVOKE ALL ON sharded_id.generator_stats, sharded_id.generator_info FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.generator_stats() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.generator_info() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.reset_stats() FROM PUBLIC;
+GRANT SELECT ON sharded_id.generator_stats, sharded_id.generator_info TO pg_monitor;
+GRANT EXECUTE ON FUNCTION sharded_id.generator_stats() TO pg_monitor;
+GRANT EXECUTE ON FUNCTION sharded_id.generator_info() TO pg_monitor;

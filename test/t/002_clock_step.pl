@@ -51,6 +51,10 @@ cmp_ok(phase_ms('min', 2), '>=', $high_water,
 	'with the clock behind, ids do not go back in time');
 cmp_ok(phase_ms('max', 2), '<=', $high_water + 20000 / 1024 + 2,
 	'ids keep the high-water time, moving 1 ms per 1024 ids');
+is($node->safe_psql('postgres', q{
+	SELECT clock_behind > 0 AND max_clock_lag > 3000 * 1000
+	FROM sharded_id.generator_stats WHERE layout = 'instagram' AND shard_id = 3}),
+	't', 'generator_stats counts the calls that found the clock behind, and the hour of lag');
 
 # Immediate restart with the clock still an hour behind: shared memory is
 # gone, the durable ceiling is not.

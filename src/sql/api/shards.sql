@@ -484,6 +484,79 @@ $$;
 COMMENT ON FUNCTION sharded_id.add_table(regclass, name) IS
 'make a table the template of a sharded table: every shard, existing or new, gets a copy; returns the copies made';
 
+-- Switch an existing table's bigint key (serial, bigserial or IDENTITY) to
+-- sharded ids of one shard, in one transaction.  Every existing id must lie
+-- below the lowest id minted now, so no old id can equal a new one.  The
+-- column's sequence is kept, with its position: in seed mode it supplies the
+-- sequence fields.  An IDENTITY's sequence goes with DROP IDENTITY, so it is
+-- made again under the same name, owned by the column.
+CREATE FUNCTION sharded_id.adopt_table(tbl regclass, shard_id integer, id_column name DEFAULT 'id')
+RETURNS text
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg record;
+    col record;
+    old_seq record;
+    seq regclass;
+    seq_name text;
+    max_id bigint;
+    first_new bigint;
+    call text;
+BEGIN
+    SELECT * INTO cfg FROM sharded_id.current_settings();
+    PERFORM sharded_id.check_shard(shard_id, cfg.layout);
+    SELECT a.atttypid, a.attidentity, pg_get_serial_sequence(tbl::text, a.attname) AS owned_seq INTO col
+    FROM pg_attribute a
+    WHERE a.attrelid = tbl AND a.attname = id_column AND a.attnum > 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column "%" of relation "%" does not exist', id_column, tbl
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    IF col.atttypid <> 'pg_catalog.int8'::regtype THEN
+        RAISE EXCEPTION 'column "%" of "%" is of type %, not bigint', id_column, tbl, format_type(col.atttypid, NULL)
+            USING ERRCODE = 'datatype_mismatch',
+                  DETAIL = 'A sharded id needs all 64 bits: milliseconds, the shard and a sequence field.',
+                  HINT = format('Widen the column first: ALTER TABLE %s ALTER COLUMN %I TYPE bigint.', tbl, id_column);
+    END IF;
+
+    -- No writer may add an id between the check and the switch.
+    EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', tbl);
+    EXECUTE format('SELECT max(%I) FROM %s', id_column, tbl) INTO max_id;
+    first_new := sharded_id.min_id_at(now(), cfg.layout);
+    IF max_id >= first_new THEN
+        RAISE EXCEPTION 'ids of "%" reach into the range of sharded ids minted now', tbl
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = format('Its largest id is %s; the lowest sharded id minted now is %s, so an old id could equal a new one.',
+                                  max_id, first_new);
+    END IF;
+
+    IF col.attidentity <> '' THEN
+        EXECUTE format('SELECT last_value, is_called FROM %s', col.owned_seq) INTO old_seq;
+        seq_name := col.owned_seq;
+        EXECUTE format('ALTER TABLE %s ALTER COLUMN %I DROP IDENTITY', tbl, id_column);
+        EXECUTE format('CREATE SEQUENCE %s OWNED BY %s.%I', seq_name, tbl, id_column);
+        PERFORM setval(seq_name::regclass, old_seq.last_value, old_seq.is_called);
+        seq := seq_name::regclass;
+    ELSIF col.owned_seq IS NOT NULL THEN
+        seq := col.owned_seq::regclass;
+    ELSIF cfg.mode = 'seed' THEN
+        RAISE EXCEPTION 'column "%" of "%" has no sequence', id_column, tbl
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'In seed mode the sequence fields of new ids come from the column''s serial or identity sequence.',
+                  HINT = format('Give the column a sequence (CREATE SEQUENCE ... OWNED BY %s.%I), or configure counter mode.', tbl, id_column);
+    END IF;
+
+    call := sharded_id._next_id_call(shard_id, CASE WHEN cfg.mode = 'seed' THEN seq END, cfg.layout);
+    EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s', tbl, id_column, call);
+    RETURN call;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id.adopt_table(regclass, integer, name) IS
+'switch an existing bigint key (serial, bigserial or IDENTITY) to a next_id default of one shard, keeping rows and sequence; refuses ids that reach the range minted now';
+
 -- Provisioning is for the extension's owner, or roles it grants these to.
 REVOKE EXECUTE ON FUNCTION sharded_id.configure(text, integer, text, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._copy_table(sharded_id.shard_tables, integer, name, regclass, text) FROM PUBLIC;
@@ -494,3 +567,4 @@ REVOKE EXECUTE ON FUNCTION sharded_id.create_shard(integer, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.create_shards(integer, integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.drop_shard(integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.add_table(regclass, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.adopt_table(regclass, integer, name) FROM PUBLIC;
