@@ -26,6 +26,14 @@
  * that never minted (no state file, silently) from one whose state file was
  * lost (a WARNING).
  *
+ * Replication: every raise of the ceiling is also WAL-logged, through the
+ * custom resource manager "sharded_id" (id sharded_id.wal_rmgr_id), before
+ * any id beyond the old ceiling is returned, so it precedes in WAL every row
+ * carrying such an id.  A standby replays it into its own shared state and
+ * its own state file; promoted, it starts every slot after the highest
+ * ceiling it replayed, whatever its clock.  Crash recovery of the primary
+ * replays the same records.
+ *
  * Locking rules:
  *	 - ceiling_ms is read without a lock (an atomic read).  It only grows,
  *	   and it is stored only after the file holding the new value is
@@ -52,6 +60,10 @@
 #include <unistd.h>
 #include <fcntl.h>
 
+#include "access/xlog.h"
+#include "access/xlog_internal.h"
+#include "access/xloginsert.h"
+#include "access/xlogreader.h"
 #include "ceiling.h"
 #include "compat.h"
 #include "layout.h"
@@ -69,8 +81,27 @@
 
 ShidCeiling *shid_ceiling = NULL;
 
+/* WAL record types of the "sharded_id" resource manager. */
+#define XLOG_SHID_CEILING	0x00	/* the ceiling was raised to ... */
+#define XLOG_SHID_RESET		0x10	/* ... or set by reset_ceiling to ... */
+
 /* GUC: seconds the wall clock may run ahead of the monotonic clock. */
 int			shid_max_clock_jump = 86400;
+
+/* GUCs: the resource manager id (0: none), and whether raises are logged. */
+int			shid_wal_rmgr_id = RM_EXPERIMENTAL_ID;
+bool		shid_wal_log_ceiling = true;
+
+static void shid_ceiling_redo(XLogReaderState *record);
+static void shid_ceiling_desc(StringInfo buf, XLogReaderState *record);
+static const char *shid_ceiling_identify(uint8 info);
+
+static RmgrData shid_rmgr = {
+	.rm_name = "sharded_id",
+	.rm_redo = shid_ceiling_redo,
+	.rm_desc = shid_ceiling_desc,
+	.rm_identify = shid_ceiling_identify,
+};
 
 static int64
 shid_ceiling_clock_ms(void)
@@ -346,6 +377,29 @@ shid_ceiling_shmem_init(LWLock *lock)
 	}
 }
 
+/*
+ * Register the "sharded_id" resource manager, from _PG_init.  Registering an
+ * id that another loaded extension holds fails: PostgreSQL never lets two
+ * share one.
+ */
+void
+shid_ceiling_register_rmgr(void)
+{
+	if (shid_wal_rmgr_id != 0)
+		RegisterCustomRmgr((RmgrId) shid_wal_rmgr_id, &shid_rmgr);
+}
+
+/* WAL-log a new ceiling, unless the setting turns it off. */
+static void
+shid_log_ceiling(uint8 info, int64 ceiling)
+{
+	if (shid_wal_rmgr_id == 0 || !shid_wal_log_ceiling)
+		return;
+	XLogBeginInsert();
+	XLogRegisterData((char *) &ceiling, sizeof(ceiling));
+	(void) XLogInsert((RmgrId) shid_wal_rmgr_id, info);
+}
+
 /* Push the durable ceiling to at least ms + SHID_LEASE_MS.  Lock held. */
 static void
 shid_raise_ceiling(int64 ms)
@@ -355,6 +409,7 @@ shid_raise_ceiling(int64 ms)
 	if (ceiling >= ms + SHID_LEASE_MS / 2)
 		return;
 	ceiling = Max(ms + SHID_LEASE_MS, ceiling);
+	shid_log_ceiling(XLOG_SHID_CEILING, ceiling);
 	shid_write_ceiling(ceiling);
 	pg_atomic_write_u64(&shid_ceiling->ceiling_ms, (uint64) ceiling);
 }
@@ -426,6 +481,7 @@ int64
 shid_ceiling_reset(int64 now_ms)
 {
 	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
+	shid_log_ceiling(XLOG_SHID_RESET, now_ms + SHID_LEASE_MS);
 	shid_write_ceiling(now_ms + SHID_LEASE_MS);
 	pg_atomic_write_u64(&shid_ceiling->ceiling_ms, (uint64) (now_ms + SHID_LEASE_MS));
 	shid_ceiling->floor_ms = now_ms;
@@ -454,4 +510,61 @@ shid_ceiling_reset_stats(void)
 	shid_ceiling->writes = 0;
 	shid_ceiling->write_us = 0;
 	LWLockRelease(shid_ceiling->lock);
+}
+
+/*
+ * Replay a ceiling record: on a standby, or in crash recovery.  A raise
+ * only ever raises; a reset sets.  The replayed ceiling is made durable in
+ * this server's own state file, and new slots start after it.
+ */
+static void
+shid_ceiling_redo(XLogReaderState *record)
+{
+	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
+	int64		ceiling;
+
+	if (XLogRecGetDataLen(record) != sizeof(int64) ||
+		(info != XLOG_SHID_CEILING && info != XLOG_SHID_RESET))
+		elog(PANIC, "sharded_id redo: unknown record (info %u, %u bytes)",
+			 info, XLogRecGetDataLen(record));
+	memcpy(&ceiling, XLogRecGetData(record), sizeof(ceiling));
+
+	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
+	if (info == XLOG_SHID_RESET ||
+		ceiling > (int64) pg_atomic_read_u64(&shid_ceiling->ceiling_ms))
+	{
+		shid_write_ceiling(ceiling);
+		pg_atomic_write_u64(&shid_ceiling->ceiling_ms, (uint64) ceiling);
+		if (info == XLOG_SHID_RESET)
+			shid_ceiling->floor_ms = ceiling - SHID_LEASE_MS;
+		else
+			shid_ceiling->floor_ms = Max(shid_ceiling->floor_ms, ceiling);
+	}
+	LWLockRelease(shid_ceiling->lock);
+}
+
+/* What pg_walinspect shows of a record. */
+static void
+shid_ceiling_desc(StringInfo buf, XLogReaderState *record)
+{
+	int64		ceiling;
+
+	if (XLogRecGetDataLen(record) != sizeof(int64))
+		return;
+	memcpy(&ceiling, XLogRecGetData(record), sizeof(ceiling));
+	appendStringInfo(buf, "ceiling %lld (%s)", (long long) ceiling,
+					 timestamptz_to_str(shid_unix_ms_to_timestamptz(ceiling)));
+}
+
+static const char *
+shid_ceiling_identify(uint8 info)
+{
+	switch (info & ~XLR_INFO_MASK)
+	{
+		case XLOG_SHID_CEILING:
+			return "CEILING";
+		case XLOG_SHID_RESET:
+			return "RESET";
+	}
+	return NULL;
 }

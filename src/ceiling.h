@@ -37,9 +37,12 @@ typedef struct ShidCeiling
 
 extern PGDLLIMPORT ShidCeiling *shid_ceiling;
 extern PGDLLIMPORT int shid_max_clock_jump;
+extern PGDLLIMPORT int shid_wal_rmgr_id;
+extern PGDLLIMPORT bool shid_wal_log_ceiling;
 
 extern Size shid_ceiling_shmem_size(void);
 extern void shid_ceiling_shmem_init(LWLock *lock);
+extern void shid_ceiling_register_rmgr(void);
 extern void shid_cover_slow(int64 ms);
 extern void shid_check_clock_slow(int64 now_ms);
 extern int64 shid_ceiling_reset(int64 now_ms);

@@ -38,6 +38,8 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/rmgr.h"
+#include "access/xlog.h"
 #include "ceiling.h"
 #include "commands/sequence.h"
 #include "compat.h"
@@ -196,6 +198,19 @@ shid_shmem_startup(void)
 	LWLockRelease(AddinShmemInitLock);
 }
 
+/* The resource manager id is 0 (none) or a custom id, 128 to 255. */
+static bool
+shid_check_rmgr_id(int *newval, void **extra, GucSource source)
+{
+	if (*newval != 0 && *newval < RM_MIN_CUSTOM_ID)
+	{
+		GUC_check_errdetail("Custom WAL resource manager ids are between %d and %d; 0 turns WAL logging off.",
+							RM_MIN_CUSTOM_ID, RM_MAX_CUSTOM_ID);
+		return false;
+	}
+	return true;
+}
+
 void
 _PG_init(void)
 {
@@ -234,7 +249,26 @@ _PG_init(void)
 							PGC_SIGHUP,
 							GUC_UNIT_S,
 							NULL, NULL, NULL);
+	DefineCustomIntVariable("sharded_id.wal_rmgr_id",
+							"Sets the id of sharded_id's custom WAL resource manager, which replicates the clock ceiling.",
+							"128 is RM_EXPERIMENTAL_ID; choose another id from 129 to 255 if another extension uses it. 0 logs nothing.",
+							&shid_wal_rmgr_id,
+							RM_EXPERIMENTAL_ID,
+							0,
+							RM_MAX_CUSTOM_ID,
+							PGC_POSTMASTER,
+							0,
+							shid_check_rmgr_id, NULL, NULL);
+	DefineCustomBoolVariable("sharded_id.wal_log_ceiling",
+							 "WAL-logs each raise of the clock ceiling, so that a promoted standby mints after every id it replayed.",
+							 "Turning it off gives up that guarantee; it exists to measure its cost.",
+							 &shid_wal_log_ceiling,
+							 true,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
 	MarkGUCPrefixReserved("sharded_id");
+	shid_ceiling_register_rmgr();
 
 	shid_prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = shid_shmem_request;
@@ -465,6 +499,11 @@ shid_prepare(const ShidLayout *layout, int32 shard)
 
 	shid_check_shard(layout, shard);
 	shid_require_shared_state();
+	if (unlikely(RecoveryInProgress()))
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot mint sharded ids during recovery"),
+				 errhint("Mint ids on the primary; a standby starts minting once promoted.")));
 	/* The time of the call, read once, like the seed's clock_timestamp(). */
 	now_ms = shid_clock_ms();
 	shid_check_unix_ms(layout, now_ms);
@@ -676,6 +715,10 @@ shid_reset_ceiling(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("must be superuser to reset the sharded_id clock ceiling")));
 	shid_require_shared_state();
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot reset the sharded_id clock ceiling during recovery")));
 
 	LWLockAcquire(shid_shared->slots_lock, LW_EXCLUSIVE);
 	now_ms = shid_ceiling_reset(shid_clock_ms());
