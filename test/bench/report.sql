@@ -9,15 +9,18 @@ SELECT section, candidate, metric,
 FROM bench.results GROUP BY 1, 2, 3;
 
 SELECT '### Per call: 1,000,000 calls in one statement (median of ' || max(rounds) || ' rounds)'
-FROM med WHERE section = 'percall';
+FROM med WHERE section = 'percall' AND metric = 'ms';
 SELECT '';
-SELECT '| candidate | ms per million calls | × nextval | ids/s |';
-SELECT '|---|---:|---:|---:|';
-SELECT format('| %s | %s | %s | %s |', m.candidate, round(m.median::numeric, 0),
+SELECT '| candidate | ms per million calls | × nextval | ids/s | WAL bytes per million calls |';
+SELECT '|---|---:|---:|---:|---:|';
+SELECT format('| %s | %s | %s | %s | %s |', m.candidate, round(m.median::numeric, 0),
               round((m.median / b.median)::numeric, 2),
-              to_char(1e9 / m.median, 'FM9,999,999,999'))
-FROM med m, med b
-WHERE m.section = 'percall' AND b.section = 'percall' AND b.candidate = 'nextval'
+              to_char(1e9 / m.median, 'FM9,999,999,999'),
+              to_char(w.median, 'FM999,999,999,990'))
+FROM med m
+JOIN med b ON b.section = 'percall' AND b.candidate = 'nextval' AND b.metric = 'ms'
+JOIN med w ON w.section = 'percall' AND w.candidate = m.candidate AND w.metric = 'wal_bytes'
+WHERE m.section = 'percall' AND m.metric = 'ms'
 ORDER BY m.median;
 SELECT '';
 SELECT format('next_id on one shard reaches %s %% of the 1,024,000 ids/s ceiling; '
@@ -30,7 +33,8 @@ FROM med one, med seed, med spread, med ref
 WHERE one.candidate = 'next_id, one shard' AND seed.candidate = 'PL/pgSQL original'
   AND spread.candidate = 'next_id, 8192 shards' AND ref.candidate = 'nextval + shard expression'
   AND one.section = 'percall' AND seed.section = 'percall'
-  AND spread.section = 'percall' AND ref.section = 'percall';
+  AND spread.section = 'percall' AND ref.section = 'percall'
+  AND one.metric = 'ms' AND seed.metric = 'ms' AND spread.metric = 'ms' AND ref.metric = 'ms';
 SELECT format('Counter mode: next_id(n) over 8192 shards costs %s× a bare nextval and %s× next_id(n, seq) over 8192 shards; '
               'on one shard it reaches %s %% of the 1,024,000 ids/s ceiling.',
               round((c.median / nv.median)::numeric, 2),
@@ -40,12 +44,27 @@ FROM med c, med nv, med spread, med c1
 WHERE c.section = 'percall' AND c.candidate = 'counter next_id(n), 8192 shards'
   AND nv.section = 'percall' AND nv.candidate = 'nextval'
   AND spread.section = 'percall' AND spread.candidate = 'next_id, 8192 shards'
-  AND c1.section = 'percall' AND c1.candidate = 'counter next_id(n), one shard';
+  AND c1.section = 'percall' AND c1.candidate = 'counter next_id(n), one shard'
+  AND c.metric = 'ms' AND nv.metric = 'ms' AND spread.metric = 'ms' AND c1.metric = 'ms';
+SELECT format('Side by side over 8192 shards: next_id %s ms; again (A/A, the noise floor) %s ms (%s×); '
+              'with track_stats off %s ms (%s×); with wal_log_ceiling off %s ms (%s×), '
+              'its WAL %s bytes per million calls against %s with the ceiling logged.',
+              round(a.median::numeric), round(aa.median::numeric), round((aa.median / a.median)::numeric, 3),
+              round(st.median::numeric), round((st.median / a.median)::numeric, 3),
+              round(wl.median::numeric), round((wl.median / a.median)::numeric, 3),
+              round(wlw.median::numeric), round(aw.median::numeric))
+FROM med a, med aa, med st, med wl, med wlw, med aw
+WHERE a.section = 'percall' AND a.candidate = 'next_id, 8192 shards' AND a.metric = 'ms'
+  AND aa.section = 'percall' AND aa.candidate = 'next_id, 8192 shards, again (noise floor)' AND aa.metric = 'ms'
+  AND st.section = 'percall' AND st.candidate = 'next_id, 8192 shards, track_stats off' AND st.metric = 'ms'
+  AND wl.section = 'percall' AND wl.candidate = 'next_id, 8192 shards, wal_log_ceiling off' AND wl.metric = 'ms'
+  AND wlw.section = 'percall' AND wlw.candidate = 'next_id, 8192 shards, wal_log_ceiling off' AND wlw.metric = 'wal_bytes'
+  AND aw.section = 'percall' AND aw.candidate = 'next_id, 8192 shards' AND aw.metric = 'wal_bytes';
 SELECT format('A shard''s zero-argument next_id() costs %s× the direct next_id(n, seq) it stands for (16 shards in turn, per call).',
               round((w.median / d.median)::numeric, 3))
 FROM med w, med d
-WHERE w.section = 'percall' AND w.candidate = 'shard_n.next_id() over 16 shards'
-  AND d.section = 'percall' AND d.candidate = 'next_id(n, seq) over 16 shards';
+WHERE w.section = 'percall' AND w.candidate = 'shard_n.next_id() over 16 shards' AND w.metric = 'ms'
+  AND d.section = 'percall' AND d.candidate = 'next_id(n, seq) over 16 shards' AND d.metric = 'ms';
 SELECT '';
 SELECT '### Bulk INSERT of 1,000,000 rows with the id as column DEFAULT (median of ' || max(rounds) || ' rounds)'
 FROM med WHERE section = 'bulk';

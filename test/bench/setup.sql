@@ -56,14 +56,21 @@ CREATE TABLE bench.results (
     value double precision NOT NULL
 );
 
--- Milliseconds one statement takes, timed inside the server.
-CREATE FUNCTION bench.time_ms(stmt text) RETURNS double precision
+-- Milliseconds one statement takes, timed inside the server, and the WAL
+-- it wrote, with settings (name=value) applied for the transaction.
+CREATE FUNCTION bench.time_ms(stmt text, settings text[] DEFAULT '{}',
+                              OUT ms double precision, OUT wal_bytes numeric)
 LANGUAGE plpgsql AS $$
 DECLARE
-    t0 timestamptz := clock_timestamp();
+    t0 timestamptz;
+    lsn0 pg_lsn;
 BEGIN
+    PERFORM set_config(split_part(s, '=', 1), split_part(s, '=', 2), true) FROM unnest(settings) s;
+    lsn0 := pg_current_wal_insert_lsn();
+    t0 := clock_timestamp();
     EXECUTE stmt;
-    RETURN extract(epoch FROM clock_timestamp() - t0) * 1000;
+    ms := extract(epoch FROM clock_timestamp() - t0) * 1000;
+    wal_bytes := pg_wal_lsn_diff(pg_current_wal_insert_lsn(), lsn0);
 END $$;
 
 -- Bulk insert of n rows into a table: time, WAL bytes and primary-key size.
@@ -77,7 +84,7 @@ DECLARE
 BEGIN
     EXECUTE format('TRUNCATE %s', tab);
     lsn0 := pg_current_wal_insert_lsn();
-    ms := bench.time_ms(format('INSERT INTO %s (v) SELECT generate_series(1, %s)', tab, n));
+    ms := (bench.time_ms(format('INSERT INTO %s (v) SELECT generate_series(1, %s)', tab, n))).ms;
     wal_bytes := pg_wal_lsn_diff(pg_current_wal_insert_lsn(), lsn0);
     SELECT pg_relation_size(i.indexrelid) INTO pk_bytes
     FROM pg_index i WHERE i.indrelid = tab AND i.indisprimary;

@@ -62,6 +62,9 @@ declare -A percall=(
     ["nextval"]="nextval('bench.seq')"
     ["nextval + shard expression"]="nextval('bench.seq') + g % 8192"
     ["next_id, 8192 shards"]="sharded_id.next_id(g % 8192, 'bench.seq')"
+    ["next_id, 8192 shards, again (noise floor)"]="sharded_id.next_id(g % 8192, 'bench.seq')"
+    ["next_id, 8192 shards, track_stats off"]="sharded_id.next_id(g % 8192, 'bench.seq')"
+    ["next_id, 8192 shards, wal_log_ceiling off"]="sharded_id.next_id(g % 8192, 'bench.seq')"
     ["next_id, one shard"]="sharded_id.next_id(1, 'bench.seq')"
     ["counter next_id(n), 8192 shards"]="sharded_id.next_id(g % 8192)"
     ["counter next_id(n), one shard"]="sharded_id.next_id(3)"
@@ -70,13 +73,23 @@ declare -A percall=(
     ["PL/pgSQL original"]="insta5.seed_next_id()"
     ["gen_random_uuid"]="gen_random_uuid()"
 )
+declare -A percall_settings=(
+    ["next_id, 8192 shards, track_stats off"]="sharded_id.track_stats=off"
+    ["next_id, 8192 shards, wal_log_ceiling off"]="sharded_id.wal_log_ceiling=off"
+)
 names=("nextval" "nextval + shard expression" "next_id, 8192 shards" "next_id, one shard"
+    "next_id, 8192 shards, again (noise floor)" "next_id, 8192 shards, track_stats off"
+    "next_id, 8192 shards, wal_log_ceiling off"
     "counter next_id(n), 8192 shards" "counter next_id(n), one shard"
     "next_id(n, seq) over 16 shards" "shard_n.next_id() over 16 shards" "PL/pgSQL original" "gen_random_uuid")
 for ((r = 1; r <= rounds; r++)); do
     while read -r name; do
         stmt="SELECT count(${percall[$name]}) FROM (SELECT generate_series(1, $calls) AS g) s"
-        record percall "$name" ms "$r" "bench.time_ms(\$q\$$stmt\$q\$)"
+        settings=${percall_settings[$name]:-}
+        "${psql[@]}" -c "INSERT INTO bench.results
+            SELECT 'percall', '$name', m.metric, $r, m.value
+            FROM bench.time_ms(\$q\$$stmt\$q\$, '{$settings}') t,
+                 LATERAL (VALUES ('ms', t.ms), ('wal_bytes', t.wal_bytes)) m(metric, value)"
     done < <(rotate "$r" "${names[@]}")
 done
 
