@@ -267,78 +267,65 @@ shid_read_ceiling(void)
 	return ceiling;
 }
 
+/* Write text into a new file at path, replacing any; ERROR on failure. */
+static void
+shid_write_file(const char *path, const char *text, size_t len)
+{
+	int			fd;
+
+	fd = OpenTransientFile(path, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
+	if (fd < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create file \"%s\": %m", path)));
+	errno = 0;
+	if (write(fd, text, len) != (ssize_t) len)
+	{
+		int			save_errno = errno;
+
+		CloseTransientFile(fd);
+		errno = save_errno ? save_errno : ENOSPC;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not write file \"%s\": %m", path)));
+	}
+	if (CloseTransientFile(fd) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not close file \"%s\": %m", path)));
+}
+
 /* Write the marker file once, so that a lost state file is noticed. */
 static void
 shid_write_marker(void)
 {
 	static const char text[] = "sharded_id has minted ids in this data directory\n";
-	int			fd;
 
 	if (shid_ceiling->marker_known || shid_marker_exists())
 	{
 		shid_ceiling->marker_known = true;
 		return;
 	}
-	fd = OpenTransientFile(SHID_MARKER_FILE, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
-	if (fd < 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not create file \"%s\": %m", SHID_MARKER_FILE)));
-	errno = 0;
-	if (write(fd, text, sizeof(text) - 1) != sizeof(text) - 1 || pg_fsync(fd) != 0)
-	{
-		int			save_errno = errno;
-
-		CloseTransientFile(fd);
-		errno = save_errno ? save_errno : ENOSPC;
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not write file \"%s\": %m", SHID_MARKER_FILE)));
-	}
-	if (CloseTransientFile(fd) != 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not close file \"%s\": %m", SHID_MARKER_FILE)));
+	shid_write_file(SHID_MARKER_FILE, text, sizeof(text) - 1);
+	fsync_fname(SHID_MARKER_FILE, false);
 	fsync_fname(".", true);
 	shid_ceiling->marker_known = true;
 }
 
 /*
- * Make ceiling durable: write a temporary file, fsync it, rename it.  The
- * caller holds the ceiling lock exclusively.
+ * Make ceiling durable: write a temporary file, then durable_rename, which
+ * fsyncs it, renames it into place and fsyncs the directory.  The caller
+ * holds the ceiling lock exclusively.
  */
 static void
 shid_write_ceiling(int64 ceiling)
 {
 	char		buf[128];
-	int			len;
-	int			fd;
 	int64		start_us = shid_monotonic_us();
 
 	shid_write_marker();
 	shid_state_text(ceiling, buf, sizeof(buf));
-	len = strlen(buf);
-
-	fd = OpenTransientFile(SHID_STATE_TMPFILE, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
-	if (fd < 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not create file \"%s\": %m", SHID_STATE_TMPFILE)));
-	errno = 0;
-	if (write(fd, buf, len) != len)
-	{
-		int			save_errno = errno;
-
-		CloseTransientFile(fd);
-		errno = save_errno ? save_errno : ENOSPC;
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not write file \"%s\": %m", SHID_STATE_TMPFILE)));
-	}
-	if (CloseTransientFile(fd) != 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not close file \"%s\": %m", SHID_STATE_TMPFILE)));
+	shid_write_file(SHID_STATE_TMPFILE, buf, strlen(buf));
 	(void) durable_rename(SHID_STATE_TMPFILE, SHID_STATE_FILE, ERROR);
 	shid_ceiling->ref_wall_ms = shid_ceiling_clock_ms();
 	shid_ceiling->ref_mono_ms = shid_monotonic_ms();

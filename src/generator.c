@@ -16,11 +16,15 @@
  * holding the millisecond it is filling and a bitmap of the sequence-field
  * values already handed out in that millisecond:
  *
- *	 - A call reads the clock and takes nextval.  If the millisecond is new,
- *	   the bitmap starts empty.  If nextval's low bits are free, the id is
- *	   bit for bit the seed's; otherwise the next free value is taken.
+ *	 - A call reads the clock and, in seed mode, takes nextval.  If the
+ *	   millisecond is new, the bitmap starts empty.  If nextval's low bits
+ *	   are free, the id is bit for bit the seed's; otherwise the next free
+ *	   value is taken.  In counter mode the value is the slot's count of
+ *	   values used, so a shard's ids strictly increase in minting order.
  *	 - When all values of the current millisecond are taken, the caller
- *	   waits (at most the rest of that millisecond) for the clock to tick.
+ *	   waits (at most the rest of that millisecond) for the clock to tick;
+ *	   a clock that does not tick for SHID_MAX_WAIT_MS, by the monotonic
+ *	   clock, is an error.
  *	 - When the clock reads earlier than the slot's millisecond (it was
  *	   stepped back), the slot keeps its millisecond and, once that is
  *	   full, moves to the next one without waiting.  Ids thus never go
@@ -30,8 +34,12 @@
  *
  * Shared memory does not survive a restart, so a durable ceiling
  * (ceiling.c) covers every millisecond handed out, and new slots start at
- * the ceiling the previous run left: new ids are later than anything minted
- * before a crash, a restart or a clock step.
+ * the ceiling the previous run left, or that a standby replayed from WAL:
+ * new ids are later than anything minted before a crash, a restart, a clock
+ * step or a failover.
+ *
+ * Each slot also counts what it does (generator_stats), under the same
+ * spinlock, unless sharded_id.track_stats is off.
  *
  *-------------------------------------------------------------------------
  */

@@ -46,3 +46,16 @@ SELECT count(*) AS ids,
        (SELECT max(n) FROM (SELECT count(*) AS n FROM burst
                             GROUP BY sharded_id.created_at(id)) per_ms) AS most_ids_in_one_ms
 FROM burst;
+
+\echo '== 8. Counter mode: no sequence, and a shard''s ids strictly increase in minting order'
+CREATE TEMP TABLE counted AS
+SELECT g, sharded_id.next_id(2) AS id FROM generate_series(1, 100000) g;
+SELECT count(*) AS ids, count(DISTINCT id) AS distinct_ids,
+       count(*) FILTER (WHERE id <= prev) AS not_increasing
+FROM (SELECT id, lag(id) OVER (ORDER BY g) AS prev FROM counted) c;
+
+\echo '== 9. What the generator saw: per shard, and as a whole'
+SELECT layout, shard_id, ids, full_ms_waits, round(wait_time::numeric, 1) AS wait_ms, clock_behind
+FROM sharded_id.generator_stats WHERE ids > 0 ORDER BY ids DESC LIMIT 5;
+SELECT slots_used, max_shards, ceiling > now() AS ceiling_ahead_of_the_clock, ceiling_writes
+FROM sharded_id.generator_info;
