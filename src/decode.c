@@ -20,37 +20,9 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "layout.h"
-#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/tuplestore.h"
 #include "utils/timestamp.h"
-
-/*
- * Set up a set-returning function to return its rows in a tuplestore, the
- * same on every server version (InitMaterializedSRF is 15 and later only).
- */
-static ReturnSetInfo *
-shid_materialize(FunctionCallInfo fcinfo)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	TupleDesc	tupdesc;
-	MemoryContext oldcontext;
-
-	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
-		(rsinfo->allowedModes & SFRM_Materialize) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("set-valued function called in context that cannot accept a set")));
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-
-	oldcontext = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
-	rsinfo->returnMode = SFRM_Materialize;
-	rsinfo->setDesc = CreateTupleDescCopy(tupdesc);
-	rsinfo->setResult = tuplestore_begin_heap(true, false, work_mem);
-	MemoryContextSwitchTo(oldcontext);
-	return rsinfo;
-}
 
 /* Argument argno as Unix ms, checked against the layout's time field. */
 static int64
@@ -223,7 +195,9 @@ PG_FUNCTION_INFO_V1(shid_layouts);
 Datum
 shid_layouts(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = shid_materialize(fcinfo);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	InitMaterializedSRF(fcinfo, 0);
 
 	for (int i = 0; i < shid_num_layouts(); i++)
 	{
