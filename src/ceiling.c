@@ -103,12 +103,6 @@ static RmgrData shid_rmgr = {
 	.rm_identify = shid_ceiling_identify,
 };
 
-static int64
-shid_ceiling_clock_ms(void)
-{
-	return shid_timestamptz_to_unix_ms(GetCurrentTimestamp());
-}
-
 int64
 shid_monotonic_us(void)
 {
@@ -204,7 +198,7 @@ shid_read_ceiling(void)
 	char		text[256];
 	size_t		len;
 	int64		ceiling = 0;
-	int64		now = shid_ceiling_clock_ms();
+	int64		now = shid_clock_ms();
 	const char *problem;
 
 	file = AllocateFile(SHID_STATE_FILE, PG_BINARY_R);
@@ -327,7 +321,7 @@ shid_write_ceiling(int64 ceiling)
 	shid_state_text(ceiling, buf, sizeof(buf));
 	shid_write_file(SHID_STATE_TMPFILE, buf, strlen(buf));
 	(void) durable_rename(SHID_STATE_TMPFILE, SHID_STATE_FILE, ERROR);
-	shid_ceiling->ref_wall_ms = shid_ceiling_clock_ms();
+	shid_ceiling->ref_wall_ms = shid_clock_ms();
 	shid_ceiling->ref_mono_ms = shid_monotonic_ms();
 	shid_ceiling->writes++;
 	shid_ceiling->write_us += shid_monotonic_us() - start_us;
@@ -356,7 +350,7 @@ shid_ceiling_shmem_init(LWLock *lock)
 		shid_ceiling->lock = lock;
 		shid_ceiling->floor_ms = ceiling;
 		pg_atomic_init_u64(&shid_ceiling->ceiling_ms, (uint64) ceiling);
-		shid_ceiling->ref_wall_ms = shid_ceiling_clock_ms();
+		shid_ceiling->ref_wall_ms = shid_clock_ms();
 		shid_ceiling->ref_mono_ms = shid_monotonic_ms();
 		shid_ceiling->marker_known = false;
 		shid_ceiling->writes = 0;

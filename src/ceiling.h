@@ -16,8 +16,17 @@
 
 #include "postgres.h"
 
+#include "layout.h"
 #include "port/atomics.h"
 #include "storage/lwlock.h"
+#include "utils/timestamp.h"
+
+/* The wall clock, in Unix milliseconds, as clock_timestamp() reads it. */
+static inline int64
+shid_clock_ms(void)
+{
+	return shid_timestamptz_to_unix_ms(GetCurrentTimestamp());
+}
 
 /* How far ahead of the newest id the durable ceiling is pushed, in ms. */
 #define SHID_LEASE_MS		1000

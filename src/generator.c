@@ -169,12 +169,6 @@ shid_shmem_request(void)
 	RequestNamedLWLockTranche("sharded_id", 2);
 }
 
-static int64
-shid_clock_ms(void)
-{
-	return shid_timestamptz_to_unix_ms(GetCurrentTimestamp());
-}
-
 static void
 shid_shmem_startup(void)
 {
