@@ -2,8 +2,9 @@
 #
 # Helpers shared by the TAP tests of test/t/: clusters with sharded_id
 # preloaded, minting ids into a table under a primary key, reading back
-# the times of what was minted, the durable ceiling, and a wall clock moved
-# with libfaketime.
+# the times of what was minted, the durable ceiling, a wall clock moved
+# with libfaketime, and data nodes behind a PL/Proxy router built from the
+# demo application in test/example.
 package ShardedIdTest;
 
 use strict;
@@ -12,8 +13,12 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use File::Basename qw(dirname);
 
-our @EXPORT = qw(sharded_node mint phase_ms read_ceiling faked_clock);
+our @EXPORT = qw(sharded_node mint phase_ms read_ceiling faked_clock
+  data_node router_node all_ids);
+
+my $example = dirname(__FILE__) . '/../example';
 
 # A new cluster with sharded_id preloaded, plus the postgresql.conf lines
 # in $opt{conf}; $opt{init} is passed to init.  Not started.
@@ -83,6 +88,82 @@ sub faked_clock
 	};
 	$set->('+0');
 	return ($set, $start);
+}
+
+# A started data node of the demo application: database app with the
+# templates, the shards in @{$opt{shards}}, the data-node API for
+# $opt{shard_count} shards, and two test helpers: all_ids(), every id on
+# the node, and misplaced_ids(), how many ids do not decode to the shard
+# that stores them.  $opt{init} is passed to init.
+sub data_node
+{
+	my ($name, %opt) = @_;
+	my $node = sharded_node($name, init => $opt{init});
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE DATABASE app');
+	my $shards = join(',', @{ $opt{shards} // [] });
+	$node->safe_psql('app', 'CREATE EXTENSION sharded_id; '
+		  . PostgreSQL::Test::Utils::slurp_file("$example/templates.sql") . "
+		SELECT sharded_id.add_table('app.users');
+		SELECT sharded_id.add_table('app.photos');
+		SELECT count(sharded_id.create_shard(s)) FROM unnest('{$shards}'::int[]) s;");
+	$node->command_ok(['psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-v', "shard_count=$opt{shard_count}",
+		'-f', "$example/node_api.sql", '-d', $node->connstr('app')],
+		"$name: data-node API installed");
+	$node->safe_psql('app', q{
+		CREATE FUNCTION all_ids() RETURNS SETOF bigint LANGUAGE plpgsql AS $$
+		DECLARE s record;
+		BEGIN
+			FOR s IN SELECT schema_name FROM sharded_id.shards LOOP
+				RETURN QUERY EXECUTE format('SELECT id FROM %1$I.users UNION ALL SELECT id FROM %1$I.photos', s.schema_name);
+			END LOOP;
+		END $$;
+		CREATE FUNCTION misplaced_ids() RETURNS bigint LANGUAGE plpgsql AS $$
+		DECLARE s record; n bigint; total bigint := 0;
+		BEGIN
+			FOR s IN SELECT shard_id, schema_name FROM sharded_id.shards LOOP
+				EXECUTE format('SELECT count(*) FROM (SELECT id, id AS owner FROM %1$I.users
+				                UNION ALL SELECT id, user_id FROM %1$I.photos) t
+				                WHERE sharded_id.shard_id(id) <> $1 OR sharded_id.shard_id(owner) <> $1', s.schema_name)
+				INTO n USING s.shard_id;
+				total := total + n;
+			END LOOP;
+			RETURN total;
+		END $$;});
+	return $node;
+}
+
+# A started router over the data nodes in %$nodes (name => node), with the
+# shard map in %$map (shard => node name) applied, the router API for
+# $shard_count shards and the ops table ops.photos.
+sub router_node
+{
+	my ($nodes, $map, $shard_count) = @_;
+	my $router = PostgreSQL::Test::Cluster->new('router');
+	$router->init;
+	$router->start;
+	$router->safe_psql('postgres', 'CREATE DATABASE router');
+	$router->safe_psql('router', 'CREATE EXTENSION plproxy; CREATE EXTENSION postgres_fdw;
+		CREATE EXTENSION sharded_id; ' . PostgreSQL::Test::Utils::slurp_file("$example/templates.sql"));
+	for my $name (sort keys %$nodes)
+	{
+		my $connstr = $nodes->{$name}->connstr('app');
+		$router->safe_psql('router', "INSERT INTO sharded_id.nodes VALUES ('$name', \$c\$$connstr\$c\$)");
+	}
+	$router->safe_psql('router', 'INSERT INTO sharded_id.shard_map VALUES '
+		  . join(', ', map { "($_, '$map->{$_}')" } sort { $a <=> $b } keys %$map));
+	is($router->safe_psql('router', 'SELECT sharded_id.apply_shard_map()'), scalar(keys %$map),
+		'the PL/Proxy cluster has one partition per logical shard');
+	$router->command_ok(['psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-v', "shard_count=$shard_count",
+		'-f', "$example/router_api.sql", '-d', $router->connstr('router')], 'router API installed');
+	$router->safe_psql('router', q{SELECT sharded_id.create_ops_table('app.photos')});
+	return $router;
+}
+
+# Every id on the given data nodes.
+sub all_ids
+{
+	return map { split /\n/, $_->safe_psql('app', 'SELECT * FROM all_ids()') } @_;
 }
 
 1;
