@@ -5,85 +5,26 @@
 # to the other node while writers run.
 use strict;
 use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use ShardedIdTest;
 use Test::More;
-use File::Basename qw(dirname);
-use Time::HiRes qw(time);
 
 my $shard_count = 8;
-my $example = dirname(__FILE__) . '/../example';
 
-my %node;
-for my $name (qw(node1 node2))
-{
-	my $n = PostgreSQL::Test::Cluster->new($name);
-	$n->init;
-	$n->append_conf('postgresql.conf', "shared_preload_libraries = 'sharded_id'");
-	$n->start;
-	$n->safe_psql('postgres', 'CREATE DATABASE app');
-	$node{$name} = $n;
-}
-my $router = PostgreSQL::Test::Cluster->new('router');
-$router->init;
-$router->start;
-$router->safe_psql('postgres', 'CREATE DATABASE router');
-
-my $templates = slurp_file("$example/templates.sql");
-
-# Data nodes: node1 holds the even shards, node2 the odd ones.
-for my $name (qw(node1 node2))
-{
-	my $first = $name eq 'node1' ? 0 : 1;
-	my @mine = grep { $_ % 2 == $first } 0 .. $shard_count - 1;
-	$node{$name}->safe_psql('app', "CREATE EXTENSION sharded_id; $templates
-		SELECT sharded_id.add_table('app.users');
-		SELECT sharded_id.add_table('app.photos');
-		SELECT count(sharded_id.create_shard(s)) FROM unnest(ARRAY[" . join(',', @mine) . "]) s;");
-	$node{$name}->command_ok(['psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-v', "shard_count=$shard_count",
-		'-f', "$example/node_api.sql", '-d', $node{$name}->connstr('app')],
-		"$name: data-node API installed");
-	# Test helpers: every id on the node, and ids that do not decode to
-	# the shard that stores them.
-	$node{$name}->safe_psql('app', q{
-		CREATE FUNCTION all_ids() RETURNS SETOF bigint LANGUAGE plpgsql AS $$
-		DECLARE s record;
-		BEGIN
-			FOR s IN SELECT schema_name FROM sharded_id.shards LOOP
-				RETURN QUERY EXECUTE format('SELECT id FROM %1$I.users UNION ALL SELECT id FROM %1$I.photos', s.schema_name);
-			END LOOP;
-		END $$;
-		CREATE FUNCTION misplaced_ids() RETURNS bigint LANGUAGE plpgsql AS $$
-		DECLARE s record; n bigint; total bigint := 0;
-		BEGIN
-			FOR s IN SELECT shard_id, schema_name FROM sharded_id.shards LOOP
-				EXECUTE format('SELECT count(*) FROM (SELECT id, id AS owner FROM %1$I.users
-				                UNION ALL SELECT id, user_id FROM %1$I.photos) t
-				                WHERE sharded_id.shard_id(id) <> $1 OR sharded_id.shard_id(owner) <> $1', s.schema_name)
-				INTO n USING s.shard_id;
-				total := total + n;
-			END LOOP;
-			RETURN total;
-		END $$;});
-}
-
-# Router: the shard map, applied; the PL/Proxy API; an ops table.
-$router->safe_psql('router', "CREATE EXTENSION plproxy; CREATE EXTENSION postgres_fdw;
-	CREATE EXTENSION sharded_id; $templates");
-for my $name (qw(node1 node2))
-{
-	my $connstr = $node{$name}->connstr('app');
-	$router->safe_psql('router', "INSERT INTO sharded_id.nodes VALUES ('$name', \$c\$$connstr\$c\$)");
-}
-$router->safe_psql('router', "INSERT INTO sharded_id.shard_map
-	SELECT s, CASE WHEN s % 2 = 0 THEN 'node1' ELSE 'node2' END FROM generate_series(0, $shard_count - 1) s");
-is($router->safe_psql('router', 'SELECT sharded_id.apply_shard_map()'), $shard_count,
-	'the PL/Proxy cluster has one partition per logical shard');
+# Data nodes: node1 holds the even shards, node2 the odd ones.  The router
+# applies that shard map and holds an ops table.
+my %node = (
+	node1 => data_node('node1', shards => [ grep { $_ % 2 == 0 } 0 .. $shard_count - 1 ],
+		shard_count => $shard_count),
+	node2 => data_node('node2', shards => [ grep { $_ % 2 == 1 } 0 .. $shard_count - 1 ],
+		shard_count => $shard_count));
+my $router = router_node(\%node,
+	{ map { ($_ => $_ % 2 ? 'node2' : 'node1') } 0 .. $shard_count - 1 }, $shard_count);
 is($router->safe_psql('router', q{SELECT count(*) FROM pg_foreign_server s, unnest(s.srvoptions) o
 	WHERE s.srvname = 'sharded_id' AND o ~ '^p[0-9]+='}), $shard_count, 'partitions p0..p7 in the server options');
-$router->command_ok(['psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-v', "shard_count=$shard_count",
-	'-f', "$example/router_api.sql", '-d', $router->connstr('router')], 'router API installed');
-$router->safe_psql('router', q{SELECT sharded_id.create_ops_table('app.photos')});
 
 # Inserts through the router.
 $router->safe_psql('router', q{
@@ -103,11 +44,7 @@ for my $name (qw(node1 node2))
 	is($node{$name}->safe_psql('app', 'SELECT misplaced_ids()'), '0',
 		"$name: every id decodes to the shard that stores it");
 }
-sub all_ids
-{
-	return map { split /\n/, $node{$_}->safe_psql('app', 'SELECT * FROM all_ids()') } qw(node1 node2);
-}
-my @ids = all_ids();
+my @ids = all_ids(values %node);
 my %seen;
 is(scalar(@ids), 600, '600 rows over both nodes');
 is(scalar(grep { $seen{$_}++ } @ids), 0, 'no id repeats across nodes');
@@ -172,7 +109,7 @@ is($node{node1}->safe_psql('app', "SELECT schema_name FROM sharded_id.shards WHE
 	'shard_0005', 'the new node holds the shard');
 is($node{node1}->safe_psql('app', 'SELECT misplaced_ids()'), '0',
 	'every id on the new node decodes to the shard that stores it');
-@ids = all_ids();
+@ids = all_ids(values %node);
 %seen = ();
 is(scalar(@ids), 600 + 1 + $processed, 'all rows are on the nodes');
 is(scalar(grep { $seen{$_}++ } @ids), 0, 'no id repeats across nodes after the move');

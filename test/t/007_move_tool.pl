@@ -2,9 +2,10 @@
 #
 # sharded_id_move_shard with hostile input: schema names holding quotes,
 # semicolons and spaces move intact; a name built to inject SQL fails
-# cleanly and runs nothing; a node name built to inject SQL is refused; and
-# the tool runs the psql and pg_dump of its own server version, whatever
-# PATH holds.
+# cleanly and runs nothing, with either method; a node name built to inject
+# SQL is refused; and the tool runs the psql and pg_dump of its own server
+# version, whatever PATH holds.  The nodes have wal_level = logical, so
+# moves are online unless --method dump is given.
 use strict;
 use warnings;
 use FindBin;
@@ -21,7 +22,7 @@ my $injected = q{x"; DROP TABLE public.victim; --};
 my %node;
 for my $name (qw(node1 node2))
 {
-	$node{$name} = sharded_node($name);
+	$node{$name} = sharded_node($name, init => { allows_streaming => 'logical' });
 	$node{$name}->start;
 	$node{$name}->safe_psql('postgres', q{
 		CREATE EXTENSION sharded_id;
@@ -62,13 +63,13 @@ ok(-x $tool, 'the move tool is installed beside the server binaries');
 
 sub move
 {
-	my ($shard, $to_node, %env) = @_;
+	my ($shard, $to_node, $method, %env) = @_;
 	my ($out, $err) = ('', '');
 	local @ENV{ keys %env } = values %env;
 	my $ok = IPC::Run::run(
 		[ $tool, '--shard', $shard,
 		  '--from', $node{node2}->connstr('postgres'), '--to', $node{node1}->connstr('postgres'),
-		  '--to-node', $to_node, '--router', $router->connstr('postgres') ],
+		  '--to-node', $to_node, '--router', $router->connstr('postgres'), '--method', $method ],
 		'>', \$out, '2>', \$err);
 	return ($ok, $out, $err);
 }
@@ -76,7 +77,7 @@ sub move
 sub map_of { $router->safe_psql('postgres', "SELECT node_name FROM sharded_id.shard_map WHERE shard_id = $_[0]") }
 
 # A node name that would widen the router's check if it were pasted in.
-my ($ok, $out, $err) = move(1, q{nosuch' OR node_name <> '});
+my ($ok, $out, $err) = move(1, q{nosuch' OR node_name <> '}, 'online');
 ok(!$ok, 'a node name holding SQL is refused');
 like($err, qr/the router knows no node "nosuch' OR node_name <> '"/, 'as an unknown node');
 is(map_of(1), 'node2', 'and the shard map is unchanged');
@@ -94,8 +95,9 @@ for my $prog (qw(psql pg_dump))
 
 # The schema name holds a double quote, a single quote, a semicolon and a
 # space.
-($ok, $out, $err) = move(1, 'node1', PATH => "$fake:$ENV{PATH}");
+($ok, $out, $err) = move(1, 'node1', 'online', PATH => "$fake:$ENV{PATH}");
 ok($ok, "a shard in schema $weird moves") or diag($err);
+like($out, qr/^method: online$/m, 'online, with logical replication');
 unlike($err, qr/on PATH was run/, 'with the psql and pg_dump beside the tool, not those on PATH');
 is($node{node1}->safe_psql('postgres', qq{SELECT count(*) FROM sharded_id.shards WHERE shard_id = 1 AND schema_name = \$n\$$weird\$n\$}),
 	'1', 'the target holds the shard under its name');
@@ -112,20 +114,26 @@ $node{node1}->safe_psql('postgres', q{
 	CREATE TABLE app.extra (id bigint PRIMARY KEY);
 	SELECT sharded_id.add_table('app.extra');
 });
-($ok, $out, $err) = move(3, 'node1');
-ok(!$ok, 'the move of the shard with an injected name fails');
-like($err, qr/the copy differs from the source.*nothing was moved/, 'at its verification, and says so');
-is($node{node1}->safe_psql('postgres', 'SELECT count(*) FROM public.victim'), '1',
-	'the injected statement did not run on the target');
-is($node{node1}->safe_psql('postgres', qq{SELECT count(*) FROM pg_namespace WHERE nspname = \$n\$$injected\$n\$}),
-	'0', 'the partial copy is gone from the target');
-is($node{node1}->safe_psql('postgres', 'SELECT count(*) FROM sharded_id.shards WHERE shard_id = 3'),
-	'0', 'and so is its catalog entry');
-is($node{node2}->safe_psql('postgres', q{SELECT format('SELECT count(*) FROM %I.items', schema_name) FROM sharded_id.shards WHERE shard_id = 3 \gexec}),
-	'100', 'the source still holds the shard and its rows');
-is(map_of(3), 'node2', 'and the router still sends shard 3 there');
-is($node{node2}->safe_psql('postgres', 'SELECT count(*) FROM public.victim'), '1',
-	'nothing ran on the source either');
+for my $method (qw(online dump))
+{
+	($ok, $out, $err) = move(3, 'node1', $method);
+	ok(!$ok, "$method: the move of the shard with an injected name fails");
+	like($err, qr/the copy differs from the source.*nothing was moved/, "$method: at its verification, and says so");
+	is($node{node1}->safe_psql('postgres', 'SELECT count(*) FROM public.victim'), '1',
+		"$method: the injected statement did not run on the target");
+	is($node{node1}->safe_psql('postgres', qq{SELECT count(*) FROM pg_namespace WHERE nspname = \$n\$$injected\$n\$}),
+		'0', "$method: the partial copy is gone from the target");
+	is($node{node1}->safe_psql('postgres', 'SELECT count(*) FROM sharded_id.shards WHERE shard_id = 3'),
+		'0', "$method: and so is its catalog entry");
+	is($node{node2}->safe_psql('postgres', q{SELECT format('SELECT count(*) FROM %I.items', schema_name) FROM sharded_id.shards WHERE shard_id = 3 \gexec}),
+		'100', "$method: the source still holds the shard and its rows");
+	is(map_of(3), 'node2', "$method: and the router still sends shard 3 there");
+	is($node{node2}->safe_psql('postgres', 'SELECT count(*) FROM public.victim'), '1',
+		"$method: nothing ran on the source either");
+	is($node{$_}->safe_psql('postgres', q{SELECT (SELECT count(*) FROM pg_replication_slots)
+		+ (SELECT count(*) FROM pg_publication) + (SELECT count(*) FROM pg_subscription)}),
+		'0', "$method: $_ keeps no slot, publication or subscription") for qw(node1 node2);
+}
 
 $_->stop for values %node;
 $router->stop;
