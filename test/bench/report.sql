@@ -138,12 +138,32 @@ WHERE d.section = 'router' AND d.candidate = 'direct on the node'
 ORDER BY split_part(d.metric, ' ', 1)::int;
 SELECT '';
 
-SELECT '### Moving a shard while 2 writers insert through the router (' || max(rounds) || ' moves)'
+SELECT '### Moving a shard while 2 writers insert through the router (median of ' || max(rounds) || ' moves each)'
 FROM med WHERE section = 'move';
 SELECT '';
-SELECT '| measure | median | min | max |';
-SELECT '|---|---:|---:|---:|';
-SELECT format('| %s | %s | %s | %s |', metric, round(percentile_cont(0.5) WITHIN GROUP (ORDER BY value)::numeric, 0),
-              min(value), max(value))
-FROM bench.results WHERE section = 'move'
-GROUP BY metric ORDER BY metric;
+SELECT '| method | rows | write freeze ms (min–max) | longest single freeze ms | total s | writes | retried | failed |';
+SELECT '|---|---:|---:|---:|---:|---:|---:|---:|';
+SELECT format('| %s | %s | %s (%s–%s) | %s | %s | %s | %s | %s |', split_part(f.candidate, ',', 1),
+              to_char(n.median, 'FM9,999,999'), round(f.median::numeric, 0), mm.lo, mm.hi,
+              round(l.median::numeric, 0), round((t.median / 1000)::numeric, 1),
+              round(w.median::numeric, 0), round(re.median::numeric, 0), round(fa.median::numeric, 0))
+FROM med f
+JOIN med n ON n.section = 'move' AND n.candidate = f.candidate AND n.metric = 'rows'
+JOIN med l ON l.section = 'move' AND l.candidate = f.candidate AND l.metric = 'longest single freeze ms'
+JOIN med t ON t.section = 'move' AND t.candidate = f.candidate AND t.metric = 'total ms'
+JOIN med w ON w.section = 'move' AND w.candidate = f.candidate AND w.metric = 'writes'
+JOIN med re ON re.section = 'move' AND re.candidate = f.candidate AND re.metric = 'writes retried'
+JOIN med fa ON fa.section = 'move' AND fa.candidate = f.candidate AND fa.metric = 'writes failed'
+JOIN (SELECT candidate, min(value) AS lo, max(value) AS hi FROM bench.results
+      WHERE section = 'move' AND metric = 'write freeze ms' GROUP BY candidate) mm ON mm.candidate = f.candidate
+WHERE f.section = 'move' AND f.metric = 'write freeze ms'
+ORDER BY split_part(f.candidate, ',', 1) DESC, n.median;
+SELECT '';
+SELECT format('Online move: the median write freeze at %s rows is %s× the one at %s rows.',
+              to_char(bn.median, 'FM9,999,999'), round((b.median / s.median)::numeric, 2), to_char(sn.median, 'FM9,999,999'))
+FROM med b JOIN med bn ON bn.section = 'move' AND bn.candidate = b.candidate AND bn.metric = 'rows',
+     med s JOIN med sn ON sn.section = 'move' AND sn.candidate = s.candidate AND sn.metric = 'rows'
+WHERE b.section = 'move' AND b.metric = 'write freeze ms' AND b.candidate LIKE 'online,%'
+  AND s.section = 'move' AND s.metric = 'write freeze ms' AND s.candidate LIKE 'online,%'
+  AND bn.median = (SELECT max(median) FROM med WHERE section = 'move' AND metric = 'rows' AND candidate LIKE 'online,%')
+  AND sn.median = (SELECT min(median) FROM med WHERE section = 'move' AND metric = 'rows' AND candidate LIKE 'online,%');

@@ -9,7 +9,10 @@
 # that ratios are taken side by side under the same conditions.
 #
 # Knobs: ROUNDS (per-call and bulk rounds, default 7), PGBENCH_ROUNDS
-# (default 5), PGBENCH_SECONDS (default 5).
+# (default 5), PGBENCH_SECONDS (default 5), MOVE_ROUNDS (moves per method
+# and size, default PGBENCH_ROUNDS), MOVE_SIZES (default "10000 100000
+# 1000000") and MOVE_WRITER_SECONDS (default "6 10 40"), and SECTIONS, the
+# sections to run (default all: "percall bulk pgbench cache router move").
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -19,6 +22,8 @@ pgbench_rounds=${PGBENCH_ROUNDS:-5}
 pgbench_seconds=${PGBENCH_SECONDS:-5}
 calls=1000000
 mkdir -p "$(dirname "$out")"
+sections=" ${SECTIONS:-percall bulk pgbench cache router move} "
+want() { [[ $sections == *" $1 "* ]]; }
 
 # The server's own client programs, not whichever major Debian's wrappers pick.
 bindir=$("${PG_CONFIG:-pg_config}" --bindir)
@@ -82,6 +87,7 @@ names=("nextval" "nextval + shard expression" "next_id, 8192 shards" "next_id, o
     "next_id, 8192 shards, wal_log_ceiling off"
     "counter next_id(n), 8192 shards" "counter next_id(n), one shard"
     "next_id(n, seq) over 16 shards" "shard_n.next_id() over 16 shards" "PL/pgSQL original" "gen_random_uuid")
+if want percall; then
 for ((r = 1; r <= rounds; r++)); do
     while read -r name; do
         stmt="SELECT count(${percall[$name]}) FROM (SELECT generate_series(1, $calls) AS g) s"
@@ -92,6 +98,7 @@ for ((r = 1; r <= rounds; r++)); do
                  LATERAL (VALUES ('ms', t.ms), ('wal_bytes', t.wal_bytes)) m(metric, value)"
     done < <(rotate "$r" "${names[@]}")
 done
+fi
 
 echo "== bulk INSERT of $calls rows, $rounds rounds"
 declare -A bulk=(
@@ -105,6 +112,7 @@ declare -A bulk=(
 )
 names=("bigserial" "bigserial, again (noise floor)" "next_id(5, seq)" "counter next_id(9)"
     "shard_0005.next_id() wrapper" "PL/pgSQL original" "uuid (gen_random_uuid)")
+if want bulk; then
 for ((r = 1; r <= rounds; r++)); do
     while read -r name; do
         "${psql[@]}" -c CHECKPOINT
@@ -114,6 +122,7 @@ for ((r = 1; r <= rounds; r++)); do
                  LATERAL (VALUES ('ms', b.ms), ('wal_bytes', b.wal_bytes), ('pk_bytes', b.pk_bytes)) m(metric, value)"
     done < <(rotate "$r" "${names[@]}")
 done
+fi
 
 # One pgbench run: table, clients; prints transactions per second.
 pgbench_tps() {
@@ -135,6 +144,7 @@ declare -A tables=(
     ["PL/pgSQL original"]=plpgsql
     ["uuid (gen_random_uuid)"]=uuid
 )
+if want pgbench; then
 for ((r = 1; r <= pgbench_rounds; r++)); do
     for clients in 1 2 4; do
         while read -r name; do
@@ -143,9 +153,11 @@ for ((r = 1; r <= pgbench_rounds; r++)); do
         done < <(rotate "$r" "${names[@]}")
     done
 done
+fi
 
 echo "== sequence CACHE under next_id, 4 clients, $pgbench_rounds rounds"
 caches=("CACHE 1" "CACHE 32" "CACHE 1000")
+if want cache; then
 for ((r = 1; r <= pgbench_rounds; r++)); do
     while read -r name; do
         table="cache${name#CACHE }"
@@ -153,8 +165,9 @@ for ((r = 1; r <= pgbench_rounds; r++)); do
         record cache "$name" tps "$r" "${tps:?pgbench printed no tps}"
     done < <(rotate "$r" "${caches[@]}")
 done
+fi
 
-echo "== router: PL/Proxy overhead, and shard moves under writers, $pgbench_rounds rounds"
+echo "== router: PL/Proxy overhead, $pgbench_rounds rounds"
 # Two data nodes as two databases of this cluster, this database as router.
 example=$here/../example
 node_conn() { echo "host=$PGHOST port=$PGPORT user=$PGUSER password=$PGPASSWORD dbname=$1"; }
@@ -175,6 +188,7 @@ done
 "${psql[@]}" -c "CREATE TABLE bench.demo_users AS SELECT g AS n, app_api.add_user('user ' || g) AS user_id FROM generate_series(1, 200) g"
 # A user whose shard is on node a, for the direct calls.
 uid=$(psql_at -c "SELECT user_id FROM bench.demo_users WHERE sharded_id.shard_id(user_id) % 2 = 0 LIMIT 1")
+if want router; then
 for ((r = 1; r <= pgbench_rounds; r++)); do
     for clients in 1 4; do
         for way in direct router; do
@@ -185,23 +199,50 @@ for ((r = 1; r <= pgbench_rounds; r++)); do
         done
     done
 done
-# Move shard 1 back and forth while two writers insert through the router.
+fi
+# Move shard 1 back and forth while two writers insert through the router,
+# by each method, at about 10,000, 100,000 and 1,000,000 rows: before each
+# move, the shard is brought back to its size with rows of one user.
+# Writers run for MOVE_WRITER_SECONDS at each size, long enough to outlast
+# the move (the report shows the move's total time beside it).
 mover=$bindir/sharded_id_move_shard
+move_rounds=${MOVE_ROUNDS:-$pgbench_rounds}
+read -r -a move_sizes <<<"${MOVE_SIZES:-10000 100000 1000000}"
+read -r -a writer_seconds <<<"${MOVE_WRITER_SECONDS:-6 10 40}"
+want move && echo "== shard moves under 2 writers through the router: online and dump, ${move_sizes[*]} rows, $move_rounds rounds"
+uid1=$(psql_at -c "SELECT user_id FROM bench.demo_users WHERE sharded_id.shard_id(user_id) = 1 LIMIT 1")
 from=b to=a
-for ((r = 1; r <= pgbench_rounds; r++)); do
-    pgbench -n -c 2 -j 2 -T "$pgbench_seconds" --max-tries=1000 -f "$here/pgbench/add_photo_random.sql" \
-        >"$out.writers" 2>&1 &
-    writers=$!
-    sleep 1    # let the writers connect; the freeze is measured by the tool itself
-    move_out=$("$mover" --shard 1 --from "$(node_conn bench_node_$from)" --to "$(node_conn bench_node_$to)" \
-                   --to-node "$to" --router "$(node_conn "$PGDATABASE")")
-    wait $writers
-    freeze=$(sed -n 's/^write freeze: \([0-9]*\) ms/\1/p' <<<"$move_out")
-    record move "shard move" "write freeze ms" "$r" "${freeze:?the move printed no freeze}"
-    record move "shard move" "writes during the run" "$r" "$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$out.writers")"
-    record move "shard move" "writes failed for good" "$r" "$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$out.writers" | head -n 1)"
-    record move "shard move" "rows in the moved shard" "$r" "$(psql_at -d bench_node_$to -c 'SELECT count(*) FROM shard_0001.photos')"
-    tmp=$from; from=$to; to=$tmp
+want move || move_sizes=()
+for i in "${!move_sizes[@]}"; do
+    size=${move_sizes[$i]}
+    for ((r = 1; r <= move_rounds; r++)); do
+        while read -r method; do
+            "${psql[@]}" -d bench_node_$from \
+                -c "DELETE FROM shard_0001.photos WHERE caption = 'during a move'" \
+                -c "INSERT INTO shard_0001.photos (user_id, caption)
+                    SELECT $uid1, 'row ' || g FROM generate_series(1, $size - (SELECT count(*) FROM shard_0001.photos)) g" \
+                -c 'VACUUM ANALYZE shard_0001.photos' -c CHECKPOINT
+            rows=$(psql_at -d bench_node_$from -c 'SELECT count(*) FROM shard_0001.photos')
+            pgbench -n -c 2 -j 2 -T "${writer_seconds[$i]}" --max-tries=1000 -f "$here/pgbench/add_photo_random.sql" \
+                >"$out.writers" 2>&1 &
+            writers=$!
+            sleep 1    # let the writers connect; the freeze is measured by the tool itself
+            move_out=$("$mover" --method "$method" --shard 1 --from "$(node_conn bench_node_$from)" \
+                           --to "$(node_conn bench_node_$to)" --to-node "$to" --router "$(node_conn "$PGDATABASE")")
+            wait $writers
+            name="$method, $size rows"
+            record move "$name" "rows" "$r" "$rows"
+            record move "$name" "write freeze ms" "$r" "$(sed -n 's/^write freeze: \([0-9]*\) ms/\1/p' <<<"$move_out")"
+            record move "$name" "longest single freeze ms" "$r" \
+                "$(sed -n 's/^write freezes: //p' <<<"$move_out" | tr -d 'ms' | tr ' ' '\n' | sort -n | tail -n 1)"
+            record move "$name" "total ms" "$r" "$(sed -n 's/^total time: \([0-9]*\) ms/\1/p' <<<"$move_out")"
+            record move "$name" "writes" "$r" "$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$out.writers")"
+            record move "$name" "writes retried" "$r" "$(sed -n 's/^number of transactions retried: \([0-9]*\).*/\1/p' "$out.writers")"
+            record move "$name" "writes failed" "$r" "$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$out.writers" | head -n 1)"
+            record move "$name" "writer seconds" "$r" "${writer_seconds[$i]}"
+            tmp=$from; from=$to; to=$tmp
+        done < <(rotate "$r" online dump)
+    done
 done
 rm -f "$out.writers"
 
@@ -209,7 +250,7 @@ rm -f "$out.writers"
     echo "## sharded_id benchmark"
     echo
     echo "- machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1), $(free -g | awk '/^Mem:/ {print $2}') GiB"
-    echo "- server: $(psql_at -c 'SHOW server_version'), fsync=$(psql_at -c 'SHOW fsync'), synchronous_commit=$(psql_at -c 'SHOW synchronous_commit'), shared_buffers=$(psql_at -c 'SHOW shared_buffers')"
+    echo "- server: $(psql_at -c 'SHOW server_version'), fsync=$(psql_at -c 'SHOW fsync'), synchronous_commit=$(psql_at -c 'SHOW synchronous_commit'), wal_level=$(psql_at -c 'SHOW wal_level'), shared_buffers=$(psql_at -c 'SHOW shared_buffers')"
     echo "- run: $(date -u '+%Y-%m-%d %H:%M UTC'), ROUNDS=$rounds PGBENCH_ROUNDS=$pgbench_rounds PGBENCH_SECONDS=$pgbench_seconds"
     echo
     "${psql[@]}" -f "$here/report.sql"
