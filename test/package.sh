@@ -38,11 +38,13 @@ trap restore EXIT
 # The suite must see the package's files only.
 make -s -C "$work/sharded-id" uninstall PG_CONFIG="$pg_config" >/dev/null
 dpkg -i "$deb" >/dev/null
-dpkg -L "$package" | grep -qx "$("$pg_config" --bindir)/sharded_id_move_shard" ||
-    { echo "the package lacks the move tool" >&2; exit 1; }
+for tool in sharded_id_move_shard sharded_id_rebalance; do
+    dpkg -L "$package" | grep -qx "$("$pg_config" --bindir)/$tool" ||
+        { echo "the package lacks $tool" >&2; exit 1; }
+done
 dpkg -L "$package" | grep -qx "$("$pg_config" --sharedir)/extension/sharded_id--1.3.sql" ||
     { echo "the package lacks the install script" >&2; exit 1; }
-echo "installed $package; the move tool and the install script are in it"
+echo "installed $package; the move and rebalance tools and the install script are in it"
 
 cp -a "$src" "$work/check"
 chown -R "$test_user:" "$work/check"
