@@ -141,21 +141,23 @@ SELECT '';
 SELECT '### Moving a shard while 2 writers insert through the router (median of ' || max(rounds) || ' moves each)'
 FROM med WHERE section = 'move';
 SELECT '';
-SELECT '| method | rows | write freeze ms (min–max) | longest single freeze ms | total s | writes | retried | failed |';
+SELECT '| method | rows | write freeze ms (min–max) | longest single freeze, max ms | total s | writes per move | retried, all moves | failed, all moves |';
 SELECT '|---|---:|---:|---:|---:|---:|---:|---:|';
 SELECT format('| %s | %s | %s (%s–%s) | %s | %s | %s | %s | %s |', split_part(f.candidate, ',', 1),
               to_char(n.median, 'FM9,999,999'), round(f.median::numeric, 0), mm.lo, mm.hi,
-              round(l.median::numeric, 0), round((t.median / 1000)::numeric, 1),
-              round(w.median::numeric, 0), round(re.median::numeric, 0), round(fa.median::numeric, 0))
+              mm.longest, round((t.median / 1000)::numeric, 1),
+              round(w.median::numeric, 0), mm.retried, mm.failed)
 FROM med f
 JOIN med n ON n.section = 'move' AND n.candidate = f.candidate AND n.metric = 'rows'
-JOIN med l ON l.section = 'move' AND l.candidate = f.candidate AND l.metric = 'longest single freeze ms'
 JOIN med t ON t.section = 'move' AND t.candidate = f.candidate AND t.metric = 'total ms'
 JOIN med w ON w.section = 'move' AND w.candidate = f.candidate AND w.metric = 'writes'
-JOIN med re ON re.section = 'move' AND re.candidate = f.candidate AND re.metric = 'writes retried'
-JOIN med fa ON fa.section = 'move' AND fa.candidate = f.candidate AND fa.metric = 'writes failed'
-JOIN (SELECT candidate, min(value) AS lo, max(value) AS hi FROM bench.results
-      WHERE section = 'move' AND metric = 'write freeze ms' GROUP BY candidate) mm ON mm.candidate = f.candidate
+JOIN (SELECT candidate,
+             min(value) FILTER (WHERE metric = 'write freeze ms') AS lo,
+             max(value) FILTER (WHERE metric = 'write freeze ms') AS hi,
+             max(value) FILTER (WHERE metric = 'longest single freeze ms') AS longest,
+             sum(value) FILTER (WHERE metric = 'writes retried') AS retried,
+             sum(value) FILTER (WHERE metric = 'writes failed') AS failed
+      FROM bench.results WHERE section = 'move' GROUP BY candidate) mm ON mm.candidate = f.candidate
 WHERE f.section = 'move' AND f.metric = 'write freeze ms'
 ORDER BY split_part(f.candidate, ',', 1) DESC, n.median;
 SELECT '';
