@@ -11,7 +11,8 @@
 # Knobs: ROUNDS (per-call and bulk rounds, default 7), PGBENCH_ROUNDS
 # (default 5), PGBENCH_SECONDS (default 5), MOVE_ROUNDS (moves per method
 # and size, default PGBENCH_ROUNDS), MOVE_SIZES (default "10000 100000
-# 1000000") and MOVE_WRITER_SECONDS (default "6 10 40"), and SECTIONS, the
+# 1000000"), MOVE_WRITER_SECONDS (default "6 10 40") and MOVE_OPTS (more
+# options for sharded_id_move_shard, such as --verbose), and SECTIONS, the
 # sections to run (default all: "percall bulk pgbench cache router move").
 set -euo pipefail
 
@@ -227,7 +228,8 @@ for i in "${!move_sizes[@]}"; do
                 >"$out.writers" 2>&1 &
             writers=$!
             sleep 1    # let the writers connect; the freeze is measured by the tool itself
-            move_out=$("$mover" --method "$method" --shard 1 --from "$(node_conn bench_node_$from)" \
+            # shellcheck disable=SC2086
+            move_out=$("$mover" ${MOVE_OPTS:-} --method "$method" --shard 1 --from "$(node_conn bench_node_$from)" \
                            --to "$(node_conn bench_node_$to)" --to-node "$to" --router "$(node_conn "$PGDATABASE")")
             wait $writers
             name="$method, $size rows"
