@@ -1,10 +1,11 @@
 # test/t/011_online_move.pl
 #
 # Online shard moves with logical replication: a move while pgbench writes
-# through the router, a move whose target dies in the middle of the copy,
-# and a third node filled by sharded_id_rebalance.  After each, no
-# replication slot, publication or subscription of a move is left on any
-# node.
+# through the router; a move whose target dies in the middle of the copy,
+# one whose copy differs and one whose copy cannot finish; a writer that
+# bypasses the fence during the final freeze; and a third node filled by
+# sharded_id_rebalance.  After each, no replication slot, publication or
+# subscription of a move is left on any node.
 use strict;
 use warnings;
 use FindBin;
@@ -202,7 +203,41 @@ $l_in = "\\q\n";
 $locker->finish;
 $node{node2}->safe_psql('app', 'DROP TRIGGER replica_hook ON shard_0007.photos');
 
-# 4. A third node joins, and sharded_id_rebalance evens out the 8 shards.
+# 4. A writer that bypasses enter_shard and waits on a table lock during
+# the final freeze fails on the retired copy instead of writing a row that
+# would be dropped with it.  A lock the test holds on the router's shard
+# map stops the move inside that freeze, at its repoint.
+my $user7 = $router->safe_psql('router', 'SELECT user_id FROM demo_users WHERE sharded_id.shard_id(user_id) = 7 LIMIT 1');
+my ($h_in, $h_out) = ('', '');
+my $map_lock = IPC::Run::start([ 'psql', '-X', '-A', '-t', '-d', $router->connstr('router') ],
+	'<', \$h_in, '>', \$h_out, '2>&1');
+$h_in = "BEGIN;\nSELECT 1 FROM sharded_id.shard_map WHERE shard_id = 7 FOR UPDATE;\n\\echo held\n";
+$map_lock->pump until $h_out =~ /held/;
+($m_out, $m_err) = ('', '');
+$mover = IPC::Run::start(move(7, 'node2', 'node1'), '>', \$m_out, '2>', \$m_err);
+$router->poll_query_until('router', q{SELECT count(*) > 0 FROM pg_stat_activity
+	WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE sharded_id.shard_map%'})
+  or die "the move did not reach its repoint: $m_err";
+my ($d_out, $d_err) = ('', '');
+my $direct = IPC::Run::start([ 'psql', '-X', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-d', $node{node2}->connstr('app'),
+	'-c', "INSERT INTO shard_0007.photos (user_id, caption) VALUES ($user7, 'direct') RETURNING id" ],
+	'>', \$d_out, '2>', \$d_err);
+$node{node2}->poll_query_until('app', q{SELECT count(*) > 0 FROM pg_stat_activity
+	WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO shard_0007.photos%'})
+  or die "the direct writer did not wait: $d_err";
+$h_in = "COMMIT;\n\\q\n";
+$map_lock->finish;
+ok($mover->finish, 'shard 7 moves once the router is free') or diag($m_err);
+ok(!$direct->finish, 'the direct writer that waited on the freeze fails');
+like($d_err, qr/violates check constraint "sharded_id_moved"/, 'on the check constraint of the retired copy');
+is($d_out, '', 'and returns no id');
+is($node{node1}->safe_psql('app', q{SELECT count(*) FROM shard_0007.photos WHERE caption = 'direct'}), '0',
+	'the target has no such row either');
+is($node{node2}->safe_psql('app', q{SELECT count(*) FROM pg_namespace WHERE nspname = 'shard_0007'}), '0',
+	'and the retired copy is gone from the source');
+is(leftovers($node{$_}), '0', "$_: nothing left after the move of shard 7") for qw(node1 node2);
+
+# 5. A third node joins, and sharded_id_rebalance evens out the 8 shards.
 $node{node3} = data_node('node3', shard_count => $shard_count, init => { allows_streaming => 'logical' });
 my $connstr = $node{node3}->connstr('app');
 $router->safe_psql('router', "INSERT INTO sharded_id.nodes VALUES ('node3', \$c\$$connstr\$c\$)");
@@ -212,13 +247,13 @@ my $rebalance = [ "$bindir/sharded_id_rebalance", '--router', $router->connstr('
 my ($r_out, $r_err) = ('', '');
 ok(IPC::Run::run([ @$rebalance, '--dry-run' ], '>', \$r_out, '2>', \$r_err), 'the dry run plans')
   or diag($r_err);
-like($r_out, qr/^plan: 3 moves$/m, 'three moves, from 6 + 2 + 0 shards to 3 + 3 + 2');
-is(scalar(() = $r_out =~ /^move shard \d+ from node "node1" to node "node\d"$/mg), 3,
+like($r_out, qr/^plan: 4 moves$/m, 'four moves, from 7 + 1 + 0 shards to 3 + 3 + 2');
+is(scalar(() = $r_out =~ /^move shard \d+ from node "node1" to node "node\d"$/mg), 4,
 	'each from the fullest node') or diag($r_out);
 is($map->(), $map_before, 'and the dry run moves nothing');
 my $total = () = all_ids(values %node);
 ok(IPC::Run::run($rebalance, '>', \$r_out, '2>', \$r_err), 'the rebalance runs') or diag($r_err);
-like($r_out, qr/^rebalanced: 3 moves$/m, 'its three moves');
+like($r_out, qr/^rebalanced: 4 moves$/m, 'its four moves');
 is($router->safe_psql('router', q{SELECT string_agg(n::text, ',' ORDER BY node_name) FROM
 	(SELECT node_name, count(*) AS n FROM sharded_id.shard_map GROUP BY node_name) c}),
 	'3,3,2', 'the nodes hold 3, 3 and 2 shards');
