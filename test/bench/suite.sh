@@ -210,10 +210,10 @@ mover=$bindir/sharded_id_move_shard
 move_rounds=${MOVE_ROUNDS:-$pgbench_rounds}
 read -r -a move_sizes <<<"${MOVE_SIZES:-10000 100000 1000000}"
 read -r -a writer_seconds <<<"${MOVE_WRITER_SECONDS:-6 10 40}"
-want move && echo "== shard moves under 2 writers through the router: online and dump, ${move_sizes[*]} rows, $move_rounds rounds"
+if want move; then
+echo "== shard moves under 2 writers through the router: online and dump, ${move_sizes[*]} rows, $move_rounds rounds"
 uid1=$(psql_at -c "SELECT user_id FROM bench.demo_users WHERE sharded_id.shard_id(user_id) = 1 LIMIT 1")
 from=b to=a
-want move || move_sizes=()
 for i in "${!move_sizes[@]}"; do
     size=${move_sizes[$i]}
     for ((r = 1; r <= move_rounds; r++)); do
@@ -246,6 +246,7 @@ for i in "${!move_sizes[@]}"; do
         done < <(rotate "$r" online dump)
     done
 done
+fi
 rm -f "$out.writers"
 
 {
