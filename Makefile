@@ -9,7 +9,7 @@ EXTENSION = sharded_id
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/sharded_id.control)
 
 MODULE_big = sharded_id
-OBJS = src/layout.o src/ceiling.o src/generator.o src/decode.o src/route.o \
+OBJS = src/layout.o src/ceiling.o src/owner.o src/generator.o src/decode.o src/route.o \
 	src/shortcode.o
 PGFILEDESC = "sharded_id - time-sortable 64-bit ids carrying a logical shard"
 
@@ -33,7 +33,7 @@ PG_CPPFLAGS += '-DPGDLLEXPORT=__attribute__((visibility("default")))'
 endif
 
 # pg_regress: sql/ and expected/
-REGRESS = api errors labels stress counter monitor layouts helpers shards lifecycle adopt router upgrade
+REGRESS = api errors labels stress counter monitor layouts helpers shards lifecycle adopt router upgrade owners
 REGRESS_OPTS = --load-extension=sharded_id
 
 # pg_isolation_regress: test/specs/ and test/expected/

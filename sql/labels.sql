@@ -18,7 +18,8 @@ ORDER BY p.oid::regprocedure::text COLLATE "C";
 -- generator's state is VOLATILE and not PARALLEL SAFE; every C decoder is
 -- IMMUTABLE, STRICT and PARALLEL SAFE;
 -- every SQL and PL/pgSQL function pins its search_path.
-WITH generator AS (VALUES ('reset_ceiling'), ('generator_stats'), ('generator_info'), ('reset_stats'))
+WITH generator AS (VALUES ('reset_ceiling'), ('generator_stats'), ('generator_info'), ('reset_stats'),
+                          ('raise_floor'), ('high_water'), ('_retire_shard'), ('_own_shard'))
 SELECT p.oid::regprocedure AS mislabelled
 FROM pg_proc p
 JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid

@@ -11,17 +11,22 @@
  * starts at the ceiling read back from the file (floor_ms), so new ids are
  * later than anything minted before.
  *
- * The file, version 2:
+ * The file, version 3:
  *
- *	 sharded_id state 2
+ *	 sharded_id state 3
  *	 ceiling 1763794945123
+ *	 floor 1763794944000
  *	 crc32c 1a2b3c4d
  *
- * The CRC-32C covers the first two lines.  A file that does not match this
- * form to the byte (truncated, corrupt, another version), or whose ceiling
- * lies outside every layout's time range, is not trusted: a WARNING says
- * so, and the generator starts after the current time.  1.2's one-line form
- * ("sharded_id clock ceiling N", newline included) is still read.  The file
+ * The CRC-32C covers the lines before it.  "floor" is the highest floor
+ * raise_floor set under a shard's ids: ids that another server minted for
+ * a shard that now lives here reach that far, so reset_ceiling never lowers
+ * the ceiling below it.  A file that does not match this form to the byte
+ * (truncated, corrupt, another version), or whose ceiling lies outside
+ * every layout's time range, is not trusted: a WARNING says so, and the
+ * generator starts after the current time.  1.3's version 2 (no floor
+ * line) and 1.2's one-line form ("sharded_id clock ceiling N", newline
+ * included) are still read.  The file
  * sharded_id.minted, written once with the first ceiling, tells a server
  * that never minted (no state file, silently) from one whose state file was
  * lost (a WARNING).
@@ -32,7 +37,13 @@
  * carrying such an id.  A standby replays it into its own shared state and
  * its own state file; promoted, it starts every slot after the highest
  * ceiling it replayed, whatever its clock.  Crash recovery of the primary
- * replays the same records.
+ * replays the same records.  A raise of the floor is logged the same way.
+ *
+ * Like nextval() (sequence.c), a backend that WAL-logs a raise first makes
+ * sure its transaction has an xid, so that its commit flushes the record
+ * and, with synchronous replication, waits for the standby: a transaction
+ * that only mints ids does not report success while the record that covers
+ * them could still be lost in a failover.
  *
  * Locking rules:
  *	 - ceiling_ms is read without a lock (an atomic read).  It only grows,
@@ -46,9 +57,15 @@
  *	   statistics change only
  *	   under the ceiling LWLock (floor_ms when shared memory is initialised
  *	   and in shid_ceiling_reset); readers of the refs take it shared.
- *	 - shid_ceiling_reset is the one place the ceiling goes down.  It runs
- *	   with the generator's slot table locked exclusively, so no slot is
- *	   created or advanced past the old ceiling while it works.
+ *	 - shid_ceiling_reset_begin/end bracket the one place the ceiling goes
+ *	   down.  The generator holds its slot table locked exclusively, and
+ *	   begin takes the ceiling lock and bumps the generation before any slot
+ *	   is lowered; end writes the lowered ceiling and releases the lock.  A
+ *	   minter reads the generation before its claim and after shid_cover,
+ *	   and claims again when it changed, so no id claimed before the reset
+ *	   is returned after it; cover_slow does not raise the ceiling for such
+ *	   a claim.  The ceiling never goes below raised_floor_ms.
+ *	 - raised_floor_ms changes only under the ceiling lock, and only grows.
  *	 - The file is replaced atomically: written to a temporary file,
  *	   fsync'ed, and renamed into place (durable_rename).
  *
@@ -60,6 +77,7 @@
 #include <unistd.h>
 #include <fcntl.h>
 
+#include "access/xact.h"
 #include "access/xlog.h"
 #include "access/xlog_internal.h"
 #include "access/xloginsert.h"
@@ -77,13 +95,14 @@
 #define SHID_STATE_FILE		"sharded_id.state"
 #define SHID_STATE_TMPFILE	"sharded_id.state.tmp"
 #define SHID_MARKER_FILE	"sharded_id.minted"
-#define SHID_STATE_VERSION	2
+#define SHID_STATE_VERSION	3
 
 ShidCeiling *shid_ceiling = NULL;
 
 /* WAL record types of the "sharded_id" resource manager. */
 #define XLOG_SHID_CEILING	0x00	/* the ceiling was raised to ... */
 #define XLOG_SHID_RESET		0x10	/* ... or set by reset_ceiling to ... */
+#define XLOG_SHID_FLOOR		0x20	/* a shard's floor was raised to ... */
 
 /* GUC: seconds the wall clock may run ahead of the monotonic clock. */
 int			shid_max_clock_jump = 86400;
@@ -118,15 +137,19 @@ shid_monotonic_ms(void)
 	return shid_monotonic_us() / 1000;
 }
 
-/* The text of a version-2 state file for ceiling, with its CRC line. */
+/* The text of a state file (version 2 or 3), with its CRC line. */
 static void
-shid_state_text(int64 ceiling, char *buf, size_t size)
+shid_state_text(int version, int64 ceiling, int64 floor, char *buf, size_t size)
 {
 	pg_crc32c	crc;
 	int			len;
 
-	len = snprintf(buf, size, "sharded_id state %d\nceiling %lld\n",
-				   SHID_STATE_VERSION, (long long) ceiling);
+	if (version == 2)
+		len = snprintf(buf, size, "sharded_id state 2\nceiling %lld\n",
+					   (long long) ceiling);
+	else
+		len = snprintf(buf, size, "sharded_id state %d\nceiling %lld\nfloor %lld\n",
+					   version, (long long) ceiling, (long long) floor);
 	INIT_CRC32C(crc);
 	COMP_CRC32C(crc, buf, len);
 	FIN_CRC32C(crc);
@@ -134,19 +157,22 @@ shid_state_text(int64 ceiling, char *buf, size_t size)
 }
 
 /*
- * Parse a state file.  Returns NULL and sets *ceiling if the text is a
- * well-formed file, to the byte; otherwise a sentence that says what is
- * wrong with it.
+ * Parse a state file.  Returns NULL and sets *ceiling and *floor if the
+ * text is a well-formed file, to the byte; otherwise a sentence that says
+ * what is wrong with it.
  */
 static const char *
-shid_parse_state(const char *text, int64 *ceiling)
+shid_parse_state(const char *text, int64 *ceiling, int64 *floor)
 {
 	long long	value;
-	char		canonical[128];
+	long long	floor_value = 0;
+	char		canonical[160];
 
-	if (sscanf(text, "sharded_id state 2 ceiling %lld", &value) == 1)
+	if (sscanf(text, "sharded_id state 3 ceiling %lld floor %lld", &value, &floor_value) == 2 ||
+		sscanf(text, "sharded_id state 2 ceiling %lld", &value) == 1)
 	{
-		shid_state_text((int64) value, canonical, sizeof(canonical));
+		shid_state_text(text[17] == '3' ? 3 : 2, (int64) value, (int64) floor_value,
+						canonical, sizeof(canonical));
 		if (strcmp(text, canonical) != 0)
 			return "Its checksum does not match its contents, or it is truncated.";
 	}
@@ -160,6 +186,7 @@ shid_parse_state(const char *text, int64 *ceiling)
 	else
 		return "It does not start with a known header and a ceiling.";
 	*ceiling = (int64) value;
+	*floor = (int64) floor_value;
 	return NULL;
 }
 
@@ -187,12 +214,13 @@ shid_marker_exists(void)
 }
 
 /*
- * Read the durable ceiling left by the previous run.  No file and no marker
- * means no id was ever minted here.  Anything else that leaves no proof of
- * what was minted starts the ids after the current time, with a warning.
+ * Read the durable ceiling left by the previous run, and the raised floor
+ * into *floor.  No file and no marker means no id was ever minted here.
+ * Anything else that leaves no proof of what was minted starts the ids
+ * after the current time, with a warning.
  */
 static int64
-shid_read_ceiling(void)
+shid_read_ceiling(int64 *floor)
 {
 	FILE	   *file;
 	char		text[256];
@@ -234,7 +262,7 @@ shid_read_ceiling(void)
 		return now;
 	}
 
-	problem = shid_parse_state(text, &ceiling);
+	problem = shid_parse_state(text, &ceiling, floor);
 	if (problem != NULL)
 	{
 		ereport(WARNING,
@@ -314,11 +342,12 @@ shid_write_marker(void)
 static void
 shid_write_ceiling(int64 ceiling)
 {
-	char		buf[128];
+	char		buf[160];
 	int64		start_us = shid_monotonic_us();
 
 	shid_write_marker();
-	shid_state_text(ceiling, buf, sizeof(buf));
+	shid_state_text(SHID_STATE_VERSION, ceiling, shid_ceiling->raised_floor_ms,
+					buf, sizeof(buf));
 	shid_write_file(SHID_STATE_TMPFILE, buf, strlen(buf));
 	(void) durable_rename(SHID_STATE_TMPFILE, SHID_STATE_FILE, ERROR);
 	shid_ceiling->ref_wall_ms = shid_clock_ms();
@@ -345,11 +374,14 @@ shid_ceiling_shmem_init(LWLock *lock)
 	shid_ceiling = ShmemInitStruct("sharded_id ceiling", sizeof(ShidCeiling), &found);
 	if (!found)
 	{
-		int64		ceiling = shid_read_ceiling();
+		int64		floor = 0;
+		int64		ceiling = shid_read_ceiling(&floor);
 
 		shid_ceiling->lock = lock;
 		shid_ceiling->floor_ms = ceiling;
+		shid_ceiling->raised_floor_ms = floor;
 		pg_atomic_init_u64(&shid_ceiling->ceiling_ms, (uint64) ceiling);
+		pg_atomic_init_u32(&shid_ceiling->generation, 0);
 		shid_ceiling->ref_wall_ms = shid_clock_ms();
 		shid_ceiling->ref_mono_ms = shid_monotonic_ms();
 		shid_ceiling->marker_known = false;
@@ -370,12 +402,18 @@ shid_ceiling_register_rmgr(void)
 		RegisterCustomRmgr((RmgrId) shid_wal_rmgr_id, &shid_rmgr);
 }
 
-/* WAL-log a new ceiling, unless the setting turns it off. */
+/*
+ * WAL-log a new ceiling or floor, unless the setting turns it off.  As in
+ * nextval_internal, the transaction gets an xid first, so that its commit
+ * flushes the record and waits for a synchronous standby.
+ */
 static void
 shid_log_ceiling(uint8 info, int64 ceiling)
 {
 	if (shid_wal_rmgr_id == 0 || !shid_wal_log_ceiling)
 		return;
+	if (IsTransactionState())
+		(void) GetTopTransactionId();
 	XLogBeginInsert();
 	XLogRegisterData((char *) &ceiling, sizeof(ceiling));
 	(void) XLogInsert((RmgrId) shid_wal_rmgr_id, info);
@@ -398,10 +436,12 @@ shid_raise_ceiling(int64 ms)
 /*
  * The slow path of shid_cover: the ceiling is less than half a lease ahead
  * of ms.  Whoever gets the lock without waiting raises it early, so callers
- * rarely block on the write; a caller past the ceiling must wait.
+ * rarely block on the write; a caller past the ceiling must wait.  A claim
+ * that a reset overtook (the generation moved) raises nothing: its caller
+ * claims again.
  */
 void
-shid_cover_slow(int64 ms)
+shid_cover_slow(int64 ms, uint32 generation)
 {
 	int64		ceiling = (int64) pg_atomic_read_u64(&shid_ceiling->ceiling_ms);
 
@@ -409,14 +449,42 @@ shid_cover_slow(int64 ms)
 	{
 		if (LWLockConditionalAcquire(shid_ceiling->lock, LW_EXCLUSIVE))
 		{
-			shid_raise_ceiling(ms);
+			if (pg_atomic_read_u32(&shid_ceiling->generation) == generation)
+				shid_raise_ceiling(ms);
 			LWLockRelease(shid_ceiling->lock);
 		}
 		return;
 	}
 
 	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
-	shid_raise_ceiling(ms);
+	if (pg_atomic_read_u32(&shid_ceiling->generation) == generation)
+		shid_raise_ceiling(ms);
+	LWLockRelease(shid_ceiling->lock);
+}
+
+/*
+ * Raise the floor under a shard's ids to ms, for raise_floor: the durable
+ * ceiling goes past it (no id minted here after a restart or a failover
+ * carries a time at or before it), and reset_ceiling never goes below it.
+ * The generator moves the shard's slot past it itself.
+ */
+void
+shid_ceiling_raise_floor(int64 ms)
+{
+	int64		ceiling;
+
+	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
+	if (ms > shid_ceiling->raised_floor_ms)
+	{
+		ceiling = Max((int64) pg_atomic_read_u64(&shid_ceiling->ceiling_ms),
+					  ms + SHID_LEASE_MS);
+		shid_ceiling->raised_floor_ms = ms;
+		shid_log_ceiling(XLOG_SHID_FLOOR, ms);
+		shid_write_ceiling(ceiling);
+		pg_atomic_write_u64(&shid_ceiling->ceiling_ms, (uint64) ceiling);
+	}
+	else
+		shid_raise_ceiling(ms);
 	LWLockRelease(shid_ceiling->lock);
 }
 
@@ -454,23 +522,32 @@ shid_check_clock_slow(int64 now_ms)
 }
 
 /*
- * Lower the durable ceiling to now_ms: the caller, a superuser, says that no
- * id minted after it was kept.  The generator holds its slot table locked
- * exclusively and resets the slots itself.  Returns the new floor.
+ * Lower the durable ceiling to now_ms, or to the raised floor if that is
+ * later: the caller, a superuser, says that no id minted here after it was
+ * kept.  The generator holds its slot table locked exclusively.  begin
+ * takes the ceiling lock and bumps the generation, and returns the new
+ * floor; the generator lowers every slot to it; end makes the lowered
+ * ceiling durable and releases the lock.
  */
 int64
-shid_ceiling_reset(int64 now_ms)
+shid_ceiling_reset_begin(int64 now_ms)
 {
 	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
-	shid_log_ceiling(XLOG_SHID_RESET, now_ms + SHID_LEASE_MS);
-	shid_write_ceiling(now_ms + SHID_LEASE_MS);
-	pg_atomic_write_u64(&shid_ceiling->ceiling_ms, (uint64) (now_ms + SHID_LEASE_MS));
-	shid_ceiling->floor_ms = now_ms;
+	pg_atomic_fetch_add_u32(&shid_ceiling->generation, 1);
+	return Max(now_ms, shid_ceiling->raised_floor_ms);
+}
+
+void
+shid_ceiling_reset_end(int64 floor_ms)
+{
+	shid_log_ceiling(XLOG_SHID_RESET, floor_ms + SHID_LEASE_MS);
+	shid_write_ceiling(floor_ms + SHID_LEASE_MS);
+	pg_atomic_write_u64(&shid_ceiling->ceiling_ms, (uint64) (floor_ms + SHID_LEASE_MS));
+	shid_ceiling->floor_ms = floor_ms;
 	LWLockRelease(shid_ceiling->lock);
 	ereport(LOG,
 			(errmsg("sharded_id clock ceiling reset to %s",
-					timestamptz_to_str(shid_unix_ms_to_timestamptz(now_ms + SHID_LEASE_MS)))));
-	return now_ms;
+					timestamptz_to_str(shid_unix_ms_to_timestamptz(floor_ms + SHID_LEASE_MS)))));
 }
 
 /* The durable ceiling, and the statistics of its writes. */
@@ -495,24 +572,42 @@ shid_ceiling_reset_stats(void)
 
 /*
  * Replay a ceiling record: on a standby, or in crash recovery.  A raise
- * only ever raises; a reset sets.  The replayed ceiling is made durable in
- * this server's own state file, and new slots start after it.
+ * only ever raises; a reset sets; a floor raises the floor, and the ceiling
+ * past it.  The replayed ceiling is made durable in this server's own state
+ * file, and new slots start after it.
  */
 static void
 shid_ceiling_redo(XLogReaderState *record)
 {
 	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
+	int64		value;
+	int64		current;
 	int64		ceiling;
+	bool		write = false;
 
 	if (XLogRecGetDataLen(record) != sizeof(int64) ||
-		(info != XLOG_SHID_CEILING && info != XLOG_SHID_RESET))
+		(info != XLOG_SHID_CEILING && info != XLOG_SHID_RESET &&
+		 info != XLOG_SHID_FLOOR))
 		elog(PANIC, "sharded_id redo: unknown record (info %u, %u bytes)",
 			 info, XLogRecGetDataLen(record));
-	memcpy(&ceiling, XLogRecGetData(record), sizeof(ceiling));
+	memcpy(&value, XLogRecGetData(record), sizeof(value));
+	ceiling = value;
 
 	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
-	if (info == XLOG_SHID_RESET ||
-		ceiling > (int64) pg_atomic_read_u64(&shid_ceiling->ceiling_ms))
+	current = (int64) pg_atomic_read_u64(&shid_ceiling->ceiling_ms);
+	if (info == XLOG_SHID_RESET)
+		write = true;
+	else
+	{
+		if (info == XLOG_SHID_FLOOR && value > shid_ceiling->raised_floor_ms)
+		{
+			shid_ceiling->raised_floor_ms = value;
+			write = true;
+		}
+		ceiling = Max(current, info == XLOG_SHID_FLOOR ? value + SHID_LEASE_MS : value);
+		write |= ceiling > current;
+	}
+	if (write)
 	{
 		shid_write_ceiling(ceiling);
 		pg_atomic_write_u64(&shid_ceiling->ceiling_ms, (uint64) ceiling);
@@ -546,6 +641,8 @@ shid_ceiling_identify(uint8 info)
 			return "CEILING";
 		case XLOG_SHID_RESET:
 			return "RESET";
+		case XLOG_SHID_FLOOR:
+			return "FLOOR";
 	}
 	return NULL;
 }

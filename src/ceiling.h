@@ -2,7 +2,8 @@
  *
  * src/ceiling.h
  *	  The durable clock ceiling: a time that no id minted by this server has
- *	  passed, kept in the file sharded_id.state so that it outlives a crash.
+ *	  passed, kept in the file sharded_id.state so that it outlives a crash,
+ *	  and the highest floor raised under a shard's ids (raise_floor).
  *
  * The generator calls shid_check_clock(now) before it claims a value, and
  * shid_cover(ms) before it returns an id carrying the millisecond ms.  The
@@ -37,6 +38,8 @@ typedef struct ShidCeiling
 	LWLock	   *lock;			/* serialises writes of the state file */
 	int64		floor_ms;		/* new slots start here */
 	pg_atomic_uint64 ceiling_ms;	/* durable bound on every ms handed out */
+	pg_atomic_uint32 generation;	/* bumped by every reset_ceiling */
+	int64		raised_floor_ms;	/* highest floor raise_floor set; durable */
 	int64		ref_wall_ms;	/* wall clock at the last write ... */
 	int64		ref_mono_ms;	/* ... and the monotonic clock then */
 	bool		marker_known;	/* the marker file is known to exist */
@@ -52,9 +55,11 @@ extern PGDLLIMPORT bool shid_wal_log_ceiling;
 extern Size shid_ceiling_shmem_size(void);
 extern void shid_ceiling_shmem_init(LWLock *lock);
 extern void shid_ceiling_register_rmgr(void);
-extern void shid_cover_slow(int64 ms);
+extern void shid_cover_slow(int64 ms, uint32 generation);
 extern void shid_check_clock_slow(int64 now_ms);
-extern int64 shid_ceiling_reset(int64 now_ms);
+extern int64 shid_ceiling_reset_begin(int64 now_ms);
+extern void shid_ceiling_reset_end(int64 floor_ms);
+extern void shid_ceiling_raise_floor(int64 ms);
 extern int64 shid_monotonic_ms(void);
 extern int64 shid_monotonic_us(void);
 extern int64 shid_ceiling_stats(int64 *writes, int64 *write_us);
@@ -74,16 +79,34 @@ shid_check_clock(int64 now_ms)
 }
 
 /*
+ * The reset generation.  A minter reads it before it claims a value and
+ * again after shid_cover; if a reset_ceiling ran in between, the value may
+ * lie above the lowered ceiling, and the minter claims again.
+ */
+static inline uint32
+shid_generation(void)
+{
+	uint32		generation;
+
+	pg_read_barrier();
+	generation = pg_atomic_read_u32(&shid_ceiling->generation);
+	pg_read_barrier();
+	return generation;
+}
+
+/*
  * Make sure ms is covered by the durable ceiling before an id carrying it is
- * returned.
+ * returned.  generation is the caller's shid_generation() from before its
+ * claim: the slow path does not raise the ceiling for a claim that a reset
+ * has overtaken.
  */
 static inline void
-shid_cover(int64 ms)
+shid_cover(int64 ms, uint32 generation)
 {
 	if (likely((int64) pg_atomic_read_u64(&shid_ceiling->ceiling_ms) >=
 			   ms + SHID_LEASE_MS / 2))
 		return;
-	shid_cover_slow(ms);
+	shid_cover_slow(ms, generation);
 }
 
 #endif							/* SHARDED_ID_CEILING_H */

@@ -20,6 +20,7 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "layout.h"
+#include "port/pg_bitutils.h"
 #include "utils/builtins.h"
 #include "utils/tuplestore.h"
 #include "utils/timestamp.h"
@@ -126,6 +127,33 @@ shid_seq_id(PG_FUNCTION_ARGS)
 
 	shid_unpack(layout, shid_arg_id(fcinfo, 0, layout), &fields);
 	PG_RETURN_INT32(fields.seq);
+}
+
+/*
+ * stripe_id(id bigint, stripes integer [, layout text]) RETURNS integer
+ *
+ * The stripe of an id minted with sharded_id.stripes = stripes: the top
+ * log2(stripes) bits of its sequence field, which name the server that
+ * minted it.
+ */
+PG_FUNCTION_INFO_V1(shid_stripe_id);
+Datum
+shid_stripe_id(PG_FUNCTION_ARGS)
+{
+	const ShidLayout *layout = shid_layout_arg(fcinfo, 2);
+	int64		id = shid_arg_id(fcinfo, 0, layout);
+	int32		stripes = PG_GETARG_INT32(1);
+	int			max_stripes = Min(SHID_MAX_STRIPES, 1 << (layout->seq_bits - 1));
+	ShidFields	fields;
+
+	if (stripes < 1 || stripes > max_stripes || (stripes & (stripes - 1)) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("stripe count %d is out of range", stripes),
+				 errdetail("Stripe counts of layout \"%s\" are powers of two from 1 to %d.",
+						   layout->name, max_stripes)));
+	shid_unpack(layout, id, &fields);
+	PG_RETURN_INT32(fields.seq >> (layout->seq_bits - pg_leftmost_one_pos32((uint32) stripes)));
 }
 
 /*

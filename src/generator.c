@@ -41,6 +41,30 @@
  * Each slot also counts what it does (generator_stats), under the same
  * spinlock, unless sharded_id.track_stats is off.
  *
+ * Across servers:
+ *	 - A shard's floor (raise_floor) moves its slot past the high-water mark
+ *	   of the server it came from, and the durable ceiling past it too, so
+ *	   every id minted here afterwards is greater, whatever this clock reads,
+ *	   after a restart and after a failover.
+ *	 - Each slot caches whether this server owns the shard (owner.c); a
+ *	   retired shard is refused under the same spinlock as the claim.
+ *	 - With sharded_id.stripes = 2^k, the top k bits of the sequence field
+ *	   hold sharded_id.stripe, so servers with distinct stripes never mint
+ *	   the same id for a shard; each mints 2^(seq_bits - k) ids per ms.
+ *	 - sharded_id.minting = off refuses every call, for servers that must
+ *	   never mint.
+ *
+ * Locking rules:
+ *	 - The slot table's LWLock guards inserts (exclusive) and scans
+ *	   (shared); a backend caches slot pointers, which stay valid while the
+ *	   server runs, and then takes no lock to find a slot.
+ *	 - A slot's spinlock covers its fields below the key: a claim, which
+ *	   takes at most the free run of values that follows the first in its
+ *	   word of the bitmap, an owner change, a floor raise, a reset.  Never a
+ *	   loop over values, a wait or a call that can fail.
+ *	 - reset_ceiling holds the slot table exclusively and the ceiling lock
+ *	   (ceiling.c) while it lowers the slots; minters see its generation.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -51,6 +75,7 @@
 #include "ceiling.h"
 #include "commands/sequence.h"
 #include "compat.h"
+#include "owner.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "layout.h"
@@ -91,12 +116,13 @@ typedef struct ShidSlotKey
  * "fresh" is clear reads as all zeroes.  So a call touches the slot's first
  * cache line and the one word it needs, not the whole bitmap.
  */
-typedef struct ShidSlot
+struct ShidSlot
 {
 	ShidSlotKey key;			/* hash key, must be first */
 	slock_t		mutex;			/* protects the fields below */
+	uint8		owner;			/* SHID_OWNER_*: may this server mint? */
 	int32		used;			/* values taken in ms */
-	int32		capacity;		/* values in one ms: 2 ^ the layout's seq_bits */
+	int32		capacity;		/* values in one ms: 2 ^ (seq_bits - stripe bits) */
 	int64		ms;				/* Unix ms being filled */
 	uint64		fresh;			/* words of taken[] valid for ms */
 	int32		last_value;		/* sequence field of the newest id, or -1 */
@@ -108,7 +134,7 @@ typedef struct ShidSlot
 	int64		clock_behind;	/* calls that found the clock behind ms */
 	int64		max_lag_ms;		/* the most it was behind */
 	uint64		taken[SHID_BITMAP_WORDS];	/* sequence-field values taken */
-} ShidSlot;
+};
 
 typedef struct ShidShared
 {
@@ -119,6 +145,12 @@ typedef struct ShidShared
 /* GUCs */
 static int	shid_max_shards = 16384;
 static bool shid_track_stats = true;
+static int	shid_stripes = 1;
+static int	shid_stripe = 0;
+static bool shid_minting = true;
+
+/* log2(sharded_id.stripes): the top bits of the sequence field it takes. */
+static int	shid_stripe_bits = 0;
 
 /* Links to shared memory, set in every process that preloaded us. */
 static ShidShared *shid_shared = NULL;
@@ -213,6 +245,18 @@ shid_check_rmgr_id(int *newval, void **extra, GucSource source)
 	return true;
 }
 
+/* sharded_id.stripes is a power of two. */
+static bool
+shid_check_stripes(int *newval, void **extra, GucSource source)
+{
+	if ((*newval & (*newval - 1)) != 0)
+	{
+		GUC_check_errdetail("sharded_id.stripes must be a power of two: 1 (no stripes), 2, 4, 8, 16, 32 or 64.");
+		return false;
+	}
+	return true;
+}
+
 void
 _PG_init(void)
 {
@@ -269,8 +313,44 @@ _PG_init(void)
 							 PGC_SUSET,
 							 0,
 							 NULL, NULL, NULL);
+	DefineCustomIntVariable("sharded_id.stripes",
+							"Sets how many servers may mint for one shard at once, each in its own stripe.",
+							"The top log2(stripes) bits of the sequence field hold sharded_id.stripe; 1 means no stripes.",
+							&shid_stripes,
+							1,
+							1,
+							SHID_MAX_STRIPES,
+							PGC_POSTMASTER,
+							0,
+							shid_check_stripes, NULL, NULL);
+	DefineCustomIntVariable("sharded_id.stripe",
+							"Sets this server's stripe, from 0 to sharded_id.stripes - 1.",
+							"Every server that mints for the same shards needs a stripe of its own.",
+							&shid_stripe,
+							0,
+							0,
+							SHID_MAX_STRIPES - 1,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+	DefineCustomBoolVariable("sharded_id.minting",
+							 "Allows this server to mint sharded ids.",
+							 "Turn it off on servers that must never mint, such as the workers of a distributed engine.",
+							 &shid_minting,
+							 true,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
 	MarkGUCPrefixReserved("sharded_id");
+	if (shid_stripe >= shid_stripes)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("sharded_id.stripe %d is out of range", shid_stripe),
+				 errdetail("With sharded_id.stripes = %d, the stripes are numbered 0 to %d.",
+						   shid_stripes, shid_stripes - 1)));
+	shid_stripe_bits = pg_leftmost_one_pos32((uint32) shid_stripes);
 	shid_ceiling_register_rmgr();
+	shid_owner_init();
 
 	shid_prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = shid_shmem_request;
@@ -287,6 +367,41 @@ shid_require_shared_state(void)
 				 errmsg("sharded_id must be loaded via \"shared_preload_libraries\""),
 				 errdetail("next_id needs shared memory to guarantee that no id repeats."),
 				 errhint("Add sharded_id to shared_preload_libraries in postgresql.conf and restart the server.")));
+}
+
+/* The error of a call on a server whose minting is switched off. */
+static pg_noreturn void pg_noinline
+shid_minting_off(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_SHID_MINTING_OFF),
+			 errmsg("minting sharded ids is switched off on this server"),
+			 errdetail("sharded_id.minting is off."),
+			 errhint("Mint ids on a server that mints, such as the coordinator of a distributed engine, or turn sharded_id.minting on and reload.")));
+}
+
+/* The error of a call for a shard that this server gave away. */
+static pg_noreturn void pg_noinline
+shid_shard_retired(int32 shard)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_SHID_SHARD_RETIRED),
+			 errmsg("shard %d is not minted on this server", shard),
+			 errdetail("This server gave shard %d away, by drop_shard or by a move to another server, which may be minting its ids now.",
+					   shard),
+			 errhint("Mint the shard's ids on the server that holds it, or take the shard back here with sharded_id.create_shard(%d).",
+					 shard)));
+}
+
+/* The error of a call that needs the primary. */
+static void
+shid_refuse_recovery(const char *what)
+{
+	if (unlikely(RecoveryInProgress()))
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot %s during recovery", what),
+				 errhint("Do it on the primary; a standby follows it from WAL.")));
 }
 
 /* Mark every value of the slot free, for a new millisecond. */
@@ -313,12 +428,16 @@ shid_slot_word(const ShidSlot *slot, int w, int capacity)
 }
 
 /*
- * Take a free sequence-field value: the wanted one if free, else the next
- * free one after it, wrapping around.  The caller holds the mutex and has
- * made sure a value is free.
+ * Take free sequence-field values: the wanted one if free, else the next
+ * free one after it, wrapping around; then as many of the free values that
+ * follow it in the same word of the bitmap as make up n in all.  Sets
+ * *first and returns how many were taken (1 to 64), which are *first,
+ * *first + 1, ...  The caller holds the mutex and has made sure a value is
+ * free; the search visits each word once at most, and the run is found
+ * with bit operations on one word.
  */
 static int
-shid_slot_take(ShidSlot *slot, int capacity, int64 wanted)
+shid_slot_take(ShidSlot *slot, int capacity, int64 wanted, int n, int *first)
 {
 	int			words = (capacity + 63) / 64;
 	int			value = (int) ((uint64) wanted & (uint64) (capacity - 1));
@@ -333,11 +452,17 @@ shid_slot_take(ShidSlot *slot, int capacity, int64 wanted)
 		if (free_bits != 0)
 		{
 			int			bit = pg_rightmost_one_pos64(free_bits);
+			/* The values after it, in its word: a run of free ones, then not. */
+			uint64		after = (bit < 63) ? ~word >> (bit + 1) : 0;
+			int			count = Min(n, 1 + pg_rightmost_one_pos64(~after));
+			uint64		mask = (count == 64) ? ~UINT64CONST(0) :
+				((UINT64CONST(1) << count) - 1) << bit;
 
-			slot->taken[w] = word | (UINT64CONST(1) << bit);
+			slot->taken[w] = word | mask;
 			slot->fresh |= UINT64CONST(1) << w;
-			slot->used++;
-			return w * 64 + bit;
+			slot->used += count;
+			*first = w * 64 + bit;
+			return count;
 		}
 		w = (w + 1) % words;
 		word = shid_slot_word(slot, w, capacity);
@@ -346,6 +471,39 @@ shid_slot_take(ShidSlot *slot, int capacity, int64 wanted)
 	elog(ERROR, "sharded_id slot has no free value although %d of %d are used",
 		 slot->used, capacity);
 	return 0;					/* keep compiler quiet */
+}
+
+/*
+ * Set a slot's owner state, or only store it if the state is still unknown,
+ * and return the state before.
+ */
+uint8
+shid_slot_set_owner(ShidSlot *slot, uint8 owner, bool only_if_unknown)
+{
+	uint8		prev;
+
+	SpinLockAcquire(&slot->mutex);
+	prev = slot->owner;
+	if (!only_if_unknown || prev == SHID_OWNER_UNKNOWN)
+		slot->owner = owner;
+	SpinLockRelease(&slot->mutex);
+	return prev;
+}
+
+/* The first mint of a slot since start-up: ask the shard catalog. */
+static pg_noinline void
+shid_slot_learn_owner(ShidSlot *slot, const ShidLayout *layout)
+{
+	bool		retired = shid_owner_catalog_retired(slot->key.shard, layout);
+
+	(void) shid_slot_set_owner(slot, retired ? SHID_OWNER_RETIRED : SHID_OWNER_MINTS, true);
+}
+
+/* The stripe's bits of the sequence field, for the layout. */
+static inline int64
+shid_stripe_base(const ShidLayout *layout)
+{
+	return (int64) shid_stripe << (layout->seq_bits - shid_stripe_bits);
 }
 
 static ShidSlot *
@@ -377,6 +535,14 @@ shid_find_slot(const ShidLayout *layout, int32 shard)
 
 	if (slot == NULL)
 	{
+		if (shid_stripe_bits >= layout->seq_bits)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("layout \"%s\" has too few sequence bits for %d stripes",
+							layout->name, shid_stripes),
+					 errdetail("Its sequence field has %d bits, and each stripe needs at least one value per millisecond.",
+							   layout->seq_bits),
+					 errhint("Lower sharded_id.stripes and restart the server.")));
 		LWLockAcquire(shid_shared->slots_lock, LW_EXCLUSIVE);
 		slot = hash_search(shid_slots, &key, HASH_ENTER_NULL, &found);
 		if (slot != NULL && !found)
@@ -384,8 +550,9 @@ shid_find_slot(const ShidLayout *layout, int32 shard)
 			SpinLockInit(&slot->mutex);
 			/* Start full at the floor: the first value comes after it. */
 			slot->ms = shid_ceiling->floor_ms;
-			slot->capacity = (int32) shid_seq_capacity(layout);
+			slot->capacity = (int32) (shid_seq_capacity(layout) >> shid_stripe_bits);
 			slot->used = slot->capacity;
+			slot->owner = SHID_OWNER_UNKNOWN;
 			slot->last_value = -1;
 			slot->ids = slot->full_ms_waits = slot->wait_us = 0;
 			slot->clock_behind = slot->max_lag_ms = 0;
@@ -407,24 +574,33 @@ shid_find_slot(const ShidLayout *layout, int32 shard)
 
 /*
  * Claim up to n (millisecond, sequence-field value) pairs of the slot that no
- * other call has claimed, all in one millisecond.  In seed mode the first is
- * as close to wanted as is free; in counter mode each is the slot's next
- * count (its number of values used), so a slot that only counter mode uses
- * hands out 0, 1, 2, ... in every millisecond.  Returns how many were
- * claimed (at least one), puts the values in values[] and the millisecond
- * in *ms.  *now_ms is the clock as the caller read it, and is updated if the
- * call had to wait.
+ * other call has claimed, all in one millisecond and consecutive: *first,
+ * *first + 1, ...  In seed mode the first is as close to wanted as is free;
+ * in counter mode it is the slot's next count (its number of values used),
+ * so a slot that only counter mode uses hands out 0, 1, 2, ... in every
+ * millisecond.  At most the free run after the first value in its word of
+ * the bitmap is claimed at once (64 values), so that the spinlock is held
+ * for a bounded time whatever n is.  Returns how many were claimed, and the
+ * millisecond in *ms; 0 if this server gave the shard away.  *now_ms is the
+ * clock as the caller read it, and is updated if the call had to wait.
  */
 static int
-shid_slot_claim(ShidSlot *slot, int capacity, bool counter, int64 wanted,
-				int64 *now_ms, int *values, int n, int64 *ms)
+shid_slot_claim(ShidSlot *slot, bool counter, int64 wanted, int64 *now_ms,
+				int n, int *first, int64 *ms)
 {
+	int			capacity = slot->capacity;
+
 	for (;;)
 	{
 		int64		full_ms;
 		int64		wait_start;
 
 		SpinLockAcquire(&slot->mutex);
+		if (unlikely(slot->owner == SHID_OWNER_RETIRED))
+		{
+			SpinLockRelease(&slot->mutex);
+			return 0;
+		}
 		if (*now_ms > slot->ms)
 			shid_slot_reset(slot, *now_ms);
 		else if (*now_ms < slot->ms)
@@ -440,13 +616,12 @@ shid_slot_claim(ShidSlot *slot, int capacity, bool counter, int64 wanted,
 		}
 		if (slot->used < capacity)
 		{
-			int			claimed = Min(n, capacity - slot->used);
+			int			claimed = shid_slot_take(slot, capacity,
+												 counter ? slot->used : wanted,
+												 n, first);
 
-			for (int i = 0; i < claimed; i++)
-				values[i] = shid_slot_take(slot, capacity,
-										   counter ? slot->used : wanted + i);
 			*ms = slot->ms;
-			slot->last_value = values[claimed - 1];
+			slot->last_value = *first + claimed - 1;
 			slot->last_ms = slot->ms;
 			if (shid_track_stats)
 				slot->ids += claimed;
@@ -501,6 +676,8 @@ shid_prepare(const ShidLayout *layout, int32 shard)
 
 	shid_check_shard(layout, shard);
 	shid_require_shared_state();
+	if (unlikely(!shid_minting))
+		shid_minting_off();
 	if (unlikely(RecoveryInProgress()))
 		ereport(ERROR,
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
@@ -524,13 +701,21 @@ shid_mint(const ShidLayout *layout, int32 shard, int64 now_ms, bool counter,
 	ShidSlot   *slot = shid_find_slot(layout, shard);
 	int64		ms;
 	int			value;
+	uint32		generation;
 
-	(void) shid_slot_claim(slot, (int) shid_seq_capacity(layout), counter,
-						   wanted, &now_ms, &value, 1, &ms);
-	/* A slot ahead of the clock may have moved past the layout's end. */
-	shid_check_unix_ms(layout, ms);
-	shid_cover(ms);
-	return shid_pack(layout, ms, shard, value);
+	if (unlikely(slot->owner == SHID_OWNER_UNKNOWN))
+		shid_slot_learn_owner(slot, layout);
+	do
+	{
+		generation = shid_generation();
+		if (unlikely(shid_slot_claim(slot, counter, wanted, &now_ms, 1,
+									 &value, &ms) == 0))
+			shid_shard_retired(shard);
+		/* A slot ahead of the clock may have moved past the layout's end. */
+		shid_check_unix_ms(layout, ms);
+		shid_cover(ms, generation);
+	} while (unlikely(shid_generation() != generation));
+	return shid_pack(layout, ms, shard, shid_stripe_base(layout) | value);
 }
 
 /*
@@ -621,7 +806,8 @@ shid_generator_stats(PG_FUNCTION_ARGS)
 		values[6] = Float8GetDatum((double) copy.max_lag_ms);
 		values[7] = TimestampTzGetDatum(shid_unix_ms_to_timestamptz(copy.ms));
 		if (copy.last_value >= 0)
-			values[8] = Int64GetDatum(shid_pack(layout, copy.last_ms, copy.key.shard, copy.last_value));
+			values[8] = Int64GetDatum(shid_pack(layout, copy.last_ms, copy.key.shard,
+												shid_stripe_base(layout) | copy.last_value));
 		else
 			nulls[8] = true;	/* the slot has not minted yet */
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
@@ -701,8 +887,13 @@ shid_reset_stats(PG_FUNCTION_ARGS)
  *
  * Superuser only: lower the durable ceiling, and every slot, to the current
  * time, after the clock had leaped ahead and ids were minted with its time.
- * The caller vouches that no id minted after now was kept.  Returns the
- * time new ids start after.
+ * The caller vouches that no id minted here after now was kept.  Never goes
+ * below the highest floor raise_floor set, which ids minted elsewhere
+ * reach.  Returns the time new ids start after.
+ *
+ * Locks: the slot table exclusively, then the ceiling lock, then each
+ * slot's spinlock in turn.  The generation it bumps makes every minter
+ * whose claim it overtook claim again.
  */
 PG_FUNCTION_INFO_V1(shid_reset_ceiling);
 Datum
@@ -723,7 +914,7 @@ shid_reset_ceiling(PG_FUNCTION_ARGS)
 				 errmsg("cannot reset the sharded_id clock ceiling during recovery")));
 
 	LWLockAcquire(shid_shared->slots_lock, LW_EXCLUSIVE);
-	now_ms = shid_ceiling_reset(shid_clock_ms());
+	now_ms = shid_ceiling_reset_begin(shid_clock_ms());
 	hash_seq_init(&status, shid_slots);
 	while ((slot = hash_seq_search(&status)) != NULL)
 	{
@@ -733,8 +924,181 @@ shid_reset_ceiling(PG_FUNCTION_ARGS)
 		slot->used = slot->capacity;
 		SpinLockRelease(&slot->mutex);
 	}
+	shid_ceiling_reset_end(now_ms);
 	LWLockRelease(shid_shared->slots_lock);
 	PG_RETURN_TIMESTAMPTZ(shid_unix_ms_to_timestamptz(now_ms));
+}
+
+/*
+ * The largest id of the shard that this server may have minted: the slot's
+ * millisecond, with every sequence-field value.  A slot starts at the
+ * durable ceiling, which covers every millisecond minted before, so this
+ * bounds ids from before a restart too.  The caller holds the slot's mutex.
+ */
+static int64
+shid_slot_high_water(const ShidLayout *layout, const ShidSlot *slot)
+{
+	int64		ms = Max(slot->ms, layout->epoch_ms);
+
+	shid_check_unix_ms(layout, ms);
+	return shid_pack(layout, ms, slot->key.shard, shid_seq_capacity(layout) - 1);
+}
+
+/* Checks common to the functions below; returns the shard's slot. */
+static ShidSlot *
+shid_admin_slot(const ShidLayout *layout, int32 shard, const char *what)
+{
+	shid_check_shard(layout, shard);
+	shid_require_shared_state();
+	shid_refuse_recovery(what);
+	return shid_find_slot(layout, shard);
+}
+
+/*
+ * raise_floor(shard_id integer, above_id bigint, layout text) RETURNS bigint
+ *
+ * Every id minted on this server for the shard from now on is greater than
+ * above_id, whatever this server's clock reads, also after a restart or a
+ * failover: the durable ceiling is raised past the id's millisecond
+ * (WAL-logged, in the caller's transaction's xid), then the shard's slot is
+ * moved to that millisecond, full.  For a shard whose rows come from
+ * another server: a move, a restore.  Returns the floor: the largest id of
+ * the shard in that millisecond.
+ *
+ * Locks: the ceiling lock, then the slot's spinlock.
+ */
+PG_FUNCTION_INFO_V1(shid_raise_floor);
+Datum
+shid_raise_floor(PG_FUNCTION_ARGS)
+{
+	const ShidLayout *layout = shid_layout_arg(fcinfo, 2);
+	int32		shard = PG_GETARG_INT32(0);
+	int64		above = PG_GETARG_INT64(1);
+	ShidSlot   *slot;
+	ShidFields	fields;
+
+	shid_check_id(layout, above);
+	slot = shid_admin_slot(layout, shard, "raise the floor of a shard");
+	shid_unpack(layout, above, &fields);
+	shid_ceiling_raise_floor(fields.unix_ms);
+
+	SpinLockAcquire(&slot->mutex);
+	if (slot->ms <= fields.unix_ms)
+	{
+		/* Full at the floor: the next value comes after it. */
+		shid_slot_reset(slot, fields.unix_ms);
+		slot->used = slot->capacity;
+	}
+	SpinLockRelease(&slot->mutex);
+	PG_RETURN_INT64(shid_pack(layout, fields.unix_ms, shard, shid_seq_capacity(layout) - 1));
+}
+
+/*
+ * high_water(shard_id integer, layout text) RETURNS bigint
+ *
+ * The largest id of the shard that this server may have minted; raise_floor
+ * on the server that takes the shard over makes its ids greater.
+ *
+ * Locks: the slot's spinlock.
+ */
+PG_FUNCTION_INFO_V1(shid_high_water);
+Datum
+shid_high_water(PG_FUNCTION_ARGS)
+{
+	const ShidLayout *layout = shid_layout_arg(fcinfo, 1);
+	ShidSlot   *slot = shid_admin_slot(layout, PG_GETARG_INT32(0), "read the high-water mark of a shard");
+	int64		high_water;
+
+	SpinLockAcquire(&slot->mutex);
+	high_water = shid_slot_high_water(layout, slot);
+	SpinLockRelease(&slot->mutex);
+	PG_RETURN_INT64(high_water);
+}
+
+/*
+ * _retire_shard(shard_id integer, layout text) RETURNS bigint
+ *
+ * This server stops minting for the shard at once, and returns its
+ * high-water mark, read under the same hold of the slot's spinlock: no id
+ * above it is minted here afterwards.  If the transaction aborts, the
+ * shard mints here again (owner.c).  drop_shard and moves record the
+ * retirement in sharded_id.retired_shards, which keeps it after a restart.
+ * NULL where sharded_id is not preloaded: nothing mints there.
+ *
+ * Locks: the slot's spinlock.
+ */
+PG_FUNCTION_INFO_V1(shid_retire_shard);
+Datum
+shid_retire_shard(PG_FUNCTION_ARGS)
+{
+	const ShidLayout *layout = shid_layout_arg(fcinfo, 1);
+	ShidSlot   *slot;
+	uint8		prev;
+	int64		high_water;
+
+	/* Without the preload nothing mints here, and nothing is known. */
+	if (shid_shared == NULL)
+		PG_RETURN_NULL();
+	slot = shid_admin_slot(layout, PG_GETARG_INT32(0), "retire a shard");
+	shid_owner_prepare();
+	SpinLockAcquire(&slot->mutex);
+	prev = slot->owner;
+	slot->owner = SHID_OWNER_RETIRED;
+	high_water = Max(slot->ms, layout->epoch_ms);
+	SpinLockRelease(&slot->mutex);
+	shid_owner_remember(slot, prev, SHID_OWNER_RETIRED);
+	shid_check_unix_ms(layout, high_water);
+	PG_RETURN_INT64(shid_pack(layout, high_water, slot->key.shard,
+							  shid_seq_capacity(layout) - 1));
+}
+
+/*
+ * _own_shard(shard_id integer, layout text) RETURNS void
+ *
+ * This server mints for the shard again once the transaction commits:
+ * create_shard, which also removes the shard from
+ * sharded_id.retired_shards.  Nothing to do where sharded_id is not
+ * preloaded.
+ */
+PG_FUNCTION_INFO_V1(shid_own_shard);
+Datum
+shid_own_shard(PG_FUNCTION_ARGS)
+{
+	const ShidLayout *layout = shid_layout_arg(fcinfo, 1);
+	ShidSlot   *slot;
+
+	if (shid_shared == NULL)
+		PG_RETURN_VOID();
+	slot = shid_admin_slot(layout, PG_GETARG_INT32(0), "create a shard");
+	shid_owner_prepare();
+	shid_owner_remember(slot, SHID_OWNER_UNKNOWN, SHID_OWNER_MINTS);
+	PG_RETURN_VOID();
+}
+
+/*
+ * _forget_owners() RETURNS void
+ *
+ * Called once by CREATE EXTENSION, whose shard catalog starts empty: every
+ * slot reads the catalog again on its next mint, so that a shard retired
+ * under a catalog that DROP EXTENSION removed mints again.
+ *
+ * Locks: the slot table shared, then each slot's spinlock in turn.
+ */
+PG_FUNCTION_INFO_V1(shid_forget_owners);
+Datum
+shid_forget_owners(PG_FUNCTION_ARGS)
+{
+	HASH_SEQ_STATUS status;
+	ShidSlot   *slot;
+
+	if (shid_shared == NULL)
+		PG_RETURN_VOID();
+	LWLockAcquire(shid_shared->slots_lock, LW_SHARED);
+	hash_seq_init(&status, shid_slots);
+	while ((slot = hash_seq_search(&status)) != NULL)
+		(void) shid_slot_set_owner(slot, SHID_OWNER_UNKNOWN, false);
+	LWLockRelease(shid_shared->slots_lock);
+	PG_RETURN_VOID();
 }
 
 /* Most ids one next_ids call reserves. */
@@ -750,10 +1114,9 @@ static void
 shid_mint_batch(const ShidLayout *layout, int32 shard, int32 n, bool counter,
 				Oid seqoid, int64 *ids)
 {
-	int			capacity = (int) shid_seq_capacity(layout);
 	int64		now_ms;
 	int64		wanted = 0;
-	int		   *values;
+	int64		stripe_base = shid_stripe_base(layout);
 	int			done = 0;
 	ShidSlot   *slot;
 
@@ -769,23 +1132,30 @@ shid_mint_batch(const ShidLayout *layout, int32 shard, int32 n, bool counter,
 		return;
 
 	slot = shid_find_slot(layout, shard);
-	values = palloc(capacity * sizeof(int));
+	if (unlikely(slot->owner == SHID_OWNER_UNKNOWN))
+		shid_slot_learn_owner(slot, layout);
 	while (done < n)
 	{
 		int64		ms;
+		int			first;
 		int			claimed;
+		uint32		generation = shid_generation();
 
-		claimed = shid_slot_claim(slot, capacity, counter, wanted, &now_ms,
-								  values, Min(n - done, capacity), &ms);
+		claimed = shid_slot_claim(slot, counter, wanted, &now_ms, n - done,
+								  &first, &ms);
+		if (claimed == 0)
+			shid_shard_retired(shard);
 		shid_check_unix_ms(layout, ms);
-		shid_cover(ms);
+		shid_cover(ms, generation);
+		/* A reset overtook the claim: its values are dropped. */
+		if (shid_generation() != generation)
+			continue;
 		for (int i = 0; i < claimed; i++)
-			ids[done + i] = shid_pack(layout, ms, shard, values[i]);
+			ids[done + i] = shid_pack(layout, ms, shard, stripe_base | (first + i));
 		done += claimed;
 		wanted += claimed;
 		now_ms = shid_clock_ms();
 	}
-	pfree(values);
 }
 
 /*

@@ -32,6 +32,9 @@
 /* Widest sequence field the generator keeps state for (Snowflake's). */
 #define SHID_MAX_SEQ_BITS 12
 
+/* Most stripes (sharded_id.stripes): Instagram's layout keeps 16 ids per ms. */
+#define SHID_MAX_STRIPES 64
+
 /* Milliseconds between 1970-01-01 and PostgreSQL's 2000-01-01 epoch. */
 #define SHID_UNIX_MS_AT_PG_EPOCH \
 	((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000)

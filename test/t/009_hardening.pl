@@ -53,7 +53,7 @@ is($node->safe_psql('postgres',
 	'4', 'after 100 failed calls, all 4 slots are still free for real shards');
 
 # The state file as written: a version, the ceiling, a checksum.
-like(slurp_file($state), qr/\Asharded_id state 2\nceiling \d+\ncrc32c [0-9a-f]{8}\n\z/,
+like(slurp_file($state), qr/\Asharded_id state 3\nceiling \d+\nfloor \d+\ncrc32c [0-9a-f]{8}\n\z/,
 	'the state file carries its version and a CRC-32C');
 ok(-e $marker, 'and the marker says this server has minted');
 
@@ -111,6 +111,19 @@ restart_with_state(undef, qr/WARNING:  file "sharded_id.state" is missing/,
 	'a missing file on a server that has minted');
 restart_with_state("sharded_id clock ceiling " . (clock_ms() + 500) . "\n", undef,
 	'1.2\'s one-line form, whole');
+# 1.3 wrote version 2, with no floor line: still read.
+sub crc32c
+{
+	my $crc = 0xFFFFFFFF;
+	for my $byte (unpack 'C*', $_[0])
+	{
+		$crc ^= $byte;
+		$crc = ($crc >> 1) ^ (($crc & 1) ? 0x82F63B78 : 0) for 1 .. 8;
+	}
+	return $crc ^ 0xFFFFFFFF;
+}
+my $v2 = "sharded_id state 2\nceiling " . (clock_ms() + 500) . "\n";
+restart_with_state($v2 . sprintf("crc32c %08x\n", crc32c($v2)), undef, '1.3\'s version 2, whole');
 
 # The wall clock stops: a shard that fills its millisecond cannot wait for
 # the next one.  The monotonic clock ends the wait.

@@ -98,6 +98,22 @@ LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION sharded_id.seq_id(bigint, text) IS
 'sequence field of an id of the named layout';
 
+CREATE FUNCTION sharded_id.stripe_id(id bigint, stripes integer)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'shid_stripe_id'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION sharded_id.stripe_id(bigint, integer) IS
+'stripe of an id minted with sharded_id.stripes = stripes: which writer of the shard minted it';
+
+CREATE FUNCTION sharded_id.stripe_id(id bigint, stripes integer, layout text)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'shid_stripe_id'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION sharded_id.stripe_id(bigint, integer, text) IS
+'stripe of an id of the named layout minted with sharded_id.stripes = stripes';
+
 --
 -- The layouts, and the check of a shard against one.
 --

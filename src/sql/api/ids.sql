@@ -106,3 +106,56 @@ COMMENT ON FUNCTION sharded_id.reset_ceiling() IS
 'superuser only: lower the durable clock ceiling and every shard''s high-water mark to the current time; returns it';
 
 REVOKE EXECUTE ON FUNCTION sharded_id.reset_ceiling() FROM PUBLIC;
+
+--
+-- Across servers.  A shard's floor: every id minted here for it afterwards
+-- is greater than a given id, whatever this server's clock reads, durably
+-- (the clock ceiling goes past it, WAL-logged).  Moves and restores raise
+-- it from the shard's high-water mark on the server it came from.
+--
+CREATE FUNCTION sharded_id.raise_floor(shard_id integer, above_id bigint, layout text DEFAULT 'instagram')
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'shid_raise_floor'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION sharded_id.raise_floor(integer, bigint, text) IS
+'every id minted on this server for the shard from now on is greater than above_id, also after a restart or a failover; returns the floor';
+
+CREATE FUNCTION sharded_id.high_water(shard_id integer, layout text DEFAULT 'instagram')
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'shid_high_water'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION sharded_id.high_water(integer, text) IS
+'the largest id of the shard that this server may have minted: raise_floor on the server that takes the shard over';
+
+CREATE FUNCTION sharded_id._retire_shard(shard_id integer, layout text)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'shid_retire_shard'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION sharded_id._retire_shard(integer, text) IS
+'internal: stop minting for the shard here at once (undone if the transaction aborts); returns its high-water mark';
+
+CREATE FUNCTION sharded_id._own_shard(shard_id integer, layout text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'shid_own_shard'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION sharded_id._own_shard(integer, text) IS
+'internal: mint for the shard here again once the transaction commits';
+
+REVOKE EXECUTE ON FUNCTION sharded_id.raise_floor(integer, bigint, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.high_water(integer, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._retire_shard(integer, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._own_shard(integer, text) FROM PUBLIC;
+
+-- A new shard catalog starts empty: every slot of the generator reads it
+-- again, so that a shard retired under a catalog that DROP EXTENSION removed
+-- mints again.  Run once, here.
+CREATE FUNCTION sharded_id._forget_owners()
+RETURNS void
+AS 'MODULE_PATHNAME', 'shid_forget_owners'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+SELECT sharded_id._forget_owners();
+DROP FUNCTION sharded_id._forget_owners();

@@ -40,13 +40,28 @@ COMMENT ON TABLE sharded_id.shard_tables IS
 COMMENT ON SEQUENCE sharded_id.shard_tables_position_seq IS
 'order in which template tables were added';
 
+-- Only the owner mints: a shard this server gave away stays here, so that
+-- next_id refuses it after a restart or a failover too (owner.c).
+CREATE TABLE sharded_id.retired_shards (
+    shard_id integer PRIMARY KEY CHECK (shard_id >= 0),
+    layout text NOT NULL,
+    high_water bigint,
+    retired_at timestamptz NOT NULL DEFAULT now()
+);
+
+COMMENT ON TABLE sharded_id.retired_shards IS
+'shards this server gave away (drop_shard, moves), with their high-water mark here: next_id refuses them until create_shard takes them back';
+
 -- pg_dump keeps their rows; the install leaves them empty.
+SELECT pg_catalog.pg_extension_config_dump('sharded_id.retired_shards', '');
 SELECT pg_catalog.pg_extension_config_dump('sharded_id.settings', '');
 SELECT pg_catalog.pg_extension_config_dump('sharded_id.shards', '');
 SELECT pg_catalog.pg_extension_config_dump('sharded_id.shard_tables', '');
 SELECT pg_catalog.pg_extension_config_dump('sharded_id.shard_tables_position_seq', '');
 
-GRANT SELECT ON sharded_id.settings, sharded_id.shards, sharded_id.shard_tables TO PUBLIC;
+-- next_id reads retired_shards as its caller, once per shard and server run.
+GRANT SELECT ON sharded_id.settings, sharded_id.shards, sharded_id.shard_tables,
+                sharded_id.retired_shards TO PUBLIC;
 
 -- The settings in force: the row of sharded_id.settings, or the defaults.
 CREATE FUNCTION sharded_id.current_settings(OUT schema_prefix text,
@@ -312,6 +327,9 @@ DECLARE
     cfg record;
     seq regclass;
     t sharded_id.shard_tables;
+    adopted boolean := false;
+    top_id bigint;
+    table_top bigint;
 BEGIN
     SELECT * INTO cfg FROM sharded_id.current_settings();
     SELECT * INTO shard FROM sharded_id.shards s WHERE s.shard_id = _provision.shard_id;
@@ -324,6 +342,10 @@ BEGIN
         INSERT INTO sharded_id.shards (shard_id, schema_name, layout, mode)
         VALUES (shard_id, coalesce(_provision.schema_name, sharded_id.shard_schema(shard_id)), cfg.layout, cfg.mode)
         RETURNING * INTO shard;
+        -- This server mints for the shard again, from the commit on.
+        DELETE FROM sharded_id.retired_shards r WHERE r.shard_id = _provision.shard_id;
+        PERFORM sharded_id._own_shard(shard.shard_id, shard.layout);
+        adopted := true;
     END IF;
 
     EXECUTE format('CREATE SCHEMA IF NOT EXISTS %I', shard.schema_name);
@@ -363,6 +385,20 @@ BEGIN
     FOR t IN SELECT * FROM sharded_id.shard_tables ORDER BY position LOOP
         PERFORM sharded_id._copy_foreign_keys(t, shard.schema_name);
     END LOOP;
+
+    -- A schema adopted with rows (a move, a restore) holds ids that another
+    -- server minted, maybe with a clock ahead of this one: new ids go above
+    -- the largest.  max() of an indexed key reads one index entry.
+    IF adopted THEN
+        FOR t IN SELECT * FROM sharded_id.shard_tables ORDER BY position LOOP
+            EXECUTE format('SELECT max(%I) FROM %I.%I', t.id_column, shard.schema_name, t.table_name)
+            INTO table_top;
+            top_id := greatest(top_id, table_top);
+        END LOOP;
+        IF top_id >= 0 THEN
+            PERFORM sharded_id.raise_floor(shard.shard_id, top_id, shard.layout);
+        END IF;
+    END IF;
     RETURN shard.schema_name;
 END
 $$;
@@ -406,27 +442,54 @@ $$;
 COMMENT ON FUNCTION sharded_id.create_shards(integer, integer) IS
 'create_shard for every shard from first_shard to last_shard, all or nothing';
 
+-- Give a shard away: out of the catalog, so that enter_shard turns writers
+-- away, and this server stops minting for it at once (for good when the
+-- transaction commits).  Returns its high-water mark here, which the
+-- server that takes it over passes to raise_floor.  The schema stays.
+CREATE FUNCTION sharded_id.retire_shard(shard_id integer)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    shard record;
+    mark bigint;
+BEGIN
+    DELETE FROM sharded_id.shards s WHERE s.shard_id = retire_shard.shard_id
+    RETURNING * INTO shard;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'shard % does not exist', shard_id
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    mark := sharded_id._retire_shard(shard.shard_id, shard.layout);
+    INSERT INTO sharded_id.retired_shards AS r (shard_id, layout, high_water)
+    VALUES (shard.shard_id, shard.layout, mark)
+    ON CONFLICT ON CONSTRAINT retired_shards_pkey DO UPDATE
+        SET layout = excluded.layout, high_water = excluded.high_water,
+            retired_at = excluded.retired_at;
+    RETURN mark;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id.retire_shard(integer) IS
+'give a logical shard away: out of the catalog, and next_id refuses it here until create_shard takes it back; keeps the schema; returns the shard''s high-water mark for raise_floor on its new server';
+
 CREATE FUNCTION sharded_id.drop_shard(shard_id integer)
 RETURNS name
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    schema name;
+    schema name := (SELECT s.schema_name FROM sharded_id.shards s WHERE s.shard_id = drop_shard.shard_id);
 BEGIN
-    DELETE FROM sharded_id.shards s WHERE s.shard_id = drop_shard.shard_id
-    RETURNING s.schema_name INTO schema;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'shard % does not exist', shard_id
-            USING ERRCODE = 'undefined_object';
-    END IF;
+    PERFORM sharded_id.retire_shard(shard_id);
     EXECUTE format('DROP SCHEMA IF EXISTS %I CASCADE', schema);
     RETURN schema;
 END
 $$;
 
 COMMENT ON FUNCTION sharded_id.drop_shard(integer) IS
-'drop a logical shard: its schema with all its tables and rows, and its catalog entry';
+'drop a logical shard: its schema with all its tables and rows, and its catalog entry; next_id refuses it here until create_shard takes it back';
 
 CREATE FUNCTION sharded_id.add_table(template regclass, id_column name DEFAULT 'id')
 RETURNS integer
@@ -507,6 +570,14 @@ DECLARE
 BEGIN
     SELECT * INTO cfg FROM sharded_id.current_settings();
     PERFORM sharded_id.check_shard(shard_id, cfg.layout);
+    IF EXISTS (SELECT 1 FROM sharded_id.retired_shards r
+               WHERE r.shard_id = adopt_table.shard_id AND r.layout = cfg.layout) THEN
+        RAISE EXCEPTION 'shard % is not minted on this server', shard_id
+            USING ERRCODE = 'SI001',
+                  DETAIL = format('This server gave shard %s away, so another server may be minting its ids.', shard_id),
+                  HINT = format('Adopt the table on the server that holds shard %s, or take the shard back here with sharded_id.create_shard(%s).',
+                                shard_id, shard_id);
+    END IF;
     SELECT a.atttypid, a.attidentity, pg_get_serial_sequence(tbl::text, a.attname) AS owned_seq INTO col
     FROM pg_attribute a
     WHERE a.attrelid = tbl AND a.attname = id_column AND a.attnum > 0 AND NOT a.attisdropped;
@@ -565,6 +636,7 @@ REVOKE EXECUTE ON FUNCTION sharded_id._check_adoptable(name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._provision(integer, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.create_shard(integer, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.create_shards(integer, integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.retire_shard(integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.drop_shard(integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.add_table(regclass, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.adopt_table(regclass, integer, name) FROM PUBLIC;

@@ -1,0 +1,36 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/owner.h
+ *	  Which shards this server mints for: the owner state of a generator
+ *	  slot, kept in step with the shard catalog by owner.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SHARDED_ID_OWNER_H
+#define SHARDED_ID_OWNER_H
+
+#include "postgres.h"
+
+#include "layout.h"
+
+/* A generator slot; its layout is private to generator.c. */
+typedef struct ShidSlot ShidSlot;
+
+/* The owner state of a slot. */
+#define SHID_OWNER_UNKNOWN	0	/* the shard catalog was not read yet */
+#define SHID_OWNER_MINTS	1	/* this server mints for the shard */
+#define SHID_OWNER_RETIRED	2	/* the shard was given away: refuse */
+
+/* SQLSTATEs of sharded_id's own refusals (class SI: sharded id). */
+#define ERRCODE_SHID_SHARD_RETIRED	MAKE_SQLSTATE('S','I','0','0','1')
+#define ERRCODE_SHID_MINTING_OFF	MAKE_SQLSTATE('S','I','0','0','2')
+
+extern void shid_owner_init(void);
+extern bool shid_owner_catalog_retired(int32 shard, const ShidLayout *layout);
+extern void shid_owner_prepare(void);
+extern void shid_owner_remember(ShidSlot *slot, uint8 prev, uint8 at_commit);
+
+/* In generator.c: set a slot's owner state under its spinlock. */
+extern uint8 shid_slot_set_owner(ShidSlot *slot, uint8 owner, bool only_if_unknown);
+
+#endif							/* SHARDED_ID_OWNER_H */
