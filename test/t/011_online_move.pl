@@ -203,10 +203,12 @@ $l_in = "\\q\n";
 $locker->finish;
 $node{node2}->safe_psql('app', 'DROP TRIGGER replica_hook ON shard_0007.photos');
 
-# 4. A writer that bypasses enter_shard and waits on a table lock during
-# the final freeze fails on the retired copy instead of writing a row that
-# would be dropped with it.  A lock the test holds on the router's shard
-# map stops the move inside that freeze, at its repoint.
+# 4. Writers that bypass enter_shard and wait on a table lock during the
+# final freeze fail on the retired copy instead of writing a row that would
+# be dropped with it: one that takes its id from the column default, because
+# the source no longer mints for shard 7, and one that brings its own id, on
+# the check constraint.  A lock the test holds on the router's shard map
+# stops the move inside that freeze, at its repoint.
 my $user7 = $router->safe_psql('router', 'SELECT user_id FROM demo_users WHERE sharded_id.shard_id(user_id) = 7 LIMIT 1');
 my ($h_in, $h_out) = ('', '');
 my $map_lock = IPC::Run::start([ 'psql', '-X', '-A', '-t', '-d', $router->connstr('router') ],
@@ -218,19 +220,24 @@ $mover = IPC::Run::start(move(7, 'node2', 'node1'), '>', \$m_out, '2>', \$m_err)
 $router->poll_query_until('router', q{SELECT count(*) > 0 FROM pg_stat_activity
 	WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE sharded_id.shard_map%'})
   or die "the move did not reach its repoint: $m_err";
-my ($d_out, $d_err) = ('', '');
+my ($d_out, $d_err, $e_out, $e_err) = ('', '', '', '');
 my $direct = IPC::Run::start([ 'psql', '-X', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-d', $node{node2}->connstr('app'),
 	'-c', "INSERT INTO shard_0007.photos (user_id, caption) VALUES ($user7, 'direct') RETURNING id" ],
 	'>', \$d_out, '2>', \$d_err);
-$node{node2}->poll_query_until('app', q{SELECT count(*) > 0 FROM pg_stat_activity
+my $explicit = IPC::Run::start([ 'psql', '-X', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-d', $node{node2}->connstr('app'),
+	'-c', "INSERT INTO shard_0007.photos (id, user_id, caption) VALUES (sharded_id.encode(now(), 7, 1), $user7, 'direct') RETURNING id" ],
+	'>', \$e_out, '2>', \$e_err);
+$node{node2}->poll_query_until('app', q{SELECT count(*) = 2 FROM pg_stat_activity
 	WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO shard_0007.photos%'})
-  or die "the direct writer did not wait: $d_err";
+  or die "the direct writers did not wait: $d_err $e_err";
 $h_in = "COMMIT;\n\\q\n";
 $map_lock->finish;
 ok($mover->finish, 'shard 7 moves once the router is free') or diag($m_err);
 ok(!$direct->finish, 'the direct writer that waited on the freeze fails');
-like($d_err, qr/violates check constraint "sharded_id_moved"/, 'on the check constraint of the retired copy');
+like($d_err, qr/shard 7 is not minted on this server/, 'because the source no longer mints for the shard');
 is($d_out, '', 'and returns no id');
+ok(!$explicit->finish, 'the direct writer with its own id fails too');
+like($e_err, qr/violates check constraint "sharded_id_moved"/, 'on the check constraint of the retired copy');
 is($node{node1}->safe_psql('app', q{SELECT count(*) FROM shard_0007.photos WHERE caption = 'direct'}), '0',
 	'the target has no such row either');
 is($node{node2}->safe_psql('app', q{SELECT count(*) FROM pg_namespace WHERE nspname = 'shard_0007'}), '0',
