@@ -16,7 +16,7 @@ use Test::More;
 use File::Basename qw(dirname);
 
 our @EXPORT = qw(sharded_node mint phase_ms read_ceiling faked_clock
-  data_node router_node all_ids);
+  data_node router_node all_ids restart_node);
 
 my $example = dirname(__FILE__) . '/../example';
 
@@ -90,20 +90,47 @@ sub faked_clock
 	return ($set, $start);
 }
 
+# Nodes started with a faked clock: name => the function that starts one.
+my %clock_start;
+
+# Stop $node ('immediate' or 'fast') and start it again, with the faked
+# clock it was made with, if any.
+sub restart_node
+{
+	my ($node, $mode) = @_;
+	$node->stop($mode // 'fast');
+	if ($clock_start{ $node->name }) { $clock_start{ $node->name }->(); }
+	else { $node->start; }
+}
+
 # A started data node of the demo application: database app with the
 # templates, the shards in @{$opt{shards}}, the data-node API for
 # $opt{shard_count} shards, and two test helpers: all_ids(), every id on
 # the node, and misplaced_ids(), how many ids do not decode to the shard
-# that stores them.  $opt{init} is passed to init.
+# that stores them.  $opt{init} is passed to init, $opt{conf} appended to
+# postgresql.conf; $opt{clock} ('-2s', '-1h', ...) runs the node on a
+# clock moved by libfaketime; $opt{mode} is the shards' id mode.
 sub data_node
 {
 	my ($name, %opt) = @_;
-	my $node = sharded_node($name, init => $opt{init});
-	$node->start;
+	my $node = sharded_node($name, init => $opt{init}, conf => $opt{conf});
+	if (defined $opt{clock})
+	{
+		my ($set, $start) = faked_clock($node);
+		$set->($opt{clock});
+		$clock_start{$name} = $start;
+		$start->();
+	}
+	else
+	{
+		$node->start;
+	}
 	$node->safe_psql('postgres', 'CREATE DATABASE app');
 	my $shards = join(',', @{ $opt{shards} // [] });
+	my $mode = $opt{mode} // 'seed';
 	$node->safe_psql('app', 'CREATE EXTENSION sharded_id; '
 		  . PostgreSQL::Test::Utils::slurp_file("$example/templates.sql") . "
+		SELECT sharded_id.configure(mode => '$mode');
 		SELECT sharded_id.add_table('app.users');
 		SELECT sharded_id.add_table('app.photos');
 		SELECT count(sharded_id.create_shard(s)) FROM unnest('{$shards}'::int[]) s;");
@@ -135,11 +162,12 @@ sub data_node
 
 # A started router over the data nodes in %$nodes (name => node), with the
 # shard map in %$map (shard => node name) applied, the router API for
-# $shard_count shards and the ops table ops.photos.
+# $shard_count shards and the ops table ops.photos.  Its name is $name, or
+# router.
 sub router_node
 {
-	my ($nodes, $map, $shard_count) = @_;
-	my $router = PostgreSQL::Test::Cluster->new('router');
+	my ($nodes, $map, $shard_count, $name) = @_;
+	my $router = PostgreSQL::Test::Cluster->new($name // 'router');
 	$router->init;
 	$router->start;
 	$router->safe_psql('postgres', 'CREATE DATABASE router');
