@@ -37,7 +37,7 @@ REGRESS = api errors labels stress counter monitor layouts helpers shards lifecy
 REGRESS_OPTS = --load-extension=sharded_id
 
 # pg_isolation_regress: test/specs/ and test/expected/
-ISOLATION = concurrent_shard sequence_lock counter_shard enter_shard_fence
+ISOLATION = concurrent_shard sequence_lock counter_shard enter_shard_fence retire_fence
 ISOLATION_OPTS = --inputdir=test --load-extension=sharded_id
 
 # TAP: test/t/
