@@ -42,7 +42,8 @@ for tool in sharded_id_move_shard sharded_id_rebalance; do
     dpkg -L "$package" | grep -qx "$("$pg_config" --bindir)/$tool" ||
         { echo "the package lacks $tool" >&2; exit 1; }
 done
-dpkg -L "$package" | grep -qx "$("$pg_config" --sharedir)/extension/sharded_id--1.3.sql" ||
+version=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$src/sharded_id.control")
+dpkg -L "$package" | grep -qx "$("$pg_config" --sharedir)/extension/sharded_id--$version.sql" ||
     { echo "the package lacks the install script" >&2; exit 1; }
 echo "installed $package; the move and rebalance tools and the install script are in it"
 
