@@ -94,6 +94,14 @@ SELECT sharded_id.retire_shard(62) IS NOT NULL AS retired;
 CREATE TABLE own_app.legacy (id bigserial PRIMARY KEY);
 SELECT pg_temp.sqlstate_of($$SELECT sharded_id.adopt_table('own_app.legacy', 62)$$) AS adopt_retired;
 
+-- raise_floors: every shard's floor over the largest id its tables hold, as
+-- after a restore of the whole database on another server.
+SELECT sharded_id.encode(now() + interval '4 minutes', 61, 9) AS restored \gset
+INSERT INTO shard_0061.items VALUES (:restored, 'restored from elsewhere');
+SELECT sharded_id.shard_max_id(61) = :restored AS max_id_found;
+SELECT sharded_id.raise_floors() AS shards_with_ids;
+SELECT shard_0061.next_id() > :restored AS above_the_restored_id;
+
 -- Bad input.
 SELECT pg_temp.sqlstate_of($$SELECT sharded_id.raise_floor(60, -1)$$) AS negative_id,
        pg_temp.sqlstate_of($$SELECT sharded_id.raise_floor(8192, 1)$$) AS bad_shard,

@@ -83,6 +83,58 @@ COMMENT ON TABLE sharded_id.retired_shards IS
 SELECT pg_catalog.pg_extension_config_dump('sharded_id.retired_shards', '');
 GRANT SELECT ON sharded_id.retired_shards TO PUBLIC;
 
+-- The largest id in a shard's copies of the template tables.  max() of an
+-- indexed key reads one index entry.
+CREATE FUNCTION sharded_id.shard_max_id(shard_id integer)
+RETURNS bigint
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    schema name := (SELECT s.schema_name FROM sharded_id.shards s WHERE s.shard_id = shard_max_id.shard_id);
+    t sharded_id.shard_tables;
+    table_top bigint;
+    top_id bigint;
+BEGIN
+    FOR t IN SELECT * FROM sharded_id.shard_tables ORDER BY position LOOP
+        CONTINUE WHEN to_regclass(format('%I.%I', schema, t.table_name)) IS NULL;
+        EXECUTE format('SELECT max(%I) FROM %I.%I', t.id_column, schema, t.table_name)
+        INTO table_top;
+        top_id := greatest(top_id, table_top);
+    END LOOP;
+    RETURN top_id;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id.shard_max_id(integer) IS
+'the largest id in a shard''s copies of the template tables, or NULL';
+
+-- After a restore on new hardware, or before a logical replica mints: raise
+-- every shard's floor over the largest id its tables hold.
+CREATE FUNCTION sharded_id.raise_floors()
+RETURNS integer
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    shard record;
+    top_id bigint;
+    raised integer := 0;
+BEGIN
+    FOR shard IN SELECT * FROM sharded_id.shards ORDER BY shard_id LOOP
+        top_id := sharded_id.shard_max_id(shard.shard_id);
+        IF top_id >= 0 THEN
+            PERFORM sharded_id.raise_floor(shard.shard_id, top_id, shard.layout);
+            raised := raised + 1;
+        END IF;
+    END LOOP;
+    RETURN raised;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id.raise_floors() IS
+'raise the floor of every shard of the catalog over the largest id its tables hold, as after a restore on another server; returns how many shards hold ids';
+
 -- Shards adopted with rows raise their floor; new shards take the shard back.
 CREATE OR REPLACE FUNCTION sharded_id._provision(shard_id integer, schema_name name)
 RETURNS name
@@ -96,7 +148,6 @@ DECLARE
     t sharded_id.shard_tables;
     adopted boolean := false;
     top_id bigint;
-    table_top bigint;
 BEGIN
     SELECT * INTO cfg FROM sharded_id.current_settings();
     SELECT * INTO shard FROM sharded_id.shards s WHERE s.shard_id = _provision.shard_id;
@@ -155,13 +206,9 @@ BEGIN
 
     -- A schema adopted with rows (a move, a restore) holds ids that another
     -- server minted, maybe with a clock ahead of this one: new ids go above
-    -- the largest.  max() of an indexed key reads one index entry.
+    -- the largest.
     IF adopted THEN
-        FOR t IN SELECT * FROM sharded_id.shard_tables ORDER BY position LOOP
-            EXECUTE format('SELECT max(%I) FROM %I.%I', t.id_column, shard.schema_name, t.table_name)
-            INTO table_top;
-            top_id := greatest(top_id, table_top);
-        END LOOP;
+        top_id := sharded_id.shard_max_id(shard.shard_id);
         IF top_id >= 0 THEN
             PERFORM sharded_id.raise_floor(shard.shard_id, top_id, shard.layout);
         END IF;
@@ -220,6 +267,7 @@ COMMENT ON FUNCTION sharded_id.drop_shard(integer) IS
 'drop a logical shard: its schema with all its tables and rows, and its catalog entry; next_id refuses it here until create_shard takes it back';
 
 REVOKE EXECUTE ON FUNCTION sharded_id.retire_shard(integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.raise_floors() FROM PUBLIC;
 
 -- adopt_table refuses a shard this server gave away.
 CREATE OR REPLACE FUNCTION sharded_id.adopt_table(tbl regclass, shard_id integer, id_column name DEFAULT 'id')
