@@ -436,7 +436,7 @@ shid_slot_word(const ShidSlot *slot, int w, int capacity)
  * free; the search visits each word once at most, and the run is found
  * with bit operations on one word.
  */
-static int
+static pg_attribute_always_inline int
 shid_slot_take(ShidSlot *slot, int capacity, int64 wanted, int n, int *first)
 {
 	int			words = (capacity + 63) / 64;
@@ -583,8 +583,10 @@ shid_find_slot(const ShidLayout *layout, int32 shard)
  * for a bounded time whatever n is.  Returns how many were claimed, and the
  * millisecond in *ms; 0 if this server gave the shard away.  *now_ms is the
  * clock as the caller read it, and is updated if the call had to wait.
+ * Inlined into each caller, so that next_id's constant n = 1 drops the
+ * run's arithmetic from its path.
  */
-static int
+static pg_attribute_always_inline int
 shid_slot_claim(ShidSlot *slot, bool counter, int64 wanted, int64 *now_ms,
 				int n, int *first, int64 *ms)
 {
