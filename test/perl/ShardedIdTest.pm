@@ -14,9 +14,10 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use File::Basename qw(dirname);
+use IPC::Run;
 
 our @EXPORT = qw(sharded_node mint phase_ms read_ceiling faked_clock
-  data_node router_node all_ids restart_node);
+  data_node router_node all_ids restart_node router_writers);
 
 my $example = dirname(__FILE__) . '/../example';
 
@@ -186,6 +187,29 @@ sub router_node
 		'-f', "$example/router_api.sql", '-d', $router->connstr('router')], 'router API installed');
 	$router->safe_psql('router', q{SELECT sharded_id.create_ops_table('app.photos')});
 	return $router;
+}
+
+# Two pgbench clients through $router for $seconds, adding photos captioned
+# 'during the move' for the users of its table demo_users that $where picks
+# (retrying a write up to 1000 times on 40001).  Returns the harness and a
+# reference to pgbench's output.
+sub router_writers
+{
+	my ($router, $where, $seconds) = @_;
+	my $users = $router->safe_psql('router', "DROP TABLE IF EXISTS writer_users;
+		CREATE TABLE writer_users AS SELECT row_number() OVER (ORDER BY n) AS k, user_id FROM demo_users WHERE $where;
+		SELECT count(*) FROM writer_users");
+	my $script = $router->basedir . '/writer.sql';
+	open my $fh, '>', $script or die $!;
+	print $fh "\\set k random(1, $users)\n"
+	  . "SELECT app_api.add_photo(user_id, 'during the move') FROM writer_users WHERE k = :k;\n";
+	close $fh;
+	my $out = '';
+	my $h = IPC::Run::start(
+		[ 'pgbench', '-n', '-c', '2', '-j', '2', '-T', $seconds, '--max-tries=1000',
+		  '-f', $script, $router->connstr('router') ],
+		'>', \$out, '2>&1');
+	return ($h, \$out);
 }
 
 # Every id on the given data nodes.

@@ -43,26 +43,8 @@ sub holder
 {
 	return $router->safe_psql('router', "SELECT node_name FROM sharded_id.shard_map WHERE shard_id = $_[0]");
 }
-# pgbench through the router, adding photos for users picked by $where;
-# returns the harness and a reference to its output.
-sub writers
-{
-	my ($where, $seconds) = @_;
-	my $users = $router->safe_psql('router', "DROP TABLE IF EXISTS writer_users;
-		CREATE TABLE writer_users AS SELECT row_number() OVER (ORDER BY n) AS k, user_id FROM demo_users WHERE $where;
-		SELECT count(*) FROM writer_users");
-	my $script = $router->basedir . '/writer.sql';
-	open my $fh, '>', $script or die $!;
-	print $fh "\\set k random(1, $users)\n"
-	  . "SELECT app_api.add_photo(user_id, 'during the move') FROM writer_users WHERE k = :k;\n";
-	close $fh;
-	my $out = '';
-	my $h = IPC::Run::start(
-		[ 'pgbench', '-n', '-c', '2', '-j', '2', '-T', $seconds, '--max-tries=1000',
-		  '-f', $script, $router->connstr('router') ],
-		'>', \$out, '2>&1');
-	return ($h, \$out);
-}
+# pgbench through the router, adding photos for users picked by $where.
+sub writers { return router_writers($router, @_); }
 sub pgbench_count
 {
 	my ($out, $what) = @_;

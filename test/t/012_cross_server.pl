@@ -61,24 +61,11 @@ for my $mode (qw(seed counter))
 		my $what = "$mode mode, $method move of shard $shard from $from to $to";
 
 		# Two writers through the router, on the users of the moving shard.
-		my $users = $router->safe_psql('router', "DROP TABLE IF EXISTS writer_users;
-			CREATE TABLE writer_users AS SELECT row_number() OVER (ORDER BY n) AS k, user_id
-			FROM demo_users WHERE sharded_id.shard_id(user_id) = $shard;
-			SELECT count(*) FROM writer_users");
-		my $script = $router->basedir . '/writer.sql';
-		open my $fh, '>', $script or die $!;
-		print $fh "\\set k random(1, $users)\n"
-		  . "SELECT app_api.add_photo(user_id, 'during the move') FROM writer_users WHERE k = :k;\n";
-		close $fh;
 		my $rows_before = $router->safe_psql('router', 'SELECT count(*) FROM ops.photos');
-		my $w_out = '';
-		my $writers = IPC::Run::start(
-			[ 'pgbench', '-n', '-c', '2', '-j', '2', '-T', '8', '--max-tries=1000',
-			  '-f', $script, $router->connstr('router') ],
-			'>', \$w_out, '2>&1');
+		my ($writers, $w_out) = router_writers($router, "sharded_id.shard_id(user_id) = $shard", 8);
 		$router->poll_query_until('router', "SELECT count(*) > 0 FROM ops.photos
 			WHERE caption = 'during the move' AND sharded_id.shard_id(id) = $shard")
-		  or die "the writers did not start: $w_out";
+		  or die "the writers did not start: $$w_out";
 
 		my ($m_out, $m_err) = ('', '');
 		ok(IPC::Run::run([ "$bindir/sharded_id_move_shard", '--shard', $shard, '--method', $method,
@@ -88,9 +75,9 @@ for my $mode (qw(seed counter))
 		  or diag($m_err);
 		like($m_out, qr/^high-water mark: \d+$/m, "$what: the source reported its high-water mark");
 
-		ok($writers->finish, "$what: the writers finished") or diag($w_out);
-		my ($processed) = $w_out =~ /number of transactions actually processed: (\d+)/;
-		my ($failed) = $w_out =~ /number of failed transactions: (\d+)/;
+		ok($writers->finish, "$what: the writers finished") or diag($$w_out);
+		my ($processed) = $$w_out =~ /number of transactions actually processed: (\d+)/;
+		my ($failed) = $$w_out =~ /number of failed transactions: (\d+)/;
 		cmp_ok($processed // 0, '>', 0, "$what: the writers wrote " . ($processed // 0) . ' photos');
 		is($failed, '0', "$what: no write failed");
 		is($router->safe_psql('router', 'SELECT count(*) FROM ops.photos'), $rows_before + $processed,
