@@ -65,6 +65,38 @@ SELECT pg_temp.sqlstate_of($$SELECT sharded_id.decode(-1)$$) AS decode_negative,
        pg_temp.sqlstate_of($$SELECT sharded_id.shard_id(-5)$$) AS shard_id_negative,
        pg_temp.sqlstate_of($$SELECT sharded_id.seq_id(-5)$$) AS seq_id_negative;
 
+-- A sequence field outside the layout: 22003, as a shard outside it is,
+-- never masked to its low bits.
+SELECT sharded_id.encode(now(), 1, 1024);
+SELECT pg_temp.sqlstate_of($$SELECT sharded_id.encode(now(), 1, 1024)$$) AS seq_1024,
+       pg_temp.sqlstate_of($$SELECT sharded_id.encode(now(), 1, 5000)$$) AS seq_5000,
+       pg_temp.sqlstate_of($$SELECT sharded_id.encode(now(), 1, -1)$$) AS seq_negative,
+       pg_temp.sqlstate_of($$SELECT sharded_id.encode(now(), 1, 128, '58com')$$) AS seq_58com,
+       pg_temp.sqlstate_of($$SELECT sharded_id.encode(now(), 1, 4095, 'snowflake')$$) AS snowflake_4095;
+
+-- A huge argument is quoted by a bounded prefix in the error, not whole.
+CREATE FUNCTION pg_temp.error_of(query text) RETURNS text
+LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE query;
+    RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE || ' ' || length(SQLERRM) || ' ' || left(SQLERRM, 40);
+END $$;
+SELECT pg_temp.error_of($$SELECT sharded_id.from_shortcode(repeat('!', 1000000))$$) AS long_bad_shortcode,
+       pg_temp.error_of($$SELECT sharded_id.from_shortcode('B' || repeat('x', 1000000))$$) AS long_big_shortcode,
+       pg_temp.error_of($$SELECT sharded_id.from_shortcode('A' || repeat('x', 1000000))$$) AS long_leading_zero;
+SELECT pg_temp.error_of($$SELECT sharded_id.next_id_in_layout(1, repeat('x', 1000000))$$) AS long_layout;
+SELECT sharded_id.from_shortcode('!' || repeat('é', 40));
+
+-- Names that could never make a shard schema are refused up front.
+SELECT sharded_id.configure(schema_prefix => 'pg_');
+SELECT pg_temp.sqlstate_of($$SELECT sharded_id.configure(schema_prefix => 'pg_shard')$$) AS pg_prefix,
+       pg_temp.sqlstate_of($$SELECT sharded_id.create_shard(3, '')$$) AS empty_schema;
+SELECT sharded_id.create_shard(3, '');
+SELECT count(*) AS nothing_configured FROM sharded_id.settings;
+SELECT count(*) AS nothing_created FROM sharded_id.shards;
+
 -- A failed DEFAULT leaves no row behind and consumes no sequence value.
 SELECT last_value AS err_seq_before FROM err_seq \gset
 CREATE TABLE err_table (id bigint DEFAULT sharded_id.next_id(9000, 'err_seq') PRIMARY KEY, v int);

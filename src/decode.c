@@ -160,10 +160,9 @@ shid_stripe_id(PG_FUNCTION_ARGS)
  * encode(created_at timestamptz, shard_id integer, seq_id bigint
  *		  [, layout text]) RETURNS bigint
  *
- * The id with these fields: the time floored to the millisecond, the
- * sequence value reduced to its low bits (seq_id % 1024 when non-negative,
- * in the default layout).
- * It mints nothing: the result is not reserved against next_id.
+ * The id with these fields: the time floored to the millisecond.  A shard
+ * or a sequence field outside the layout's range is an error (22003), not
+ * masked.  It mints nothing: the result is not reserved against next_id.
  */
 PG_FUNCTION_INFO_V1(shid_encode);
 Datum
@@ -175,6 +174,14 @@ shid_encode(PG_FUNCTION_ARGS)
 	int64		seq = PG_GETARG_INT64(2);
 
 	shid_check_shard(layout, shard);
+	if (seq < 0 || seq >= shid_seq_capacity(layout))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("sequence field %lld is out of range", (long long) seq),
+				 errdetail("Sequence fields of layout \"%s\" are between 0 and %lld.",
+						   layout->name, (long long) shid_seq_capacity(layout) - 1),
+				 errhint("For a sequence value, as the seed formula takes it, pass nextval %% %lld.",
+						 (long long) shid_seq_capacity(layout))));
 	PG_RETURN_INT64(shid_pack(layout, unix_ms, shard, seq));
 }
 

@@ -24,6 +24,7 @@
 #include "compat.h"
 
 #include "layout.h"
+#include "mb/pg_wchar.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -101,9 +102,22 @@ shid_layout_by_name(const char *name)
 		appendStringInfo(&names, "%s%s", i > 0 ? ", " : "", shid_layouts[i].name);
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("unknown sharded id layout \"%s\"", name),
+			 errmsg("unknown sharded id layout \"%s\"", shid_bounded(name, strlen(name))),
 			 errhint("Valid layouts are: %s.", names.data)));
 	return NULL;				/* keep compiler quiet */
+}
+
+/*
+ * A caller's text for an error message: at most SHID_MAX_QUOTED bytes of
+ * it, cut at a character boundary, with "..." where it was cut, so that a
+ * huge argument does not make a huge error.
+ */
+char *
+shid_bounded(const char *text, int len)
+{
+	if (len <= SHID_MAX_QUOTED)
+		return pnstrdup(text, len);
+	return psprintf("%.*s...", pg_mbcliplen(text, len, SHID_MAX_QUOTED), text);
 }
 
 /* The layout whose key (shid_layout_key) is key; keys are unique. */

@@ -63,6 +63,10 @@ extern const ShidLayout *shid_layout_by_name(const char *name);
 extern const ShidLayout *shid_layout_by_key(uint64 key);
 extern const ShidLayout *shid_layout_arg(FunctionCallInfo fcinfo, int argno);
 
+/* Most bytes of a caller's text that an error message quotes. */
+#define SHID_MAX_QUOTED 64
+
+extern char *shid_bounded(const char *text, int len);
 extern pg_noreturn void shid_shard_out_of_range(const ShidLayout *layout, int64 shard);
 extern pg_noreturn void shid_time_out_of_range(const ShidLayout *layout);
 extern void shid_check_id(const ShidLayout *layout, int64 id);

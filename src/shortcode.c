@@ -15,6 +15,7 @@
 
 #include "compat.h"
 #include "fmgr.h"
+#include "layout.h"
 #include "utils/builtins.h"
 
 static const char shid_digits[] =
@@ -91,7 +92,7 @@ shid_from_shortcode(PG_FUNCTION_ARGS)
 	if (len > 1 && p[0] == 'A')
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-				 errmsg("invalid shortcode \"%s\"", text_to_cstring(code)),
+				 errmsg("invalid shortcode \"%s\"", shid_bounded((const char *) p, len)),
 				 errdetail("A shortcode does not start with \"A\", the digit zero, unless it is \"A\" itself.")));
 
 	for (int i = 0; i < len; i++)
@@ -101,13 +102,13 @@ shid_from_shortcode(PG_FUNCTION_ARGS)
 		if (d < 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-					 errmsg("invalid shortcode \"%s\"", text_to_cstring(code)),
+					 errmsg("invalid shortcode \"%s\"", shid_bounded((const char *) p, len)),
 					 errdetail("Shortcode digits are A-Z, a-z, 0-9, \"-\" and \"_\".")));
 		if (v > (uint64) (PG_INT64_MAX >> 6))
 			ereport(ERROR,
 					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 					 errmsg("shortcode \"%s\" is out of range for type bigint",
-							text_to_cstring(code))));
+							shid_bounded((const char *) p, len))));
 		v = (v << 6) | (uint64) d;
 	}
 	PG_RETURN_INT64((int64) v);

@@ -181,18 +181,12 @@ BEGIN
                        format('sequence fields of the ids of shard %s', shard.shard_id));
     END IF;
 
-    -- The zero-argument next_id() of the seed, bound at creation where the
-    -- server supports SQL-standard bodies, so the planner inlines it.
+    -- The zero-argument next_id() of the seed, with a SQL-standard body bound
+    -- at creation, which the planner inlines.
     IF to_regprocedure(format('%I.next_id()', shard.schema_name)) IS NULL THEN
-        IF current_setting('server_version_num')::integer >= 140000 THEN
-            EXECUTE format('CREATE FUNCTION %I.next_id() RETURNS bigint LANGUAGE sql VOLATILE PARALLEL UNSAFE '
-                           'BEGIN ATOMIC SELECT %s; END',
-                           shard.schema_name, sharded_id._next_id_call(shard.shard_id, seq, shard.layout));
-        ELSE
-            EXECUTE format('CREATE FUNCTION %I.next_id() RETURNS bigint LANGUAGE sql VOLATILE PARALLEL UNSAFE AS %L',
-                           shard.schema_name,
-                           'SELECT ' || sharded_id._next_id_call(shard.shard_id, seq, shard.layout));
-        END IF;
+        EXECUTE format('CREATE FUNCTION %I.next_id() RETURNS bigint LANGUAGE sql VOLATILE PARALLEL UNSAFE '
+                       'BEGIN ATOMIC SELECT %s; END',
+                       shard.schema_name, sharded_id._next_id_call(shard.shard_id, seq, shard.layout));
         EXECUTE format('COMMENT ON FUNCTION %I.next_id() IS %L', shard.schema_name,
                        format('new id for shard %s', shard.shard_id));
     END IF;
@@ -339,5 +333,86 @@ BEGIN
     call := sharded_id._next_id_call(shard_id, CASE WHEN cfg.mode = 'seed' THEN seq END, cfg.layout);
     EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s', tbl, id_column, call);
     RETURN call;
+END
+$$;
+
+-- Bad input refused up front: a schema prefix PostgreSQL reserves, an empty
+-- schema name.
+CREATE OR REPLACE FUNCTION sharded_id.configure(schema_prefix text DEFAULT NULL,
+                                     pad_width integer DEFAULT NULL,
+                                     layout text DEFAULT NULL,
+                                     mode text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cur record;
+BEGIN
+    SELECT * INTO cur FROM sharded_id.current_settings();
+    -- Names are limited in bytes (63), not characters: leave room for the
+    -- shard number.
+    IF octet_length(schema_prefix) > 50 OR schema_prefix = '' THEN
+        RAISE EXCEPTION 'schema prefix "%" is out of range', left(schema_prefix, 64)
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('Schema prefixes must be between 1 and 50 bytes long; this one is %s bytes.',
+                                  octet_length(schema_prefix));
+    END IF;
+    IF schema_prefix LIKE 'pg\_%' THEN
+        RAISE EXCEPTION 'schema prefix "%" is reserved', schema_prefix
+            USING ERRCODE = 'reserved_name',
+                  DETAIL = 'PostgreSQL reserves names beginning with "pg_" for system schemas, so no shard schema could be created with it.';
+    END IF;
+    IF layout IS NOT NULL AND layout IS DISTINCT FROM cur.layout THEN
+        -- An unknown layout fails here, with the error next_id gives.
+        PERFORM sharded_id.check_shard(0, configure.layout);
+        IF EXISTS (SELECT 1 FROM sharded_id.shards) THEN
+            RAISE EXCEPTION 'cannot change the layout of existing shards'
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      DETAIL = format('Shards use layout "%s", and their ids and column defaults depend on it.', cur.layout);
+        END IF;
+    END IF;
+    IF mode IS NOT NULL AND mode IS DISTINCT FROM cur.mode THEN
+        IF mode NOT IN ('seed', 'counter') THEN
+            RAISE EXCEPTION 'unknown id mode "%"', mode
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'The modes are seed and counter.';
+        END IF;
+        IF EXISTS (SELECT 1 FROM sharded_id.shards) THEN
+            RAISE EXCEPTION 'cannot change the mode of existing shards'
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      DETAIL = format('Shards mint ids in %s mode, and their column defaults depend on it.', cur.mode);
+        END IF;
+    END IF;
+    INSERT INTO sharded_id.settings AS s (singleton, schema_prefix, pad_width, layout, mode)
+    VALUES (true,
+            coalesce(configure.schema_prefix, cur.schema_prefix),
+            coalesce(configure.pad_width, cur.pad_width),
+            coalesce(configure.layout, cur.layout),
+            coalesce(configure.mode, cur.mode))
+    ON CONFLICT (singleton) DO UPDATE
+        SET schema_prefix = excluded.schema_prefix,
+            pad_width = excluded.pad_width,
+            layout = excluded.layout,
+            mode = excluded.mode;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION sharded_id.create_shard(shard_id integer, schema_name name DEFAULT NULL)
+RETURNS name
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF shard_id IS NULL THEN
+        RAISE EXCEPTION 'shard id must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF schema_name = '' THEN
+        RAISE EXCEPTION 'schema name of shard % must not be empty', shard_id
+            USING ERRCODE = 'invalid_name',
+                  HINT = 'Pass NULL, or leave the name out, for the name the settings give the shard.';
+    END IF;
+    RETURN sharded_id._provision(shard_id, schema_name);
 END
 $$;

@@ -97,10 +97,15 @@ BEGIN
     -- Names are limited in bytes (63), not characters: leave room for the
     -- shard number.
     IF octet_length(schema_prefix) > 50 OR schema_prefix = '' THEN
-        RAISE EXCEPTION 'schema prefix "%" is out of range', schema_prefix
+        RAISE EXCEPTION 'schema prefix "%" is out of range', left(schema_prefix, 64)
             USING ERRCODE = 'invalid_parameter_value',
                   DETAIL = format('Schema prefixes must be between 1 and 50 bytes long; this one is %s bytes.',
                                   octet_length(schema_prefix));
+    END IF;
+    IF schema_prefix LIKE 'pg\_%' THEN
+        RAISE EXCEPTION 'schema prefix "%" is reserved', schema_prefix
+            USING ERRCODE = 'reserved_name',
+                  DETAIL = 'PostgreSQL reserves names beginning with "pg_" for system schemas, so no shard schema could be created with it.';
     END IF;
     IF layout IS NOT NULL AND layout IS DISTINCT FROM cur.layout THEN
         -- An unknown layout fails here, with the error next_id gives.
@@ -414,18 +419,12 @@ BEGIN
                        format('sequence fields of the ids of shard %s', shard.shard_id));
     END IF;
 
-    -- The zero-argument next_id() of the seed, bound at creation where the
-    -- server supports SQL-standard bodies, so the planner inlines it.
+    -- The zero-argument next_id() of the seed, with a SQL-standard body bound
+    -- at creation, which the planner inlines.
     IF to_regprocedure(format('%I.next_id()', shard.schema_name)) IS NULL THEN
-        IF current_setting('server_version_num')::integer >= 140000 THEN
-            EXECUTE format('CREATE FUNCTION %I.next_id() RETURNS bigint LANGUAGE sql VOLATILE PARALLEL UNSAFE '
-                           'BEGIN ATOMIC SELECT %s; END',
-                           shard.schema_name, sharded_id._next_id_call(shard.shard_id, seq, shard.layout));
-        ELSE
-            EXECUTE format('CREATE FUNCTION %I.next_id() RETURNS bigint LANGUAGE sql VOLATILE PARALLEL UNSAFE AS %L',
-                           shard.schema_name,
-                           'SELECT ' || sharded_id._next_id_call(shard.shard_id, seq, shard.layout));
-        END IF;
+        EXECUTE format('CREATE FUNCTION %I.next_id() RETURNS bigint LANGUAGE sql VOLATILE PARALLEL UNSAFE '
+                       'BEGIN ATOMIC SELECT %s; END',
+                       shard.schema_name, sharded_id._next_id_call(shard.shard_id, seq, shard.layout));
         EXECUTE format('COMMENT ON FUNCTION %I.next_id() IS %L', shard.schema_name,
                        format('new id for shard %s', shard.shard_id));
     END IF;
@@ -462,6 +461,11 @@ BEGIN
     IF shard_id IS NULL THEN
         RAISE EXCEPTION 'shard id must not be null'
             USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF schema_name = '' THEN
+        RAISE EXCEPTION 'schema name of shard % must not be empty', shard_id
+            USING ERRCODE = 'invalid_name',
+                  HINT = 'Pass NULL, or leave the name out, for the name the settings give the shard.';
     END IF;
     RETURN sharded_id._provision(shard_id, schema_name);
 END
