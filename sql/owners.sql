@@ -109,6 +109,9 @@ SELECT pg_temp.sqlstate_of($$SELECT sharded_id.raise_floor(60, -1)$$) AS negativ
        pg_temp.sqlstate_of($$SELECT sharded_id.high_water(-1)$$) AS bad_shard_mark,
        pg_temp.sqlstate_of($$SELECT sharded_id.retire_shard(999)$$) AS no_such_shard;
 
+-- The WAL resource manager's id: none that a known extension uses.
+SHOW sharded_id.wal_rmgr_id;
+
 -- Stripes: the top bits of the sequence field.  This server has none.
 SHOW sharded_id.stripes;
 SHOW sharded_id.stripe;

@@ -32,7 +32,8 @@
  * lost (a WARNING).
  *
  * Replication: every raise of the ceiling is also WAL-logged, through the
- * custom resource manager "sharded_id" (id sharded_id.wal_rmgr_id), before
+ * custom resource manager "sharded_id" (id sharded_id.wal_rmgr_id, 203 by
+ * default), before
  * any id beyond the old ceiling is returned, so it precedes in WAL every row
  * carrying such an id.  A standby replays it into its own shared state and
  * its own state file; promoted, it starts every slot after the highest
@@ -108,7 +109,7 @@ ShidCeiling *shid_ceiling = NULL;
 int			shid_max_clock_jump = 86400;
 
 /* GUCs: the resource manager id (0: none), and whether raises are logged. */
-int			shid_wal_rmgr_id = RM_EXPERIMENTAL_ID;
+int			shid_wal_rmgr_id = SHID_DEFAULT_RMGR_ID;
 bool		shid_wal_log_ceiling = true;
 
 static void shid_ceiling_redo(XLogReaderState *record);

@@ -29,6 +29,14 @@ shid_clock_ms(void)
 	return shid_timestamptz_to_unix_ms(GetCurrentTimestamp());
 }
 
+/*
+ * The default id of the custom WAL resource manager: one that the list of
+ * custom resource managers on the PostgreSQL wiki reserves for no other
+ * extension (128 is RM_EXPERIMENTAL_ID, for extensions in development, and
+ * what sharded_id 1.3 used).
+ */
+#define SHID_DEFAULT_RMGR_ID 203
+
 /* How far ahead of the newest id the durable ceiling is pushed, in ms. */
 #define SHID_LEASE_MS		1000
 

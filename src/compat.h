@@ -3,9 +3,10 @@
  * src/compat.h
  *	  Every PG_VERSION_NUM guard of sharded_id, in one place.
  *
- * sharded_id is tested on PostgreSQL 15 and 18, and builds for 16 and 17
- * from the same guards.  Call sites use the names on the left; this header
- * maps them onto what each server version provides.
+ * sharded_id is tested on PostgreSQL 15, 17 and 18, and builds for 16 from
+ * the same guards.  Call sites use the names this header defines, which it
+ * maps onto what each server version provides; it redefines nothing of
+ * PostgreSQL's.
  *
  *-------------------------------------------------------------------------
  */
@@ -29,31 +30,30 @@
 #endif
 
 /*
- * PostgreSQL 18 marks functions that never return with the prefix
- * pg_noreturn, in place of the suffix pg_attribute_noreturn().
+ * A function that never returns: PostgreSQL 18 spells it with the prefix
+ * pg_noreturn, older versions with a suffix; C11's _Noreturn is a prefix
+ * that every supported compiler knows.
  */
-#if PG_VERSION_NUM < 180000
-#define pg_noreturn _Noreturn
+#if PG_VERSION_NUM >= 180000
+#define SHID_NORETURN pg_noreturn
+#else
+#define SHID_NORETURN _Noreturn
 #endif
 
 /*
- * PostgreSQL 16 and later build extensions with -fvisibility=hidden and
- * export only what PGDLLEXPORT marks.  The Makefile does the same on 15,
- * defining PGDLLEXPORT on the command line; 15's PG_FUNCTION_INFO_V1 marks
- * only the info function, so here it marks the function as 16's does.
+ * Declare a SQL-callable function.  PostgreSQL 16 and later build extensions
+ * with -fvisibility=hidden and their PG_FUNCTION_INFO_V1 exports the
+ * function.  On 15 the Makefile builds with -fvisibility=hidden too, so that
+ * no helper of ours binds to another library's symbol, but 15's
+ * PG_FUNCTION_INFO_V1 exports only the info function: the function itself
+ * is declared exported first, which later declarations keep.
  */
 #if PG_VERSION_NUM < 160000
-#undef PG_FUNCTION_INFO_V1
-#define PG_FUNCTION_INFO_V1(funcname) \
+#define SHID_FUNCTION_INFO(funcname) \
 extern PGDLLEXPORT Datum funcname(PG_FUNCTION_ARGS); \
-extern PGDLLEXPORT const Pg_finfo_record * CppConcat(pg_finfo_,funcname)(void); \
-const Pg_finfo_record * \
-CppConcat(pg_finfo_,funcname) (void) \
-{ \
-	static const Pg_finfo_record my_finfo = { 1 }; \
-	return &my_finfo; \
-} \
-extern int no_such_variable
+PG_FUNCTION_INFO_V1(funcname)
+#else
+#define SHID_FUNCTION_INFO(funcname) PG_FUNCTION_INFO_V1(funcname)
 #endif
 
 #endif							/* SHARDED_ID_COMPAT_H */

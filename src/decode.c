@@ -58,7 +58,7 @@ shid_arg_id(FunctionCallInfo fcinfo, int argno, const ShidLayout *layout)
  *
  * All three fields of an id, in the default layout or the one named.
  */
-PG_FUNCTION_INFO_V1(shid_decode);
+SHID_FUNCTION_INFO(shid_decode);
 Datum
 shid_decode(PG_FUNCTION_ARGS)
 {
@@ -86,7 +86,7 @@ shid_decode(PG_FUNCTION_ARGS)
  *
  * When the id was minted, to the millisecond.
  */
-PG_FUNCTION_INFO_V1(shid_created_at);
+SHID_FUNCTION_INFO(shid_created_at);
 Datum
 shid_created_at(PG_FUNCTION_ARGS)
 {
@@ -102,7 +102,7 @@ shid_created_at(PG_FUNCTION_ARGS)
  *
  * The logical shard that owns the id.
  */
-PG_FUNCTION_INFO_V1(shid_shard_id);
+SHID_FUNCTION_INFO(shid_shard_id);
 Datum
 shid_shard_id(PG_FUNCTION_ARGS)
 {
@@ -118,7 +118,7 @@ shid_shard_id(PG_FUNCTION_ARGS)
  *
  * The sequence field of the id.
  */
-PG_FUNCTION_INFO_V1(shid_seq_id);
+SHID_FUNCTION_INFO(shid_seq_id);
 Datum
 shid_seq_id(PG_FUNCTION_ARGS)
 {
@@ -136,7 +136,7 @@ shid_seq_id(PG_FUNCTION_ARGS)
  * log2(stripes) bits of its sequence field, which name the server that
  * minted it.
  */
-PG_FUNCTION_INFO_V1(shid_stripe_id);
+SHID_FUNCTION_INFO(shid_stripe_id);
 Datum
 shid_stripe_id(PG_FUNCTION_ARGS)
 {
@@ -164,7 +164,7 @@ shid_stripe_id(PG_FUNCTION_ARGS)
  * or a sequence field outside the layout's range is an error (22003), not
  * masked.  It mints nothing: the result is not reserved against next_id.
  */
-PG_FUNCTION_INFO_V1(shid_encode);
+SHID_FUNCTION_INFO(shid_encode);
 Datum
 shid_encode(PG_FUNCTION_ARGS)
 {
@@ -191,7 +191,7 @@ shid_encode(PG_FUNCTION_ARGS)
  * The lowest id any shard can have at the millisecond of ts, so that
  * "id >= min_id_at(ts)" selects the ids minted at ts or later.
  */
-PG_FUNCTION_INFO_V1(shid_min_id_at);
+SHID_FUNCTION_INFO(shid_min_id_at);
 Datum
 shid_min_id_at(PG_FUNCTION_ARGS)
 {
@@ -207,7 +207,7 @@ shid_min_id_at(PG_FUNCTION_ARGS)
  * The highest id any shard can have at the millisecond of ts, so that
  * "id <= max_id_at(ts)" selects the ids minted at ts or earlier.
  */
-PG_FUNCTION_INFO_V1(shid_max_id_at);
+SHID_FUNCTION_INFO(shid_max_id_at);
 Datum
 shid_max_id_at(PG_FUNCTION_ARGS)
 {
@@ -226,7 +226,7 @@ shid_max_id_at(PG_FUNCTION_ARGS)
  * The built-in layouts, and the last instant each can hold before its ids
  * would turn negative.
  */
-PG_FUNCTION_INFO_V1(shid_layouts);
+SHID_FUNCTION_INFO(shid_layouts);
 Datum
 shid_layouts(PG_FUNCTION_ARGS)
 {
@@ -262,7 +262,7 @@ shid_layouts(PG_FUNCTION_ARGS)
  * check shards and layout names through this, so that each error has one
  * message and one hint.
  */
-PG_FUNCTION_INFO_V1(shid_check_shard_sql);
+SHID_FUNCTION_INFO(shid_check_shard_sql);
 Datum
 shid_check_shard_sql(PG_FUNCTION_ARGS)
 {

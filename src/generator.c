@@ -297,9 +297,9 @@ _PG_init(void)
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("sharded_id.wal_rmgr_id",
 							"Sets the id of sharded_id's custom WAL resource manager, which replicates the clock ceiling.",
-							"128 is RM_EXPERIMENTAL_ID; choose another id from 129 to 255 if another extension uses it. 0 logs nothing.",
+							"The same on a primary and its standbys; 128 replays WAL that sharded_id 1.3 wrote. 0 logs nothing.",
 							&shid_wal_rmgr_id,
-							RM_EXPERIMENTAL_ID,
+							SHID_DEFAULT_RMGR_ID,
 							0,
 							RM_MAX_CUSTOM_ID,
 							PGC_POSTMASTER,
@@ -370,7 +370,7 @@ shid_require_shared_state(void)
 }
 
 /* The error of a call on a server whose minting is switched off. */
-static pg_noreturn void pg_noinline
+static SHID_NORETURN void pg_noinline
 shid_minting_off(void)
 {
 	ereport(ERROR,
@@ -381,7 +381,7 @@ shid_minting_off(void)
 }
 
 /* The error of a call for a shard that this server gave away. */
-static pg_noreturn void pg_noinline
+static SHID_NORETURN void pg_noinline
 shid_shard_retired(int32 shard)
 {
 	ereport(ERROR,
@@ -727,7 +727,7 @@ shid_mint(const ShidLayout *layout, int32 shard, int64 now_ms, bool counter,
  * bits taken from nextval(seq).  Never returns the same id twice for a
  * shard of a cluster.
  */
-PG_FUNCTION_INFO_V1(shid_next_id);
+SHID_FUNCTION_INFO(shid_next_id);
 Datum
 shid_next_id(PG_FUNCTION_ARGS)
 {
@@ -752,7 +752,7 @@ shid_next_id(PG_FUNCTION_ARGS)
  * values out, so a shard's ids strictly increase in the order they are
  * minted, across every session of the cluster.
  */
-PG_FUNCTION_INFO_V1(shid_next_counter_id);
+SHID_FUNCTION_INFO(shid_next_counter_id);
 Datum
 shid_next_counter_id(PG_FUNCTION_ARGS)
 {
@@ -775,7 +775,7 @@ shid_next_counter_id(PG_FUNCTION_ARGS)
  * the clock read behind the slot and by how much at most (ms), the
  * millisecond it fills and its newest id.
  */
-PG_FUNCTION_INFO_V1(shid_generator_stats);
+SHID_FUNCTION_INFO(shid_generator_stats);
 Datum
 shid_generator_stats(PG_FUNCTION_ARGS)
 {
@@ -828,7 +828,7 @@ shid_generator_stats(PG_FUNCTION_ARGS)
  * durable ceiling, how often it was written and for how long (ms), and
  * when the statistics were last reset.
  */
-PG_FUNCTION_INFO_V1(shid_generator_info);
+SHID_FUNCTION_INFO(shid_generator_info);
 Datum
 shid_generator_info(PG_FUNCTION_ARGS)
 {
@@ -858,7 +858,7 @@ shid_generator_info(PG_FUNCTION_ARGS)
  *
  * Zero the generator's statistics, in every slot and for the ceiling.
  */
-PG_FUNCTION_INFO_V1(shid_reset_stats);
+SHID_FUNCTION_INFO(shid_reset_stats);
 Datum
 shid_reset_stats(PG_FUNCTION_ARGS)
 {
@@ -897,7 +897,7 @@ shid_reset_stats(PG_FUNCTION_ARGS)
  * slot's spinlock in turn.  The generation it bumps makes every minter
  * whose claim it overtook claim again.
  */
-PG_FUNCTION_INFO_V1(shid_reset_ceiling);
+SHID_FUNCTION_INFO(shid_reset_ceiling);
 Datum
 shid_reset_ceiling(PG_FUNCTION_ARGS)
 {
@@ -969,7 +969,7 @@ shid_admin_slot(const ShidLayout *layout, int32 shard, const char *what)
  *
  * Locks: the ceiling lock, then the slot's spinlock.
  */
-PG_FUNCTION_INFO_V1(shid_raise_floor);
+SHID_FUNCTION_INFO(shid_raise_floor);
 Datum
 shid_raise_floor(PG_FUNCTION_ARGS)
 {
@@ -1003,7 +1003,7 @@ shid_raise_floor(PG_FUNCTION_ARGS)
  *
  * Locks: the slot's spinlock.
  */
-PG_FUNCTION_INFO_V1(shid_high_water);
+SHID_FUNCTION_INFO(shid_high_water);
 Datum
 shid_high_water(PG_FUNCTION_ARGS)
 {
@@ -1029,7 +1029,7 @@ shid_high_water(PG_FUNCTION_ARGS)
  *
  * Locks: the slot's spinlock.
  */
-PG_FUNCTION_INFO_V1(shid_retire_shard);
+SHID_FUNCTION_INFO(shid_retire_shard);
 Datum
 shid_retire_shard(PG_FUNCTION_ARGS)
 {
@@ -1062,7 +1062,7 @@ shid_retire_shard(PG_FUNCTION_ARGS)
  * sharded_id.retired_shards.  Nothing to do where sharded_id is not
  * preloaded.
  */
-PG_FUNCTION_INFO_V1(shid_own_shard);
+SHID_FUNCTION_INFO(shid_own_shard);
 Datum
 shid_own_shard(PG_FUNCTION_ARGS)
 {
@@ -1086,7 +1086,7 @@ shid_own_shard(PG_FUNCTION_ARGS)
  *
  * Locks: the slot table shared, then each slot's spinlock in turn.
  */
-PG_FUNCTION_INFO_V1(shid_forget_owners);
+SHID_FUNCTION_INFO(shid_forget_owners);
 Datum
 shid_forget_owners(PG_FUNCTION_ARGS)
 {
@@ -1206,7 +1206,7 @@ shid_next_ids_srf(FunctionCallInfo fcinfo, bool counter, int n_arg,
  * Reserve n ids for the shard in one go, for loaders.  One nextval(seq)
  * picks where the sequence fields start.
  */
-PG_FUNCTION_INFO_V1(shid_next_ids);
+SHID_FUNCTION_INFO(shid_next_ids);
 Datum
 shid_next_ids(PG_FUNCTION_ARGS)
 {
@@ -1221,7 +1221,7 @@ shid_next_ids(PG_FUNCTION_ARGS)
  * Counter mode: reserve n ids for the shard in one go, strictly increasing
  * and after every id of the shard minted before.
  */
-PG_FUNCTION_INFO_V1(shid_next_counter_ids);
+SHID_FUNCTION_INFO(shid_next_counter_ids);
 Datum
 shid_next_counter_ids(PG_FUNCTION_ARGS)
 {

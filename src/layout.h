@@ -67,8 +67,8 @@ extern const ShidLayout *shid_layout_arg(FunctionCallInfo fcinfo, int argno);
 #define SHID_MAX_QUOTED 64
 
 extern char *shid_bounded(const char *text, int len);
-extern pg_noreturn void shid_shard_out_of_range(const ShidLayout *layout, int64 shard);
-extern pg_noreturn void shid_time_out_of_range(const ShidLayout *layout);
+extern SHID_NORETURN void shid_shard_out_of_range(const ShidLayout *layout, int64 shard);
+extern SHID_NORETURN void shid_time_out_of_range(const ShidLayout *layout);
 extern void shid_check_id(const ShidLayout *layout, int64 id);
 
 extern void shid_unpack(const ShidLayout *layout, int64 id,

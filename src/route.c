@@ -40,7 +40,7 @@ shid_check_shard_count(int32 shard_count)
  * The logical shard of an integer key: key modulo shard_count, floored so
  * that negative keys land in [0, shard_count) too.
  */
-PG_FUNCTION_INFO_V1(shid_shard_for_int8);
+SHID_FUNCTION_INFO(shid_shard_for_int8);
 Datum
 shid_shard_for_int8(PG_FUNCTION_ARGS)
 {
@@ -61,7 +61,7 @@ shid_shard_for_int8(PG_FUNCTION_ARGS)
  * The logical shard of a text key: the 64-bit FNV-1a hash of its bytes
  * (in the database encoding), modulo shard_count.
  */
-PG_FUNCTION_INFO_V1(shid_shard_for_text);
+SHID_FUNCTION_INFO(shid_shard_for_text);
 Datum
 shid_shard_for_text(PG_FUNCTION_ARGS)
 {

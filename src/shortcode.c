@@ -43,7 +43,7 @@ shid_digit_value(unsigned char c)
  *
  * The id in URL-safe base 64.
  */
-PG_FUNCTION_INFO_V1(shid_to_shortcode);
+SHID_FUNCTION_INFO(shid_to_shortcode);
 Datum
 shid_to_shortcode(PG_FUNCTION_ARGS)
 {
@@ -73,7 +73,7 @@ shid_to_shortcode(PG_FUNCTION_ARGS)
  *
  * The id a shortcode stands for.
  */
-PG_FUNCTION_INFO_V1(shid_from_shortcode);
+SHID_FUNCTION_INFO(shid_from_shortcode);
 Datum
 shid_from_shortcode(PG_FUNCTION_ARGS)
 {

@@ -2,11 +2,12 @@
 # and test.  Sourced by setup.sh, run.sh, demo.sh and bench/run.sh.
 #
 # PG_CONFIG, if set, names the one.  Otherwise: PostgreSQL 15 (Debian
-# bookworm's), and 18 when ../shared/pg18 (a test build of PostgreSQL 18
-# for bookworm) is beside the clone.
+# bookworm's), and each of 17 and 18 whose test build, made from Debian's
+# own source packages, sits beside the clone in ../shared/pgNN.
 
 shid_src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-shid_pg18_dir=$shid_src/../shared/pg18
+shid_shared=$shid_src/../shared
+shid_test_builds="17 18"
 
 # The pg_config of every installation to build for and test, one per line.
 shid_pg_configs() {
@@ -15,9 +16,26 @@ shid_pg_configs() {
         return
     fi
     echo /usr/lib/postgresql/15/bin/pg_config
-    if [ -f "$shid_pg18_dir/install.sh" ]; then
-        echo /usr/lib/postgresql/18/bin/pg_config
-    fi
+    local major
+    for major in $shid_test_builds; do
+        if [ -f "$shid_shared/pg$major/install.sh" ]; then
+            echo "/usr/lib/postgresql/$major/bin/pg_config"
+        fi
+    done
+}
+
+# The majors with a test build that is not beside the clone, one per line.
+shid_skipped_majors() {
+    [ -z "${PG_CONFIG:-}" ] || return 0
+    local major
+    for major in $shid_test_builds; do
+        [ -f "$shid_shared/pg$major/install.sh" ] || echo "$major"
+    done
+}
+
+# The install.sh of a major's test build.
+shid_test_build_installer() {
+    echo "$shid_shared/pg$1/install.sh"
 }
 
 # The major version of a pg_config: asked, or read from Debian's path.

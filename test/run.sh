@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test/run.sh: run every test of sharded_id, on every PostgreSQL major that
-# test/pg_versions.sh names (15, and 18 when ../shared/pg18 is there), or on
-# the one PG_CONFIG names:
+# test/pg_versions.sh names (15, and 17 and 18 when their test builds are in
+# ../shared/pg17 and ../shared/pg18), or on the one PG_CONFIG names:
 #
 #   bash test/run.sh
 #   PG_CONFIG=/usr/lib/postgresql/18/bin/pg_config bash test/run.sh
@@ -108,6 +108,9 @@ for pg_config in $configs; do
     done
 done
 
+for major in $(shid_skipped_majors); do
+    echo "PostgreSQL $major skipped: no test build in ../shared/pg$major"
+done
 echo "logs: $logs"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # test/setup.sh: install what sharded_id needs on Debian bookworm, then build
 # and install the extension into each PostgreSQL that test/pg_versions.sh
-# names: 15 from Debian, and 18 from ../shared/pg18 when it is there (or the
-# one PG_CONFIG names).
+# names: 15 from Debian, and 17 and 18 from ../shared/pg17 and ../shared/pg18
+# when they are there (or the one PG_CONFIG names).
 #
 # Run as root.  PG_CFLAGS, if set, is passed to the compiler (the test
 # runner sets -Wall -Wextra -Werror).
@@ -29,10 +29,11 @@ apt=(apt-get -q -o DPkg::Lock::Timeout=600)
 
 for pg_config in $(shid_pg_configs); do
     major=$(shid_major "$pg_config")
-    if [ "$major" = 18 ] && [ ! -x "$pg_config" ]; then
-        [ -f "$shid_pg18_dir/install.sh" ] ||
-            { echo "test/setup.sh: $pg_config is missing and there is no $shid_pg18_dir" >&2; exit 1; }
-        bash "$shid_pg18_dir/install.sh" >/dev/null
+    installer=$(shid_test_build_installer "$major")
+    # A test build is installed, or brought up to date, by its install.sh,
+    # which does nothing when the same build is in place.
+    if [ -f "$installer" ]; then
+        bash "$installer" >/dev/null
     fi
     [ -x "$pg_config" ] || { echo "test/setup.sh: no pg_config at $pg_config" >&2; exit 1; }
     make -s clean PG_CONFIG="$pg_config"
