@@ -20,6 +20,8 @@ API_SOURCES = $(addprefix src/sql/api/,ids.sql decoders.sql shards.sql node.sql 
 DATA_built = src/sql/sharded_id--$(EXTVERSION).sql
 DATA = src/sql/sharded_id--1.0.sql $(wildcard src/sql/sharded_id--*--*.sql)
 SCRIPTS = src/bin/sharded_id_move_shard src/bin/sharded_id_rebalance
+# Installed in $(pg_config --docdir)/extension.
+DOCS = $(wildcard doc/*.md)
 
 PG_CONFIG ?= pg_config
 PG_MAJOR := $(shell $(PG_CONFIG) --version | sed 's/^PostgreSQL \([0-9]*\).*/\1/')

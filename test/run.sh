@@ -13,7 +13,8 @@
 #
 # Suites, per major: pg_regress (sql/, expected/) and pg_isolation_regress
 # (test/specs/) on a throwaway cluster made by pg_virtualenv with sharded_id
-# preloaded; TAP tests (test/t/) that start clusters of their own.  Each
+# preloaded; TAP tests (test/t/) that start clusters of their own.  Once: the
+# documents' links (test/docs.pl).  Each
 # suite's full output is kept in the log directory the run prints.  The last
 # line is "N passed, M failed", over all majors.
 set -euo pipefail
@@ -90,6 +91,9 @@ count() {
     failed=$((failed + f))
 }
 
+# The documents: every relative link resolves (once, not per major).
+run_suite docs perl test/docs.pl
+
 for pg_config in $configs; do
     major=$(shid_major "$pg_config")
     preload=(pg_virtualenv -v "$major" -o shared_preload_libraries=sharded_id)
@@ -101,6 +105,7 @@ for pg_config in $configs; do
 done
 
 [ -f "$logs/pg15-package.log" ] && count pg15-package
+count docs
 for pg_config in $configs; do
     major=$(shid_major "$pg_config")
     for suite in regress isolation tap; do
