@@ -932,18 +932,18 @@ shid_reset_ceiling(PG_FUNCTION_ARGS)
 }
 
 /*
- * The largest id of the shard that this server may have minted: the slot's
- * millisecond, with every sequence-field value.  A slot starts at the
+ * The largest id of the shard that this server may have minted, from the
+ * slot's millisecond ms (read under its mutex; the caller has released it):
+ * that millisecond with every sequence-field value.  A slot starts at the
  * durable ceiling, which covers every millisecond minted before, so this
- * bounds ids from before a restart too.  The caller holds the slot's mutex.
+ * bounds ids from before a restart too.
  */
 static int64
-shid_slot_high_water(const ShidLayout *layout, const ShidSlot *slot)
+shid_high_water_id(const ShidLayout *layout, int32 shard, int64 ms)
 {
-	int64		ms = Max(slot->ms, layout->epoch_ms);
-
+	ms = Max(ms, layout->epoch_ms);
 	shid_check_unix_ms(layout, ms);
-	return shid_pack(layout, ms, slot->key.shard, shid_seq_capacity(layout) - 1);
+	return shid_pack(layout, ms, shard, shid_seq_capacity(layout) - 1);
 }
 
 /* Checks common to the functions below; returns the shard's slot. */
@@ -1009,12 +1009,12 @@ shid_high_water(PG_FUNCTION_ARGS)
 {
 	const ShidLayout *layout = shid_layout_arg(fcinfo, 1);
 	ShidSlot   *slot = shid_admin_slot(layout, PG_GETARG_INT32(0), "read the high-water mark of a shard");
-	int64		high_water;
+	int64		ms;
 
 	SpinLockAcquire(&slot->mutex);
-	high_water = shid_slot_high_water(layout, slot);
+	ms = slot->ms;
 	SpinLockRelease(&slot->mutex);
-	PG_RETURN_INT64(high_water);
+	PG_RETURN_INT64(shid_high_water_id(layout, slot->key.shard, ms));
 }
 
 /*
@@ -1036,7 +1036,7 @@ shid_retire_shard(PG_FUNCTION_ARGS)
 	const ShidLayout *layout = shid_layout_arg(fcinfo, 1);
 	ShidSlot   *slot;
 	uint8		prev;
-	int64		high_water;
+	int64		ms;
 
 	/* Without the preload nothing mints here, and nothing is known. */
 	if (shid_shared == NULL)
@@ -1046,12 +1046,10 @@ shid_retire_shard(PG_FUNCTION_ARGS)
 	SpinLockAcquire(&slot->mutex);
 	prev = slot->owner;
 	slot->owner = SHID_OWNER_RETIRED;
-	high_water = Max(slot->ms, layout->epoch_ms);
+	ms = slot->ms;
 	SpinLockRelease(&slot->mutex);
 	shid_owner_remember(slot, prev, SHID_OWNER_RETIRED);
-	shid_check_unix_ms(layout, high_water);
-	PG_RETURN_INT64(shid_pack(layout, high_water, slot->key.shard,
-							  shid_seq_capacity(layout) - 1));
+	PG_RETURN_INT64(shid_high_water_id(layout, slot->key.shard, ms));
 }
 
 /*
