@@ -10,7 +10,7 @@ EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/shard
 
 MODULE_big = sharded_id
 OBJS = src/layout.o src/ceiling.o src/owner.o src/generator.o src/decode.o src/route.o \
-	src/shortcode.o
+	src/shortcode.o src/connstr.o
 PGFILEDESC = "sharded_id - time-sortable 64-bit ids carrying a logical shard"
 
 # The install script of the current version is assembled from the topic
@@ -26,7 +26,10 @@ DOCS = $(wildcard doc/*.md)
 PG_CONFIG ?= pg_config
 PG_MAJOR := $(shell $(PG_CONFIG) --version | sed 's/^PostgreSQL \([0-9]*\).*/\1/')
 
-PG_CPPFLAGS = -I$(srcdir)/src
+# libpq parses the nodes' connection strings (src/connstr.c), as in
+# postgres_fdw and dblink.
+PG_CPPFLAGS = -I$(srcdir)/src -I$(libpq_srcdir)
+SHLIB_LINK_INTERNAL = $(libpq)
 # PostgreSQL 16 and later build modules with -fvisibility=hidden and mark
 # what they export with PGDLLEXPORT; do the same on 15, so that no helper of
 # ours can bind to another library's symbol of the same name.

@@ -31,8 +31,12 @@ WHERE e.extname = 'sharded_id' AND d.deptype = 'e'
        OR (l.lanname = 'c' AND p.proname NOT LIKE 'next\_id%' AND p.proname NOT IN (SELECT * FROM generator)
            AND (p.provolatile <> 'i' OR p.proparallel <> 's' OR NOT p.proisstrict))
        OR (p.proname IN (SELECT * FROM generator) AND (p.provolatile <> 'v' OR p.proparallel = 's'))
-       OR (l.lanname <> 'c'
-           AND NOT coalesce('search_path=pg_catalog, pg_temp' = ANY (p.proconfig), false)));
+       OR (l.lanname <> 'c' AND p.prokind <> 'p'
+           AND NOT coalesce('search_path=pg_catalog, pg_temp' = ANY (p.proconfig), false))
+       -- A procedure that commits cannot carry a SET clause: it pins its
+       -- search_path with set_config in each of its transactions.
+       OR (p.prokind = 'p' AND (p.proconfig IS NOT NULL
+                                OR position('set_config(''search_path'', ''pg_catalog, pg_temp'', true)' IN p.prosrc) = 0)));
 
 -- Provisioning is not for PUBLIC.
 SELECT p.oid::regprocedure AS function, has_function_privilege('public', p.oid, 'EXECUTE') AS public_may_execute

@@ -16,6 +16,27 @@ SELECT sharded_id.drop_shard(3);
 -- Connection strings to postgres_fdw options, without credentials.
 SELECT sharded_id._connstr_options($$host=db1.example port=5433 dbname='my app' user=u password='p w'$$);
 SELECT sharded_id._connstr_options($$dbname='it\'s' sslmode=require$$);
+-- libpq's own rules: a URI gives the options of its keyword/value form, and
+-- secrets other than the password stay out too.
+SELECT sharded_id._connstr_options('postgresql://u:p%20w@db1.example:5433/my%20app?sslmode=require')
+       = sharded_id._connstr_options($$host=db1.example port=5433 dbname='my app' user=u password='p w' sslmode=require$$)
+       AS uri_is_keyword_value;
+SELECT sharded_id._connstr_options('postgresql://db1.example:5433/my%20app?sslmode=require');
+SELECT sharded_id._connstr_options('host=a sslpassword=secret passfile=/home/app/.pgpass');
+SELECT sharded_id._connstr_options('host=a nosuchoption=1');
+SELECT sharded_id._connstr_options('postgresql://[::1');
+\set VERBOSITY sqlstate
+SELECT sharded_id._connstr_options('host=a nosuchoption=1');
+\set VERBOSITY default
+
+-- Connection strings may hold passwords: only the owner, and the roles it
+-- grants SELECT to, read them.  The shard map stays readable.
+CREATE ROLE sharded_id_regress_reader;
+SET ROLE sharded_id_regress_reader;
+SELECT connstr FROM sharded_id.nodes;
+SELECT count(*) AS map_readable FROM sharded_id.shard_map;
+RESET ROLE;
+DROP ROLE sharded_id_regress_reader;
 SELECT sharded_id.node_server('node1');
 
 -- The shard map must hold shards 0..N-1 with N a power of two.
@@ -48,7 +69,14 @@ SELECT srvoptions FROM pg_foreign_server WHERE srvname = 'regress_cluster';
 -- configured zero padding, reading the shard's schema on its node.
 CREATE EXTENSION postgres_fdw;
 SELECT sharded_id.configure(pad_width => 5);
+-- The same server as a URI and as keyword/value: the same foreign server.
+INSERT INTO sharded_id.nodes VALUES
+    ('n3', 'postgresql://db1.example:5433/app?sslmode=require&application_name=router'),
+    ('n4', 'host=db1.example port=5433 dbname=app sslmode=require application_name=router');
 SELECT sharded_id.apply_shard_map('regress_cluster');
+SELECT s3.srvoptions AS uri_server, s3.srvoptions = s4.srvoptions AS same_as_keyword_value
+FROM pg_foreign_server s3, pg_foreign_server s4
+WHERE s3.srvname = 'sharded_id_n3' AND s4.srvname = 'sharded_id_n4';
 CREATE TABLE public.regress_items (id bigint PRIMARY KEY, v text);
 SELECT sharded_id.create_ops_table('public.regress_items', 'regress_ops');
 SELECT c.relname AS partition, s.srvname AS server, ft.ftoptions AS options
@@ -62,7 +90,8 @@ SET client_min_messages = warning;
 DROP SCHEMA regress_ops CASCADE;
 DROP TABLE public.regress_items;
 DELETE FROM sharded_id.ops_tables;
-DROP SERVER sharded_id_n1, sharded_id_n2 CASCADE;
+DROP SERVER sharded_id_n1, sharded_id_n2, sharded_id_n3, sharded_id_n4 CASCADE;
+DELETE FROM sharded_id.nodes WHERE node_name IN ('n3', 'n4');
 DROP EXTENSION postgres_fdw;
 RESET client_min_messages;
 

@@ -25,7 +25,9 @@
  *	   or subtransaction aborts, the state before comes back.  An
  *	   uncommitted retirement already refuses: the fence fails closed.
  *	 - A take-back (_own_shard) stores MINTS when its transaction commits;
- *	   until then the shard stays refused.
+ *	   until then the shard stays refused.  A committing retirement stores
+ *	   nothing more, so a take-back that committed in between (a move
+ *	   between two databases of one server, which share the slot) stands.
  *
  * Locking rules: a slot's owner state changes only under the slot's
  * spinlock (shid_slot_set_owner, generator.c); the minter reads it under
@@ -122,6 +124,35 @@ shid_owner_undo(int level)
 	}
 }
 
+/*
+ * At commit, the take-backs take effect.  A retirement took effect when it
+ * was made and is not applied again: another transaction may have taken the
+ * slot back since (the shard moved between two databases of this server,
+ * which share the slot).  A take-back followed by a retirement of the same
+ * slot in this transaction stays retired.
+ */
+static void
+shid_owner_commit(void)
+{
+	int			retirements = 0;
+
+	for (int i = 0; i < shid_nchanges; i++)
+		retirements += shid_changes[i].at_commit == SHID_OWNER_RETIRED;
+	for (int i = shid_nchanges - 1; i >= 0; i--)
+	{
+		bool		retired_later = false;
+
+		if (shid_changes[i].at_commit != SHID_OWNER_MINTS)
+			continue;
+		for (int j = i + 1; retirements > 0 && j < shid_nchanges && !retired_later; j++)
+			retired_later = shid_changes[j].slot == shid_changes[i].slot &&
+				shid_changes[j].at_commit == SHID_OWNER_RETIRED;
+		if (!retired_later)
+			(void) shid_slot_set_owner(shid_changes[i].slot, SHID_OWNER_MINTS, false);
+	}
+	shid_nchanges = 0;
+}
+
 static void
 shid_owner_xact_callback(XactEvent event, void *arg)
 {
@@ -135,10 +166,7 @@ shid_owner_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
-			for (int i = 0; i < shid_nchanges; i++)
-				(void) shid_slot_set_owner(shid_changes[i].slot,
-										   shid_changes[i].at_commit, false);
-			shid_nchanges = 0;
+			shid_owner_commit();
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:

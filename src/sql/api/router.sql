@@ -32,7 +32,10 @@ SELECT pg_catalog.pg_extension_config_dump('sharded_id.nodes', '');
 SELECT pg_catalog.pg_extension_config_dump('sharded_id.shard_map', '');
 SELECT pg_catalog.pg_extension_config_dump('sharded_id.ops_tables', '');
 
-GRANT SELECT ON sharded_id.nodes, sharded_id.shard_map, sharded_id.ops_tables TO PUBLIC;
+-- Connection strings may hold passwords: sharded_id.nodes is for the
+-- extension's owner and the roles it grants SELECT to.
+GRANT SELECT ON sharded_id.shard_map, sharded_id.ops_tables TO PUBLIC;
+REVOKE ALL ON sharded_id.nodes FROM PUBLIC;
 
 -- The name of the postgres_fdw server of a data node.
 CREATE FUNCTION sharded_id.node_server(node_name text)
@@ -89,22 +92,15 @@ $$;
 COMMENT ON FUNCTION sharded_id._set_server_options(name, name, text[]) IS
 'internal: create a foreign server with these options, or add, set and drop its options to match';
 
--- libpq connection string to postgres_fdw server options.
+-- libpq connection string (keyword/value or URI) to postgres_fdw server
+-- options, parsed by libpq itself.
 CREATE FUNCTION sharded_id._connstr_options(connstr text)
 RETURNS text[]
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT coalesce(array_agg(m[1] || '=' || CASE WHEN left(m[2], 1) = ''''
-                                              THEN replace(replace(substr(m[2], 2, length(m[2]) - 2), '\''', ''''), '\\', '\')
-                                              ELSE m[2] END
-                              ORDER BY m[1]), '{}')
-    FROM regexp_matches(connstr, '(\w+)\s*=\s*(''(?:[^''\\]|\\.)*''|\S+)', 'g') m
-    WHERE m[1] NOT IN ('user', 'password')
-$$;
+AS 'MODULE_PATHNAME', 'shid_connstr_options'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 COMMENT ON FUNCTION sharded_id._connstr_options(text) IS
-'internal: the options of a libpq connection string, less user and password';
+'internal: the options a libpq connection string or URI sets, as libpq parses them, less the user and secrets (they belong in user mappings)';
 
 CREATE FUNCTION sharded_id.apply_shard_map(cluster name DEFAULT 'sharded_id',
                                            connection_lifetime integer DEFAULT NULL,

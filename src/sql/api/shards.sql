@@ -491,7 +491,53 @@ END
 $$;
 
 COMMENT ON FUNCTION sharded_id.create_shards(integer, integer) IS
-'create_shard for every shard from first_shard to last_shard, all or nothing';
+'create_shard for every shard from first_shard to last_shard, all or nothing, in one transaction (for thousands, CALL provision_shards)';
+
+-- Provision a range of shards in batches of batch_size, one transaction
+-- each, so that the lock table stays bounded (a shard holds a few dozen
+-- locks until its transaction ends: its schema, sequence, function, tables
+-- and indexes) however long the range.  A failure keeps the batches before
+-- it, and running the call again resumes, since create_shard creates only
+-- what is missing.  Progress shows in a NOTICE per batch, and to other
+-- sessions in sharded_id.shards as each batch commits.
+--
+-- A procedure that commits cannot carry a SET clause, so this one pins its
+-- search_path with set_config at the start of each of its transactions.
+CREATE PROCEDURE sharded_id.provision_shards(first_shard integer, last_shard integer,
+                                             batch_size integer DEFAULT 64)
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    batch_start bigint := first_shard;
+    batch_end bigint;
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    IF first_shard IS NULL OR last_shard IS NULL OR batch_size IS NULL THEN
+        RAISE EXCEPTION 'shard range and batch size must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF first_shard > last_shard THEN
+        RAISE EXCEPTION 'first shard % is after last shard %', first_shard, last_shard
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF batch_size < 1 THEN
+        RAISE EXCEPTION 'batch size % is out of range', batch_size
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'A batch holds at least one shard.';
+    END IF;
+    WHILE batch_start <= last_shard LOOP
+        batch_end := least(last_shard, batch_start + batch_size - 1);
+        PERFORM sharded_id._provision(s::integer, NULL) FROM generate_series(batch_start, batch_end) s;
+        RAISE NOTICE 'shards % to % provisioned (% to %)', batch_start, batch_end, first_shard, last_shard;
+        COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        batch_start := batch_end + 1;
+    END LOOP;
+END
+$$;
+
+COMMENT ON PROCEDURE sharded_id.provision_shards(integer, integer, integer) IS
+'create_shard for every shard from first_shard to last_shard, committing every batch_size shards so that any number fits a default lock table; resumable; CALL it outside a transaction block';
 
 -- Give a shard away: out of the catalog, so that enter_shard turns writers
 -- away, and this server stops minting for it at once (for good when the
@@ -687,6 +733,7 @@ REVOKE EXECUTE ON FUNCTION sharded_id._check_adoptable(name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._provision(integer, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.create_shard(integer, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.create_shards(integer, integer) FROM PUBLIC;
+REVOKE EXECUTE ON PROCEDURE sharded_id.provision_shards(integer, integer, integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.retire_shard(integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.raise_floors() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.drop_shard(integer) FROM PUBLIC;

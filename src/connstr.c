@@ -1,0 +1,96 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/connstr.c
+ *	  Connection strings of data nodes, read by libpq's own rules.
+ *
+ * A node's connection string (sharded_id.nodes.connstr) feeds two engines:
+ * PL/Proxy hands it to libpq as it is, and apply_shard_map turns it into
+ * the options of the node's postgres_fdw server.  The second must read it
+ * exactly as libpq does, keyword/value strings and postgresql:// URIs
+ * alike, so it asks libpq (PQconninfoParse).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "compat.h"
+#include "fmgr.h"
+#include "libpq-fe.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+
+/* Options a postgres_fdw server does not take, or takes from elsewhere. */
+static bool
+shid_server_option(const PQconninfoOption *opt)
+{
+	/* The user and every secret belong in a user mapping. */
+	if (strcmp(opt->keyword, "user") == 0 || strchr(opt->dispchar, '*') != NULL)
+		return false;
+	/* Debug options, and those postgres_fdw sets itself. */
+	if (strchr(opt->dispchar, 'D') != NULL ||
+		strcmp(opt->keyword, "client_encoding") == 0 ||
+		strcmp(opt->keyword, "fallback_application_name") == 0)
+		return false;
+	return true;
+}
+
+static int
+shid_cmp_cstring(const void *a, const void *b)
+{
+	return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/*
+ * _connstr_options(connstr text) RETURNS text[]
+ *
+ * The options that a libpq connection string sets, keyword/value string or
+ * URI, as 'keyword=value' sorted by keyword: the options of a postgres_fdw
+ * server, so without the user and the secrets (password, sslpassword),
+ * which belong in a user mapping.  An invalid string is an error (22023)
+ * with libpq's own words.  Takes no lock.
+ */
+SHID_FUNCTION_INFO(shid_connstr_options);
+Datum
+shid_connstr_options(PG_FUNCTION_ARGS)
+{
+	char	   *connstr = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char	   *errmsg_libpq = NULL;
+	PQconninfoOption *opts;
+	char	  **items;
+	Datum	   *elems;
+	int			n = 0;
+	int			count = 0;
+
+	opts = PQconninfoParse(connstr, &errmsg_libpq);
+	if (opts == NULL)
+	{
+		char	   *detail = pstrdup(errmsg_libpq ? errmsg_libpq : "out of memory");
+
+		if (errmsg_libpq)
+			PQfreemem(errmsg_libpq);
+		/* libpq ends its messages with a newline. */
+		if (detail[0] != '\0' && detail[strlen(detail) - 1] == '\n')
+			detail[strlen(detail) - 1] = '\0';
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid connection string"),
+				 errdetail("libpq says: %s", detail)));
+	}
+
+	for (PQconninfoOption *opt = opts; opt->keyword != NULL; opt++)
+		count++;
+	items = palloc(Max(count, 1) * sizeof(char *));
+	for (PQconninfoOption *opt = opts; opt->keyword != NULL; opt++)
+	{
+		if (opt->val != NULL && shid_server_option(opt))
+			items[n++] = psprintf("%s=%s", opt->keyword, opt->val);
+	}
+	PQconninfoFree(opts);
+
+	qsort(items, n, sizeof(char *), shid_cmp_cstring);
+	elems = palloc(Max(n, 1) * sizeof(Datum));
+	for (int i = 0; i < n; i++)
+		elems[i] = CStringGetTextDatum(items[i]);
+	PG_RETURN_ARRAYTYPE_P(construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT));
+}
