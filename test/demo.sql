@@ -33,7 +33,7 @@ FROM all_photos ORDER BY id LIMIT 3;
 
 \echo '== 6. The seed article''s worked example: 1387263000 ms after the epoch, shard 1341, nextval 5001'
 SELECT sharded_id.encode(timestamptz '2011-08-24 21:07:01.721+00'
-                         + interval '1387263000 ms', 1341, 5001) AS id;
+                         + interval '1387263000 ms', 1341, 5001 % 1024) AS id;
 SELECT * FROM sharded_id.decode(11637205501278089);
 
 \echo '== 7. 2,000,000 ids for one shard in one statement: twice the 1024-per-ms ceiling'
