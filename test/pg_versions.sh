@@ -24,12 +24,16 @@ shid_pg_configs() {
     done
 }
 
-# The majors with a test build that is not beside the clone, one per line.
+# The majors with a test build that the pg_config list "$1" leaves out,
+# one per line (none when PG_CONFIG picks one major on purpose).
 shid_skipped_majors() {
     [ -z "${PG_CONFIG:-}" ] || return 0
-    local major
+    local major config tested=" "
+    for config in $1; do
+        tested+="$(shid_major "$config") "
+    done
     for major in $shid_test_builds; do
-        [ -f "$shid_shared/pg$major/install.sh" ] || echo "$major"
+        [[ $tested == *" $major "* ]] || echo "$major"
     done
 }
 

@@ -113,7 +113,7 @@ for pg_config in $configs; do
     done
 done
 
-for major in $(shid_skipped_majors); do
+for major in $(shid_skipped_majors "$configs"); do
     echo "PostgreSQL $major skipped: no test build in ../shared/pg$major"
 done
 echo "logs: $logs"
