@@ -16,7 +16,7 @@ PGFILEDESC = "sharded_id - time-sortable 64-bit ids carrying a logical shard"
 # The install script of the current version is assembled from the topic
 # files of src/sql/api/, in this order.  Released scripts (src/sql/) are
 # installed as they are and never edited again.
-API_SOURCES = $(addprefix src/sql/api/,ids.sql decoders.sql shards.sql node.sql router.sql monitor.sql)
+API_SOURCES = $(addprefix src/sql/api/,ids.sql decoders.sql shards.sql node.sql router.sql moves.sql monitor.sql)
 DATA_built = src/sql/sharded_id--$(EXTVERSION).sql
 DATA = src/sql/sharded_id--1.0.sql $(wildcard src/sql/sharded_id--*--*.sql)
 SCRIPTS = src/bin/sharded_id_move_shard src/bin/sharded_id_rebalance

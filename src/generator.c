@@ -148,6 +148,7 @@ static bool shid_track_stats = true;
 static int	shid_stripes = 1;
 static int	shid_stripe = 0;
 static bool shid_minting = true;
+static char *shid_move_hold = NULL;
 
 /* log2(sharded_id.stripes): the top bits of the sequence field it takes. */
 static int	shid_stripe_bits = 0;
@@ -264,6 +265,19 @@ _PG_init(void)
 	 * Loaded without shared_preload_libraries, the module still provides the
 	 * decoders; next_id refuses to run (see shid_require_shared_state).
 	 */
+	/*
+	 * Read by sharded_id.move_shard on a router, which need not preload the
+	 * module; defined either way, so that a preloaded router accepts it.
+	 */
+	DefineCustomStringVariable("sharded_id.move_hold",
+							   "Pauses a shard move after it journals this step, for fault-injection tests.",
+							   "The move waits while another session holds advisory lock (1936222579, 0). Empty: never pauses.",
+							   &shid_move_hold,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   NULL, NULL, NULL);
+
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 

@@ -14,15 +14,32 @@
  *	 text keys:    64-bit FNV-1a of the key's bytes, as an unsigned number,
  *				   modulo shard_count
  *
+ * And route(), which a router's PL/Proxy functions name in their CLUSTER
+ * clause, so that a shard's writers wait while a move switches the shard
+ * to another node.
+ *
+ * Locking: route() takes the router's advisory lock on the shard (class
+ * SHID_ROUTE_LOCK_CLASS, "shir" in ASCII, and the shard id) in share mode
+ * until its transaction ends.  sharded_id.move_shard holds the same lock in
+ * exclusive mode, as a session lock, from the start of its final write
+ * freeze until the router's shard map names the new owner.  No other lock
+ * is taken here.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "compat.h"
 #include "fmgr.h"
+#include "miscadmin.h"
+#include "storage/lock.h"
+#include "utils/inval.h"
 
 #define SHID_FNV64_OFFSET	UINT64CONST(0xcbf29ce484222325)
 #define SHID_FNV64_PRIME	UINT64CONST(0x100000001b3)
+
+/* Class of the router's per-shard advisory locks: "shir" in ASCII. */
+#define SHID_ROUTE_LOCK_CLASS	1936222578
 
 static void
 shid_check_shard_count(int32 shard_count)
@@ -78,4 +95,40 @@ shid_shard_for_text(PG_FUNCTION_ARGS)
 		h *= SHID_FNV64_PRIME;
 	}
 	PG_RETURN_INT32((int32) (h % (uint64) shard_count));
+}
+
+/*
+ * route(shard integer, cluster text DEFAULT 'sharded_id') RETURNS text
+ *
+ * The PL/Proxy cluster a router function runs on, for a call on the given
+ * logical shard: CLUSTER sharded_id.route(...) in the function's body.
+ *
+ * Takes the shard's route lock in share mode, until the transaction ends.
+ * A move's switch holds it in exclusive mode, so a writer waits here
+ * instead of reaching a node whose copy is frozen or retired.  Once it has
+ * the lock it processes the catalog invalidations that arrived while it
+ * waited: the switch's new PL/Proxy cluster options among them, so that
+ * PL/Proxy, which looks the cluster up after this returns, sends the call
+ * to the shard's new owner.
+ */
+SHID_FUNCTION_INFO(shid_route);
+Datum
+shid_route(PG_FUNCTION_ARGS)
+{
+	int32		shard = PG_GETARG_INT32(0);
+	LOCKTAG		tag;
+
+	if (shard < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("shard id %d is out of range", shard),
+				 errdetail("Shard ids are at least 0.")));
+
+	/* The tag pg_advisory_xact_lock_shared(int4, int4) would take. */
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) SHID_ROUTE_LOCK_CLASS,
+						 (uint32) shard, 2);
+	(void) LockAcquire(&tag, ShareLock, false, false);
+	AcceptInvalidationMessages();
+
+	PG_RETURN_DATUM(PG_GETARG_DATUM(1));
 }

@@ -183,6 +183,82 @@ $$;
 COMMENT ON FUNCTION sharded_id._next_id_call(integer, regclass, text) IS
 'internal: the SQL text of a shard''s next_id call (seq NULL: counter mode)';
 
+-- The statements that give relation dst (a qualified name) what src has
+-- beyond its columns, constraints and indexes: triggers, row-level
+-- security and its policies, owner, grants (table and column) and comments.
+-- Names are printed under this function's search_path, so qualified.
+CREATE FUNCTION sharded_id._relation_extras_ddl(src regclass, dst text)
+RETURNS SETOF text
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    rel record;
+    r record;
+BEGIN
+    SELECT c.oid, c.relkind, c.relrowsecurity, c.relforcerowsecurity, c.relowner, c.relacl
+    INTO rel FROM pg_class c WHERE c.oid = src;
+    FOR r IN
+        SELECT pg_get_triggerdef(g.oid) AS def FROM pg_trigger g
+        WHERE g.tgrelid = src AND NOT g.tgisinternal AND g.tgparentid = 0
+        ORDER BY g.tgname
+    LOOP
+        RETURN NEXT regexp_replace(r.def, ' ON (ONLY )?' || regexp_replace(src::text, '([^A-Za-z0-9_])', '\\\1', 'g') || ' ',
+                                   ' ON ' || dst || ' ');
+    END LOOP;
+    IF rel.relrowsecurity THEN
+        RETURN NEXT format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY', dst);
+    END IF;
+    IF rel.relforcerowsecurity THEN
+        RETURN NEXT format('ALTER TABLE %s FORCE ROW LEVEL SECURITY', dst);
+    END IF;
+    FOR r IN
+        SELECT p.polname, p.polpermissive, p.polcmd,
+               CASE WHEN p.polroles = '{0}' THEN 'PUBLIC'
+                    ELSE (SELECT string_agg(quote_ident(a.rolname), ', ' ORDER BY a.rolname)
+                          FROM pg_authid a WHERE a.oid = ANY (p.polroles)) END AS roles,
+               pg_get_expr(p.polqual, p.polrelid) AS qual, pg_get_expr(p.polwithcheck, p.polrelid) AS chk
+        FROM pg_policy p WHERE p.polrelid = src ORDER BY p.polname
+    LOOP
+        RETURN NEXT format('CREATE POLICY %I ON %s AS %s FOR %s TO %s%s%s', r.polname, dst,
+                           CASE WHEN r.polpermissive THEN 'PERMISSIVE' ELSE 'RESTRICTIVE' END,
+                           CASE r.polcmd WHEN 'r' THEN 'SELECT' WHEN 'a' THEN 'INSERT' WHEN 'w' THEN 'UPDATE'
+                                         WHEN 'd' THEN 'DELETE' ELSE 'ALL' END,
+                           r.roles, ' USING (' || r.qual || ')', ' WITH CHECK (' || r.chk || ')');
+    END LOOP;
+    RETURN NEXT format('ALTER %s %s OWNER TO %I', CASE WHEN rel.relkind = 'S' THEN 'SEQUENCE' ELSE 'TABLE' END,
+                       dst, pg_get_userbyid(rel.relowner));
+    FOR r IN
+        SELECT a.privilege_type, a.grantee, a.is_grantable, NULL::name AS col
+        FROM aclexplode(rel.relacl) a
+        UNION ALL
+        SELECT a.privilege_type, a.grantee, a.is_grantable, att.attname
+        FROM pg_attribute att, aclexplode(att.attacl) a
+        WHERE att.attrelid = src AND att.attnum > 0 AND NOT att.attisdropped
+        ORDER BY col NULLS FIRST, grantee, privilege_type
+    LOOP
+        RETURN NEXT format('GRANT %s%s ON %s TO %s%s', r.privilege_type, ' (' || quote_ident(r.col) || ')', dst,
+                           CASE WHEN r.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(r.grantee)) END,
+                           CASE WHEN r.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+    FOR r IN
+        SELECT d.objsubid, d.description, att.attname FROM pg_description d
+        LEFT JOIN pg_attribute att ON att.attrelid = d.objoid AND att.attnum = d.objsubid
+        WHERE d.classoid = 'pg_class'::regclass AND d.objoid = src ORDER BY d.objsubid
+    LOOP
+        IF r.objsubid = 0 THEN
+            RETURN NEXT format('COMMENT ON %s %s IS %L', CASE WHEN rel.relkind = 'S' THEN 'SEQUENCE' ELSE 'TABLE' END,
+                               dst, r.description);
+        ELSE
+            RETURN NEXT format('COMMENT ON COLUMN %s.%I IS %L', dst, r.attname, r.description);
+        END IF;
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._relation_extras_ddl(regclass, text) IS
+'internal: statements giving a copy of a table its triggers, row security, policies, owner, grants and comments';
+
 -- Copy template table t into schema of shard shard_id, unless it is there.
 CREATE FUNCTION sharded_id._copy_table(t sharded_id.shard_tables, shard_id integer,
                                        schema name, seq regclass, layout text)
@@ -193,6 +269,8 @@ AS $$
 DECLARE
     template regclass;
     target text := format('%I.%I', schema, t.table_name);
+    part record;
+    stmt text;
 BEGIN
     IF to_regclass(target) IS NOT NULL THEN
         -- An adopted copy (restored from a dump, or left behind by DROP
@@ -212,12 +290,35 @@ BEGIN
                         quote_ident(t.template_schema), quote_ident(t.template_table), t.table_name
             USING ERRCODE = 'undefined_table';
     END IF;
-    EXECUTE format('CREATE TABLE %s (LIKE %s INCLUDING ALL)', target, template);
+    -- A partitioned template gives a partitioned copy, with a copy of each
+    -- of its partitions; one level only, refused before anything is made.
+    IF EXISTS (SELECT FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+               WHERE i.inhparent = template AND c.relkind = 'p') THEN
+        RAISE EXCEPTION 'template table % has partitions that are partitioned themselves', template
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'Shard copies keep one level of partitioning.',
+                  HINT = 'Partition the template once, or attach the sub-partitions to each shard''s copy yourself.';
+    END IF;
+    EXECUTE format('CREATE TABLE %s (LIKE %s INCLUDING ALL)%s', target, template,
+                   CASE WHEN (SELECT relkind FROM pg_class WHERE oid = template) = 'p'
+                        THEN ' PARTITION BY ' || pg_get_partkeydef(template) ELSE '' END);
+    FOR part IN
+        SELECT c.oid, c.relname, pg_get_expr(c.relpartbound, c.oid) AS bound
+        FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+        WHERE i.inhparent = template ORDER BY c.relname
+    LOOP
+        EXECUTE format('CREATE TABLE %I.%I PARTITION OF %s %s', schema, part.relname, target, part.bound);
+        FOR stmt IN SELECT sharded_id._relation_extras_ddl(part.oid, format('%I.%I', schema, part.relname)) LOOP
+            EXECUTE stmt;
+        END LOOP;
+    END LOOP;
     EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s',
                    target, t.id_column, sharded_id._next_id_call(shard_id, seq, layout));
-    IF obj_description(template, 'pg_class') IS NOT NULL THEN
-        EXECUTE format('COMMENT ON TABLE %s IS %L', target, obj_description(template, 'pg_class'));
-    END IF;
+    -- Triggers, row security and its policies, grants, owner and comments,
+    -- which LIKE leaves behind.
+    FOR stmt IN SELECT sharded_id._relation_extras_ddl(template, target) LOOP
+        EXECUTE stmt;
+    END LOOP;
     RETURN true;
 END
 $$;
@@ -726,6 +827,123 @@ COMMENT ON FUNCTION sharded_id.adopt_table(regclass, integer, name) IS
 'switch an existing bigint key (serial, bigserial or IDENTITY) to a next_id default of one shard, keeping rows and sequence; refuses ids that reach the range minted now';
 
 -- Provisioning is for the extension's owner, or roles it grants these to.
+-- A shard schema as the statements that make it again, empty, on another
+-- server: what a move runs on its target before the rows arrive.  The
+-- order is the one they must run in: the schema, its sequences, its
+-- functions (next_id()), its tables (partitioned ones before their
+-- partitions), then constraints, indexes, replica identities, sequence
+-- ownership and each table's extras (_relation_extras_ddl), and foreign
+-- keys last.  Rows, sequence positions and extension objects are not
+-- part of it.  Names print under this function's search_path, qualified.
+CREATE FUNCTION sharded_id.schema_ddl(schema_name name)
+RETURNS SETOF text
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    nsp oid := (SELECT n.oid FROM pg_namespace n WHERE n.nspname = schema_ddl.schema_name);
+    r record;
+BEGIN
+    IF nsp IS NULL THEN
+        RAISE EXCEPTION 'schema "%" does not exist', schema_name
+            USING ERRCODE = 'invalid_schema_name';
+    END IF;
+    RETURN NEXT format('CREATE SCHEMA %I AUTHORIZATION %I', schema_name,
+                       (SELECT pg_get_userbyid(n.nspowner) FROM pg_namespace n WHERE n.oid = nsp));
+    -- Sequences, but not those of identity columns, which their columns make.
+    FOR r IN
+        SELECT c.oid, c.relname, q.* FROM pg_class c JOIN pg_sequence q ON q.seqrelid = c.oid
+        WHERE c.relnamespace = nsp AND c.relkind = 'S'
+          AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_class'::regclass
+                          AND d.objid = c.oid AND d.deptype = 'i')
+        ORDER BY c.relname
+    LOOP
+        RETURN NEXT format('CREATE SEQUENCE %I.%I AS %s INCREMENT %s MINVALUE %s MAXVALUE %s START %s CACHE %s%s',
+                           schema_name, r.relname, format_type(r.seqtypid, NULL), r.seqincrement, r.seqmin,
+                           r.seqmax, r.seqstart, r.seqcache, CASE WHEN r.seqcycle THEN ' CYCLE' ELSE '' END);
+        RETURN QUERY SELECT sharded_id._relation_extras_ddl(r.oid, format('%I.%I', schema_name, r.relname));
+    END LOOP;
+    FOR r IN
+        SELECT p.oid FROM pg_proc p WHERE p.pronamespace = nsp AND p.prokind IN ('f', 'p') ORDER BY p.oid
+    LOOP
+        RETURN NEXT pg_get_functiondef(r.oid);
+    END LOOP;
+    FOR r IN
+        SELECT c.oid, c.relname, c.relkind, c.relispartition, c.relpersistence,
+               pg_get_expr(c.relpartbound, c.oid) AS bound,
+               (SELECT i.inhparent::regclass::text FROM pg_inherits i WHERE i.inhrelid = c.oid) AS parent,
+               CASE WHEN c.relkind = 'p' THEN ' PARTITION BY ' || pg_get_partkeydef(c.oid) ELSE '' END AS partition_by,
+               (SELECT string_agg(format('%I %s%s%s%s%s', a.attname, format_type(a.atttypid, a.atttypmod),
+                          CASE WHEN a.attcollation <> t.typcollation
+                               THEN ' COLLATE ' || a.attcollation::regcollation::text ELSE '' END,
+                          CASE a.attgenerated WHEN 's' THEN ' GENERATED ALWAYS AS (' || pg_get_expr(d.adbin, d.adrelid) || ') STORED'
+                                              WHEN 'v' THEN ' GENERATED ALWAYS AS (' || pg_get_expr(d.adbin, d.adrelid) || ') VIRTUAL'
+                               ELSE coalesce(' DEFAULT ' || pg_get_expr(d.adbin, d.adrelid), '') END,
+                          CASE a.attidentity WHEN 'a' THEN ' GENERATED ALWAYS AS IDENTITY'
+                                             WHEN 'd' THEN ' GENERATED BY DEFAULT AS IDENTITY' ELSE '' END,
+                          CASE WHEN a.attnotnull THEN ' NOT NULL' ELSE '' END), ', ' ORDER BY a.attnum)
+                FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+                LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+                WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) AS columns
+        FROM pg_class c
+        WHERE c.relnamespace = nsp AND c.relkind IN ('r', 'p')
+        ORDER BY c.relispartition, c.oid
+    LOOP
+        IF r.relispartition THEN
+            RETURN NEXT format('CREATE TABLE %I.%I PARTITION OF %s %s%s', schema_name, r.relname, r.parent,
+                               r.bound, r.partition_by);
+        ELSE
+            RETURN NEXT format('CREATE %sTABLE %I.%I (%s)%s', CASE WHEN r.relpersistence = 'u' THEN 'UNLOGGED ' ELSE '' END,
+                               schema_name, r.relname, coalesce(r.columns, ''), r.partition_by);
+        END IF;
+    END LOOP;
+    -- Constraints and indexes of each table that are its own, not cloned
+    -- from a partitioned parent's (those come with the parent's).
+    RETURN QUERY
+        SELECT format('ALTER TABLE %s ADD CONSTRAINT %I %s', k.conrelid::regclass, k.conname, pg_get_constraintdef(k.oid))
+        FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
+        WHERE c.relnamespace = nsp AND k.contype IN ('p', 'u', 'x', 'c') AND k.conislocal
+        ORDER BY c.relispartition, c.oid, k.contype DESC, k.conname;
+    RETURN QUERY
+        SELECT replace(pg_get_indexdef(x.indexrelid), ' ON ONLY ', ' ON ')
+        FROM pg_index x JOIN pg_class c ON c.oid = x.indrelid
+        WHERE c.relnamespace = nsp
+          AND NOT EXISTS (SELECT FROM pg_constraint k WHERE k.conindid = x.indexrelid AND k.conrelid = x.indrelid)
+          AND NOT EXISTS (SELECT FROM pg_inherits i WHERE i.inhrelid = x.indexrelid)
+        ORDER BY c.relispartition, c.oid, x.indexrelid;
+    RETURN QUERY
+        SELECT format('ALTER TABLE %s REPLICA IDENTITY %s', c.oid::regclass,
+                      CASE c.relreplident WHEN 'f' THEN 'FULL' WHEN 'n' THEN 'NOTHING'
+                           ELSE 'USING INDEX ' || (SELECT quote_ident(ic.relname) FROM pg_index x
+                                                   JOIN pg_class ic ON ic.oid = x.indexrelid
+                                                   WHERE x.indrelid = c.oid AND x.indisreplident) END)
+        FROM pg_class c
+        WHERE c.relnamespace = nsp AND c.relkind IN ('r', 'p') AND c.relreplident <> 'd'
+        ORDER BY c.oid;
+    RETURN QUERY
+        SELECT format('ALTER SEQUENCE %s OWNED BY %s.%I', d.objid::regclass, d.refobjid::regclass, a.attname)
+        FROM pg_depend d JOIN pg_class s ON s.oid = d.objid
+        JOIN pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
+        WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass
+          AND s.relkind = 'S' AND s.relnamespace = nsp AND d.deptype = 'a'
+        ORDER BY s.relname;
+    FOR r IN
+        SELECT c.oid FROM pg_class c WHERE c.relnamespace = nsp AND c.relkind IN ('r', 'p')
+        ORDER BY c.relispartition, c.oid
+    LOOP
+        RETURN QUERY SELECT sharded_id._relation_extras_ddl(r.oid, r.oid::regclass::text);
+    END LOOP;
+    RETURN QUERY
+        SELECT format('ALTER TABLE %s ADD CONSTRAINT %I %s', k.conrelid::regclass, k.conname, pg_get_constraintdef(k.oid))
+        FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
+        WHERE c.relnamespace = nsp AND k.contype = 'f' AND k.conislocal
+        ORDER BY c.relispartition, c.oid, k.conname;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id.schema_ddl(name) IS
+'the statements that make a shard schema again, without its rows: sequences, functions, tables and partitions, constraints, indexes, triggers, row security, policies, owners, grants and comments';
+
 REVOKE EXECUTE ON FUNCTION sharded_id.configure(text, integer, text, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._copy_table(sharded_id.shard_tables, integer, name, regclass, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._copy_foreign_keys(sharded_id.shard_tables, name) FROM PUBLIC;
@@ -739,3 +957,5 @@ REVOKE EXECUTE ON FUNCTION sharded_id.raise_floors() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.drop_shard(integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.add_table(regclass, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.adopt_table(regclass, integer, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._relation_extras_ddl(regclass, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.schema_ddl(name) FROM PUBLIC;

@@ -1,0 +1,246 @@
+# test/t/015_move_procedure.pl
+#
+# Moves as operations of the router's database: CALL sharded_id.move_shard
+# and sharded_id.rebalance, journaled in sharded_id.moves.
+#
+# 1. Writers through the router wait out a move instead of failing: 2
+#    pgbench clients without --max-tries, online and dump moves, 0 failed.
+# 2. After the switch, DELETE and TRUNCATE on the old copy do not reach
+#    the new owner: replication stopped inside the final freeze.
+# 3. Crashes: at four points (after the copy starts, during the catch-up,
+#    inside the final freeze, between the switch and the cleanup) the
+#    router, the source and the target are each stopped with an immediate
+#    shutdown while 2 writers run through the router, and started again.
+#    Recovery finishes or rolls back the move.  Each time no row a writer
+#    saw committed is lost, no id repeats, neither node keeps a slot, a
+#    publication or a subscription, and the shard map names the node that
+#    holds the shard.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use ShardedIdTest;
+use Test::More;
+
+my $shard_count = 8;
+my %node = (
+	a => data_node('move_a', shards => [ 0 .. 7 ], shard_count => $shard_count,
+		init => { allows_streaming => 'logical' }),
+	b => data_node('move_b', shards => [], shard_count => $shard_count,
+		init => { allows_streaming => 'logical' }));
+my $router = router_node(\%node, { map { ($_ => 'a') } 0 .. 7 }, $shard_count);
+$router->safe_psql('router', q{
+	CREATE TABLE demo_users AS
+	SELECT g AS n, app_api.add_user('user ' || g) AS user_id FROM generate_series(1, 200) g;
+	SELECT count(app_api.add_photo(user_id, 'first of ' || n)) FROM demo_users;
+});
+
+my $owner = sub {
+	my ($shard) = @_;
+	return $router->safe_psql('router', "SELECT node_name FROM sharded_id.shard_map WHERE shard_id = $shard");
+};
+my $other = sub { return $_[0] eq 'a' ? 'b' : 'a'; };
+
+# What a move must leave behind on the nodes, whatever happened: no
+# replication objects, the shard registered only where the map says, its
+# schema only there, and no id twice.
+my $check_nodes = sub {
+	my ($shard, $what) = @_;
+	my $schema = sprintf('shard_%04d', $shard);
+	my $where = $owner->($shard);
+	for my $n (sort keys %node)
+	{
+		is($node{$n}->safe_psql('app', q{SELECT (SELECT count(*) FROM pg_replication_slots)
+			|| '/' || (SELECT count(*) FROM pg_publication) || '/' || (SELECT count(*) FROM pg_subscription)}),
+			'0/0/0', "$what: node $n holds 0 slots, 0 publications, 0 subscriptions");
+		is($node{$n}->safe_psql('app', "SELECT count(*) FROM sharded_id.shards WHERE shard_id = $shard")
+			  . '/' . $node{$n}->safe_psql('app', "SELECT count(*) FROM pg_namespace WHERE nspname = '$schema'"),
+			$n eq $where ? '1/1' : '0/0', "$what: node $n holds shard $shard only if the map says so");
+	}
+	my @ids = all_ids(values %node);
+	my %seen;
+	is(scalar(grep { $seen{$_}++ } @ids), 0, "$what: no id repeats over the nodes (" . scalar(@ids) . ' ids)');
+	return \%seen;
+};
+
+my @wids = split /\n/, $router->safe_psql('router', 'SELECT DISTINCT sharded_id.shard_id(user_id) FROM demo_users ORDER BY 1');
+ok(scalar(@wids) == $shard_count, 'the demo users cover every shard');
+
+# 1. pgbench writers without --max-tries, through the router.
+my $script = $router->basedir . '/wait_writer.sql';
+for my $method (qw(online dump))
+{
+	my $shard = 5;
+	my $from = $owner->($shard);
+	my $to = $other->($from);
+	$router->safe_psql('router', "DROP TABLE IF EXISTS writer_users;
+		CREATE TABLE writer_users AS SELECT row_number() OVER (ORDER BY n) AS k, user_id
+		FROM demo_users WHERE sharded_id.shard_id(user_id) = $shard");
+	my $users = $router->safe_psql('router', 'SELECT count(*) FROM writer_users');
+	open my $fh, '>', $script or die $!;
+	print $fh "\\set k random(1, $users)\n"
+	  . "SELECT app_api.add_photo(user_id, 'pgbench') FROM writer_users WHERE k = :k;\n";
+	close $fh;
+	my $w_out = '';
+	my $writers = IPC::Run::start(
+		[ 'pgbench', '-n', '-c', '2', '-j', '2', '-T', '6', '-f', $script, $router->connstr('router') ],
+		'>', \$w_out, '2>&1');
+	$router->poll_query_until('router', "SELECT count(*) > 0 FROM ops.photos
+		WHERE caption = 'pgbench' AND sharded_id.shard_id(id) = $shard")
+	  or die "the writers did not start: $w_out";
+	my ($ret, $stdout, $stderr) = $router->psql('router', "CALL sharded_id.move_shard($shard, '$to', method => '$method')");
+	is($ret, 0, "$method move of shard $shard from $from to $to by CALL") or diag($stderr);
+	like($stderr, qr/moved shard $shard .* write freeze [0-9.]+ ms, high-water mark \d+/, "$method move: reports its freeze and high-water mark");
+	ok($writers->finish, "$method move: pgbench without --max-tries exited 0") or diag($w_out);
+	my ($failed) = $w_out =~ /number of failed transactions: (\d+)/;
+	$failed //= 0;
+	is($failed, 0, "$method move: 0 writes failed");
+	unlike($w_out, qr/aborted|error/i, "$method move: no client aborted");
+	is($owner->($shard), $to, "$method move: the map names $to");
+	is($router->safe_psql('router', "SELECT outcome || ':' || (freeze_ms IS NOT NULL) FROM sharded_id.moves ORDER BY move_id DESC LIMIT 1"),
+		'moved:true', "$method move: journaled as moved, with its freeze time");
+	is($node{$from}->safe_psql('app', "SELECT count(*) FROM sharded_id.retired_shards WHERE shard_id = $shard"),
+		'1', "$method move: the source has retired shard $shard");
+	$check_nodes->($shard, "$method move");
+}
+
+my $steps = $router->safe_psql('router', q{SELECT string_agg(s.step, ',' ORDER BY s.step_no)
+	FROM sharded_id.move_steps s WHERE s.move_id = (SELECT min(move_id) FROM sharded_id.moves)});
+is($steps, 'record_objects,create_publication,subscribe,copy,catch_up,compare,catch_up,freeze,stop_replication,retire_source,register_target,switch,cleanup',
+	'the online move journaled each step before taking it');
+
+# A dry run moves nothing; the plan evens the shards out.
+my ($ret, $stdout, $stderr) = $router->psql('router', "CALL sharded_id.move_shard(2, 'b', dry_run => true)");
+like($stderr, qr/would move shard 2 \(schema "shard_0002"\) from node "a" to node "b", method online/, 'dry run: prints the plan');
+is($owner->(2), 'a', 'dry run: moves nothing');
+is($router->safe_psql('router', q{SELECT string_agg(shard_id || ':' || source_node || '>' || target_node, ' ' ORDER BY move_no)
+	FROM sharded_id.rebalance_plan()}), '7:a>b 6:a>b 5:a>b 4:a>b', 'rebalance_plan moves the highest shards of the fullest node');
+is($router->safe_psql('router', q{SELECT string_agg(shard_id || ':' || source_node || '>' || target_node, ' ' ORDER BY move_no)
+	FROM sharded_id.rebalance_plan('{b}')}), '0:a>b 1:a>b 2:a>b 3:a>b 4:a>b 5:a>b 6:a>b 7:a>b', 'rebalance_plan drains a node left out');
+
+# Bad input fails up front, with nothing journaled.
+my $journaled = $router->safe_psql('router', 'SELECT count(*) FROM sharded_id.moves');
+($ret, $stdout, $stderr) = $router->psql('router', "CALL sharded_id.move_shard(3, 'nowhere')");
+like($stderr, qr/data node "nowhere" does not exist/, 'an unknown node is refused');
+($ret, $stdout, $stderr) = $router->psql('router', "CALL sharded_id.move_shard(3, 'b', method => 'carrier pigeon')");
+like($stderr, qr/move method "carrier pigeon" is not online or dump/, 'an unknown method is refused');
+is($router->safe_psql('router', 'SELECT count(*) FROM sharded_id.moves'), $journaled, 'refused moves journal nothing');
+
+# A move that pauses after journaling a step, while a session of the
+# router holds advisory lock (1936222579, 0); the hold ends when the test
+# terminates that session.
+my $holder;
+my $hold_on = sub {
+	$holder = IPC::Run::start([ 'psql', '-X', '-q', '-d', $router->connstr('router'),
+		'-c', 'SELECT pg_advisory_lock(1936222579, 0)', '-c', 'SELECT pg_sleep(3600)' ],
+		'>', \my $o, '2>', \my $e);
+	$router->poll_query_until('router', q{SELECT count(*) = 1 FROM pg_locks
+		WHERE locktype = 'advisory' AND classid = 1936222579 AND mode = 'ExclusiveLock' AND granted})
+	  or die 'the hold was not taken';
+};
+my $hold_off = sub {
+	$router->safe_psql('router', q{SELECT pg_terminate_backend(pid) FROM pg_locks
+		WHERE locktype = 'advisory' AND classid = 1936222579 AND mode = 'ExclusiveLock' AND granted});
+	eval { $holder->finish; };
+};
+my $start_move = sub {
+	my ($shard, $to, $point) = @_;
+	$hold_on->();
+	my ($out, $err) = ('', '');
+	my $h = IPC::Run::start([ 'psql', '-X', '-q', '-d', $router->connstr('router'),
+			'-c', "SET sharded_id.move_hold = '$point'", '-c', "CALL sharded_id.move_shard($shard, '$to')" ],
+		'>', \$out, '2>', \$err);
+	$router->poll_query_until('router', "SELECT state = '$point' FROM sharded_id.moves WHERE finished_at IS NULL")
+	  or die "the move did not reach $point: $err";
+	return ($h, \$err);
+};
+
+# 2. DELETE and TRUNCATE on the old copy, between the switch and the cleanup.
+{
+	my $shard = 5;
+	my $from = $owner->($shard);
+	my $to = $other->($from);
+	my $schema = sprintf('shard_%04d', $shard);
+	my ($h, $err) = $start_move->($shard, $to, 'cleanup');
+	is($owner->($shard), $to, 'bypass: the map has switched');
+	my $rows = $node{$to}->safe_psql('app', "SELECT count(*) FROM $schema.photos") . '/'
+	  . $node{$to}->safe_psql('app', "SELECT count(*) FROM $schema.users");
+	is($node{$to}->safe_psql('app', "SELECT count(*) FROM pg_subscription WHERE subenabled")
+		  . '/' . $node{$to}->safe_psql('app', 'SELECT count(pid) FROM pg_stat_subscription'),
+		'0/0', 'bypass: replication stopped in the freeze: subscription disabled, no apply worker');
+	$node{$from}->safe_psql('app', "DELETE FROM $schema.photos; TRUNCATE $schema.users CASCADE");
+	is($node{$from}->safe_psql('app', "SELECT count(*) FROM $schema.users"), '0', 'bypass: the old copy is emptied');
+	my ($r, $o, $e) = $node{$from}->psql('app', "INSERT INTO $schema.users (name) VALUES ('bypass')");
+	like($e, qr/sharded_id_moved|not minted|SI001/, 'bypass: a new row on the old copy is refused');
+	$hold_off->();
+	$h->finish;
+	is($node{$to}->safe_psql('app', "SELECT count(*) FROM $schema.photos") . '/'
+		  . $node{$to}->safe_psql('app', "SELECT count(*) FROM $schema.users"),
+		$rows, 'bypass: the new owner kept every row');
+	$check_nodes->($shard, 'bypass');
+}
+
+# 3. Crashes, with 2 writers through the router that log the ids they saw
+# committed.
+my $wdir = $router->basedir . '/writers';
+mkdir $wdir;
+my $start_writers = sub {
+	my ($shard) = @_;
+	$router->safe_psql('router', "DROP TABLE IF EXISTS writer_users;
+		CREATE TABLE writer_users AS SELECT row_number() OVER (ORDER BY n) AS k, user_id
+		FROM demo_users WHERE sharded_id.shard_id(user_id) = $shard");
+	my $users = $router->safe_psql('router', 'SELECT count(*) FROM writer_users');
+	unlink glob("$wdir/*");
+	my $connstr = $router->connstr('router');
+	my @h;
+	for my $w (1, 2)
+	{
+		push @h, IPC::Run::start([ 'bash', '-c', qq{
+			while [ ! -e "$wdir/stop" ]; do
+				psql -X -A -t -q -d "$connstr" -c "SELECT app_api.add_photo(user_id, 'crash') FROM writer_users WHERE k = \$((RANDOM % $users + 1))" >>"$wdir/ids.$w" 2>>"$wdir/errors.$w" || sleep 0.05
+			done } ]);
+	}
+	return @h;
+};
+my $committed = sub { return grep { /^\d+$/ } map { split /\n/, slurp_file($_) } glob("$wdir/ids.*"); };
+
+my $shard = 3;
+for my $point (qw(copy catch_up retire_source cleanup))
+{
+	for my $victim (qw(router source target))
+	{
+		my $from = $owner->($shard);
+		my $to = $other->($from);
+		my $what = "crash of the $victim at $point";
+		my @writers = $start_writers->($shard);
+		$router->poll_query_until('router', "SELECT count(*) > 0 FROM ops.photos
+			WHERE caption = 'crash' AND sharded_id.shard_id(id) = $shard") or die "$what: the writers did not start";
+		my ($h, $err) = $start_move->($shard, $to, $point);
+		my $killed = $victim eq 'router' ? $router : $node{ $victim eq 'source' ? $from : $to };
+		restart_node($killed, 'immediate');
+		if ($victim eq 'router') { eval { $holder->finish; }; }
+		else { $hold_off->(); }
+		$h->finish;
+		my ($r, $o, $e) = $router->psql('router', 'CALL sharded_id.recover_moves()');
+		is($r, 0, "$what: recovery ran") or diag("$e\nmove: $$err");
+		is($router->safe_psql('router', 'SELECT count(*) FROM sharded_id.moves WHERE finished_at IS NULL'), '0',
+			"$what: no move is left unfinished");
+		my $outcome = $router->safe_psql('router', 'SELECT outcome FROM sharded_id.moves ORDER BY move_id DESC LIMIT 1');
+		is($owner->($shard), $outcome eq 'moved' ? $to : $from, "$what: the map agrees with the outcome ($outcome)");
+		# The writers go on through the router after recovery.
+		my $before = () = $committed->();
+		my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
+		select(undef, undef, undef, 0.05) while scalar(() = $committed->()) < $before + 10 && time < $deadline;
+		ok(scalar(() = $committed->()) >= $before + 10, "$what: the writers commit again after recovery");
+		open my $stop, '>', "$wdir/stop" or die $!;
+		close $stop;
+		$_->finish for @writers;
+		my $seen = $check_nodes->($shard, $what);
+		my @ids = $committed->();
+		is(scalar(grep { !$seen->{$_} } @ids), 0, "$what: 0 of " . scalar(@ids) . ' committed rows lost');
+	}
+}
+done_testing();
