@@ -14,12 +14,12 @@ JOIN pg_extension e ON d.refclassid = 'pg_extension'::regclass AND d.refobjid = 
 WHERE e.extname = 'sharded_id' AND d.deptype = 'e'
 ORDER BY p.oid::regprocedure::text COLLATE "C";
 
--- Anything that calls nextval, mints or changes the database or the
+-- Anything that calls nextval, mints, takes locks or changes the database or the
 -- generator's state is VOLATILE and not PARALLEL SAFE; every C decoder is
 -- IMMUTABLE, STRICT and PARALLEL SAFE;
 -- every SQL and PL/pgSQL function pins its search_path.
 WITH generator AS (VALUES ('reset_ceiling'), ('generator_stats'), ('generator_info'), ('reset_stats'),
-                          ('raise_floor'), ('high_water'), ('_retire_shard'), ('_own_shard'))
+                          ('raise_floor'), ('high_water'), ('_retire_shard'), ('_own_shard'), ('route'))
 SELECT p.oid::regprocedure AS mislabelled
 FROM pg_proc p
 JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid

@@ -479,3 +479,1414 @@ REVOKE EXECUTE ON PROCEDURE sharded_id.provision_shards(integer, integer, intege
 
 COMMENT ON FUNCTION sharded_id.create_shards(integer, integer) IS
 'create_shard for every shard from first_shard to last_shard, all or nothing, in one transaction (for thousands, CALL provision_shards)';
+
+--
+-- Templates copied faithfully, and shard schemas as DDL.
+--
+-- The statements that give relation dst (a qualified name) what src has
+-- beyond its columns, constraints and indexes: triggers, row-level
+-- security and its policies, owner, grants (table and column) and comments.
+-- Names are printed under this function's search_path, so qualified.
+CREATE FUNCTION sharded_id._relation_extras_ddl(src regclass, dst text)
+RETURNS SETOF text
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    rel record;
+    r record;
+BEGIN
+    SELECT c.oid, c.relkind, c.relrowsecurity, c.relforcerowsecurity, c.relowner, c.relacl
+    INTO rel FROM pg_class c WHERE c.oid = src;
+    FOR r IN
+        SELECT pg_get_triggerdef(g.oid) AS def FROM pg_trigger g
+        WHERE g.tgrelid = src AND NOT g.tgisinternal AND g.tgparentid = 0
+        ORDER BY g.tgname
+    LOOP
+        RETURN NEXT regexp_replace(r.def, ' ON (ONLY )?' || regexp_replace(src::text, '([^A-Za-z0-9_])', '\\\1', 'g') || ' ',
+                                   ' ON ' || dst || ' ');
+    END LOOP;
+    IF rel.relrowsecurity THEN
+        RETURN NEXT format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY', dst);
+    END IF;
+    IF rel.relforcerowsecurity THEN
+        RETURN NEXT format('ALTER TABLE %s FORCE ROW LEVEL SECURITY', dst);
+    END IF;
+    FOR r IN
+        SELECT p.polname, p.polpermissive, p.polcmd,
+               CASE WHEN p.polroles = '{0}' THEN 'PUBLIC'
+                    ELSE (SELECT string_agg(quote_ident(a.rolname), ', ' ORDER BY a.rolname)
+                          FROM pg_authid a WHERE a.oid = ANY (p.polroles)) END AS roles,
+               pg_get_expr(p.polqual, p.polrelid) AS qual, pg_get_expr(p.polwithcheck, p.polrelid) AS chk
+        FROM pg_policy p WHERE p.polrelid = src ORDER BY p.polname
+    LOOP
+        RETURN NEXT format('CREATE POLICY %I ON %s AS %s FOR %s TO %s%s%s', r.polname, dst,
+                           CASE WHEN r.polpermissive THEN 'PERMISSIVE' ELSE 'RESTRICTIVE' END,
+                           CASE r.polcmd WHEN 'r' THEN 'SELECT' WHEN 'a' THEN 'INSERT' WHEN 'w' THEN 'UPDATE'
+                                         WHEN 'd' THEN 'DELETE' ELSE 'ALL' END,
+                           r.roles, ' USING (' || r.qual || ')', ' WITH CHECK (' || r.chk || ')');
+    END LOOP;
+    RETURN NEXT format('ALTER %s %s OWNER TO %I', CASE WHEN rel.relkind = 'S' THEN 'SEQUENCE' ELSE 'TABLE' END,
+                       dst, pg_get_userbyid(rel.relowner));
+    FOR r IN
+        SELECT a.privilege_type, a.grantee, a.is_grantable, NULL::name AS col
+        FROM aclexplode(rel.relacl) a
+        UNION ALL
+        SELECT a.privilege_type, a.grantee, a.is_grantable, att.attname
+        FROM pg_attribute att, aclexplode(att.attacl) a
+        WHERE att.attrelid = src AND att.attnum > 0 AND NOT att.attisdropped
+        ORDER BY col NULLS FIRST, grantee, privilege_type
+    LOOP
+        RETURN NEXT format('GRANT %s%s ON %s TO %s%s', r.privilege_type, ' (' || quote_ident(r.col) || ')', dst,
+                           CASE WHEN r.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(r.grantee)) END,
+                           CASE WHEN r.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+    FOR r IN
+        SELECT d.objsubid, d.description, att.attname FROM pg_description d
+        LEFT JOIN pg_attribute att ON att.attrelid = d.objoid AND att.attnum = d.objsubid
+        WHERE d.classoid = 'pg_class'::regclass AND d.objoid = src ORDER BY d.objsubid
+    LOOP
+        IF r.objsubid = 0 THEN
+            RETURN NEXT format('COMMENT ON %s %s IS %L', CASE WHEN rel.relkind = 'S' THEN 'SEQUENCE' ELSE 'TABLE' END,
+                               dst, r.description);
+        ELSE
+            RETURN NEXT format('COMMENT ON COLUMN %s.%I IS %L', dst, r.attname, r.description);
+        END IF;
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._relation_extras_ddl(regclass, text) IS
+'internal: statements giving a copy of a table its triggers, row security, policies, owner, grants and comments';
+
+CREATE OR REPLACE FUNCTION sharded_id._copy_table(t sharded_id.shard_tables, shard_id integer,
+                                       schema name, seq regclass, layout text)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    template regclass;
+    target text := format('%I.%I', schema, t.table_name);
+    part record;
+    stmt text;
+BEGIN
+    IF to_regclass(target) IS NOT NULL THEN
+        -- An adopted copy (restored from a dump, or left behind by DROP
+        -- EXTENSION ... CASCADE, which drops the id defaults with next_id)
+        -- gets its id default back if it has none.
+        IF NOT EXISTS (SELECT 1 FROM pg_attrdef d
+                       JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+                       WHERE d.adrelid = to_regclass(target) AND a.attname = t.id_column) THEN
+            EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s',
+                           target, t.id_column, sharded_id._next_id_call(shard_id, seq, layout));
+        END IF;
+        RETURN false;
+    END IF;
+    template := to_regclass(format('%I.%I', t.template_schema, t.template_table));
+    IF template IS NULL THEN
+        RAISE EXCEPTION 'template table %.% of sharded table "%" does not exist',
+                        quote_ident(t.template_schema), quote_ident(t.template_table), t.table_name
+            USING ERRCODE = 'undefined_table';
+    END IF;
+    -- A partitioned template gives a partitioned copy, with a copy of each
+    -- of its partitions; one level only, refused before anything is made.
+    IF EXISTS (SELECT FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+               WHERE i.inhparent = template AND c.relkind = 'p') THEN
+        RAISE EXCEPTION 'template table % has partitions that are partitioned themselves', template
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'Shard copies keep one level of partitioning.',
+                  HINT = 'Partition the template once, or attach the sub-partitions to each shard''s copy yourself.';
+    END IF;
+    EXECUTE format('CREATE TABLE %s (LIKE %s INCLUDING ALL)%s', target, template,
+                   CASE WHEN (SELECT relkind FROM pg_class WHERE oid = template) = 'p'
+                        THEN ' PARTITION BY ' || pg_get_partkeydef(template) ELSE '' END);
+    FOR part IN
+        SELECT c.oid, c.relname, pg_get_expr(c.relpartbound, c.oid) AS bound
+        FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+        WHERE i.inhparent = template ORDER BY c.relname
+    LOOP
+        EXECUTE format('CREATE TABLE %I.%I PARTITION OF %s %s', schema, part.relname, target, part.bound);
+        FOR stmt IN SELECT sharded_id._relation_extras_ddl(part.oid, format('%I.%I', schema, part.relname)) LOOP
+            EXECUTE stmt;
+        END LOOP;
+    END LOOP;
+    EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s',
+                   target, t.id_column, sharded_id._next_id_call(shard_id, seq, layout));
+    -- Triggers, row security and its policies, grants, owner and comments,
+    -- which LIKE leaves behind.
+    FOR stmt IN SELECT sharded_id._relation_extras_ddl(template, target) LOOP
+        EXECUTE stmt;
+    END LOOP;
+    RETURN true;
+END
+$$;
+
+-- A shard schema as the statements that make it again, empty, on another
+-- server: what a move runs on its target before the rows arrive.  The
+-- order is the one they must run in: the schema, its sequences, its
+-- functions (next_id()), its tables (partitioned ones before their
+-- partitions), then constraints, indexes, replica identities, sequence
+-- ownership and each table's extras (_relation_extras_ddl), and foreign
+-- keys last.  Rows, sequence positions and extension objects are not
+-- part of it.  Names print under this function's search_path, qualified.
+CREATE FUNCTION sharded_id.schema_ddl(schema_name name)
+RETURNS SETOF text
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    nsp oid := (SELECT n.oid FROM pg_namespace n WHERE n.nspname = schema_ddl.schema_name);
+    r record;
+BEGIN
+    IF nsp IS NULL THEN
+        RAISE EXCEPTION 'schema "%" does not exist', schema_name
+            USING ERRCODE = 'invalid_schema_name';
+    END IF;
+    RETURN NEXT format('CREATE SCHEMA %I AUTHORIZATION %I', schema_name,
+                       (SELECT pg_get_userbyid(n.nspowner) FROM pg_namespace n WHERE n.oid = nsp));
+    -- Sequences, but not those of identity columns, which their columns make.
+    FOR r IN
+        SELECT c.oid, c.relname, q.* FROM pg_class c JOIN pg_sequence q ON q.seqrelid = c.oid
+        WHERE c.relnamespace = nsp AND c.relkind = 'S'
+          AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_class'::regclass
+                          AND d.objid = c.oid AND d.deptype = 'i')
+        ORDER BY c.relname
+    LOOP
+        RETURN NEXT format('CREATE SEQUENCE %I.%I AS %s INCREMENT %s MINVALUE %s MAXVALUE %s START %s CACHE %s%s',
+                           schema_name, r.relname, format_type(r.seqtypid, NULL), r.seqincrement, r.seqmin,
+                           r.seqmax, r.seqstart, r.seqcache, CASE WHEN r.seqcycle THEN ' CYCLE' ELSE '' END);
+        RETURN QUERY SELECT sharded_id._relation_extras_ddl(r.oid, format('%I.%I', schema_name, r.relname));
+    END LOOP;
+    FOR r IN
+        SELECT p.oid FROM pg_proc p WHERE p.pronamespace = nsp AND p.prokind IN ('f', 'p') ORDER BY p.oid
+    LOOP
+        RETURN NEXT pg_get_functiondef(r.oid);
+    END LOOP;
+    FOR r IN
+        SELECT c.oid, c.relname, c.relkind, c.relispartition, c.relpersistence,
+               pg_get_expr(c.relpartbound, c.oid) AS bound,
+               (SELECT i.inhparent::regclass::text FROM pg_inherits i WHERE i.inhrelid = c.oid) AS parent,
+               CASE WHEN c.relkind = 'p' THEN ' PARTITION BY ' || pg_get_partkeydef(c.oid) ELSE '' END AS partition_by,
+               (SELECT string_agg(format('%I %s%s%s%s%s', a.attname, format_type(a.atttypid, a.atttypmod),
+                          CASE WHEN a.attcollation <> t.typcollation
+                               THEN ' COLLATE ' || a.attcollation::regcollation::text ELSE '' END,
+                          CASE a.attgenerated WHEN 's' THEN ' GENERATED ALWAYS AS (' || pg_get_expr(d.adbin, d.adrelid) || ') STORED'
+                                              WHEN 'v' THEN ' GENERATED ALWAYS AS (' || pg_get_expr(d.adbin, d.adrelid) || ') VIRTUAL'
+                               ELSE coalesce(' DEFAULT ' || pg_get_expr(d.adbin, d.adrelid), '') END,
+                          CASE a.attidentity WHEN 'a' THEN ' GENERATED ALWAYS AS IDENTITY'
+                                             WHEN 'd' THEN ' GENERATED BY DEFAULT AS IDENTITY' ELSE '' END,
+                          CASE WHEN a.attnotnull THEN ' NOT NULL' ELSE '' END), ', ' ORDER BY a.attnum)
+                FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+                LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+                WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) AS columns
+        FROM pg_class c
+        WHERE c.relnamespace = nsp AND c.relkind IN ('r', 'p')
+        ORDER BY c.relispartition, c.oid
+    LOOP
+        IF r.relispartition THEN
+            RETURN NEXT format('CREATE TABLE %I.%I PARTITION OF %s %s%s', schema_name, r.relname, r.parent,
+                               r.bound, r.partition_by);
+        ELSE
+            RETURN NEXT format('CREATE %sTABLE %I.%I (%s)%s', CASE WHEN r.relpersistence = 'u' THEN 'UNLOGGED ' ELSE '' END,
+                               schema_name, r.relname, coalesce(r.columns, ''), r.partition_by);
+        END IF;
+    END LOOP;
+    -- Constraints and indexes of each table that are its own, not cloned
+    -- from a partitioned parent's (those come with the parent's).
+    RETURN QUERY
+        SELECT format('ALTER TABLE %s ADD CONSTRAINT %I %s', k.conrelid::regclass, k.conname, pg_get_constraintdef(k.oid))
+        FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
+        WHERE c.relnamespace = nsp AND k.contype IN ('p', 'u', 'x', 'c') AND k.conislocal
+        ORDER BY c.relispartition, c.oid, k.contype DESC, k.conname;
+    RETURN QUERY
+        SELECT replace(pg_get_indexdef(x.indexrelid), ' ON ONLY ', ' ON ')
+        FROM pg_index x JOIN pg_class c ON c.oid = x.indrelid
+        WHERE c.relnamespace = nsp
+          AND NOT EXISTS (SELECT FROM pg_constraint k WHERE k.conindid = x.indexrelid AND k.conrelid = x.indrelid)
+          AND NOT EXISTS (SELECT FROM pg_inherits i WHERE i.inhrelid = x.indexrelid)
+        ORDER BY c.relispartition, c.oid, x.indexrelid;
+    RETURN QUERY
+        SELECT format('ALTER TABLE %s REPLICA IDENTITY %s', c.oid::regclass,
+                      CASE c.relreplident WHEN 'f' THEN 'FULL' WHEN 'n' THEN 'NOTHING'
+                           ELSE 'USING INDEX ' || (SELECT quote_ident(ic.relname) FROM pg_index x
+                                                   JOIN pg_class ic ON ic.oid = x.indexrelid
+                                                   WHERE x.indrelid = c.oid AND x.indisreplident) END)
+        FROM pg_class c
+        WHERE c.relnamespace = nsp AND c.relkind IN ('r', 'p') AND c.relreplident <> 'd'
+        ORDER BY c.oid;
+    RETURN QUERY
+        SELECT format('ALTER SEQUENCE %s OWNED BY %s.%I', d.objid::regclass, d.refobjid::regclass, a.attname)
+        FROM pg_depend d JOIN pg_class s ON s.oid = d.objid
+        JOIN pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
+        WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass
+          AND s.relkind = 'S' AND s.relnamespace = nsp AND d.deptype = 'a'
+        ORDER BY s.relname;
+    FOR r IN
+        SELECT c.oid FROM pg_class c WHERE c.relnamespace = nsp AND c.relkind IN ('r', 'p')
+        ORDER BY c.relispartition, c.oid
+    LOOP
+        RETURN QUERY SELECT sharded_id._relation_extras_ddl(r.oid, r.oid::regclass::text);
+    END LOOP;
+    RETURN QUERY
+        SELECT format('ALTER TABLE %s ADD CONSTRAINT %I %s', k.conrelid::regclass, k.conname, pg_get_constraintdef(k.oid))
+        FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
+        WHERE c.relnamespace = nsp AND k.contype = 'f' AND k.conislocal
+        ORDER BY c.relispartition, c.oid, k.conname;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id.schema_ddl(name) IS
+'the statements that make a shard schema again, without its rows: sequences, functions, tables and partitions, constraints, indexes, triggers, row security, policies, owners, grants and comments';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._relation_extras_ddl(regclass, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.schema_ddl(name) FROM PUBLIC;
+
+--
+-- Shard moves as operations of the router's database.
+--
+-- CALL sharded_id.move_shard(shard, node) on the router moves a logical
+-- shard to another data node; CALL sharded_id.rebalance() plans and runs
+-- the moves that even the shards out.  They drive the nodes through dblink
+-- (contrib), which must be installed on the router.  Every step is written
+-- to sharded_id.move_steps, and committed, before it is taken; every object
+-- a move creates on a node is written to sharded_id.move_cleanup before it
+-- is created.  A move that fails, or whose router, source or target crashes,
+-- is finished or rolled back by CALL sharded_id.recover_moves(), or by the
+-- next move_shard of the same shard, from what the journal and the nodes say.
+--
+-- The switch is an order of steps in which every state is safe:
+--   1. freeze: the router's route lock on the shard (writers that come
+--      through sharded_id.route wait), then the source's fence and table
+--      locks; wait until the target has applied every committed change;
+--   2. stop replication: disable the subscription on the target;
+--   3. retire the shard on the source, in the freezing transaction, with a
+--      check constraint on the old copy that no new row passes; commit;
+--   4. register the shard on the target above the source's high-water mark;
+--   5. switch the router's shard map, and release the route lock.
+-- Before 3 commits, the source owns the shard and recovery rolls back.
+-- From then on no server mints for it until 4, and recovery rolls forward.
+-- Never do two servers own it at once, and nothing replicates to the new
+-- owner after 2.
+--
+-- Locking: the route lock is advisory lock (1936222578, shard) on the
+-- router, taken by move_shard as a session lock in exclusive mode from step
+-- 1 to step 5, and by sharded_id.route in share mode.  On the source, the
+-- freeze holds advisory lock (1936222564, shard), the shard's row of
+-- sharded_id.shards FOR UPDATE and its tables in EXCLUSIVE mode, in one
+-- transaction.  Unfinished moves of a shard are one at a time: a partial
+-- unique index on sharded_id.moves.
+--
+
+-- On every node: the marks a move writes on its source and waits for on
+-- its target, through the move's publication, to know the target has
+-- applied everything the source committed before them.
+CREATE TABLE sharded_id.move_marks (
+    move_id bigint PRIMARY KEY,
+    mark bigint NOT NULL
+);
+
+COMMENT ON TABLE sharded_id.move_marks IS
+'on a node: catch-up marks of the moves it is the source or target of (replicated with the shard)';
+
+-- On the router: the journal.
+CREATE TABLE sharded_id.moves (
+    move_id bigserial PRIMARY KEY,
+    shard_id integer NOT NULL CHECK (shard_id >= 0),
+    source_node text NOT NULL,
+    target_node text NOT NULL,
+    method text NOT NULL CHECK (method IN ('online', 'dump')),
+    cluster name NOT NULL,
+    schema_name name,
+    state text NOT NULL DEFAULT 'started',
+    sub_oid oid,
+    high_water bigint,
+    freeze_ms double precision,
+    started_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    updated_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    finished_at timestamptz,
+    outcome text CHECK (outcome IN ('moved', 'rolled back')),
+    error text,
+    CHECK ((finished_at IS NULL) = (outcome IS NULL))
+);
+
+CREATE UNIQUE INDEX moves_one_unfinished_per_shard ON sharded_id.moves (shard_id) WHERE finished_at IS NULL;
+
+COMMENT ON TABLE sharded_id.moves IS
+'on a router: every shard move, its state (the last step begun) and how it ended';
+
+COMMENT ON SEQUENCE sharded_id.moves_move_id_seq IS
+'numbers of shard moves';
+
+CREATE TABLE sharded_id.move_steps (
+    move_id bigint NOT NULL REFERENCES sharded_id.moves ON DELETE CASCADE,
+    step_no integer NOT NULL,
+    step text NOT NULL,
+    begun_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (move_id, step_no)
+);
+
+COMMENT ON TABLE sharded_id.move_steps IS
+'on a router: each step of each move, written and committed before the step is taken';
+
+CREATE TABLE sharded_id.move_cleanup (
+    move_id bigint NOT NULL REFERENCES sharded_id.moves ON DELETE CASCADE,
+    node_name text NOT NULL,
+    object_type text NOT NULL CHECK (object_type IN ('publication', 'slot', 'subscription', 'mark', 'schema')),
+    object_name text NOT NULL,
+    policy text NOT NULL CHECK (policy IN ('always', 'on_failure', 'on_success')),
+    PRIMARY KEY (move_id, node_name, object_type, object_name)
+);
+
+COMMENT ON TABLE sharded_id.move_cleanup IS
+'on a router: what a move made on a node, recorded before it is made, and whether to drop it always, when the move fails or when it succeeds';
+
+SELECT pg_catalog.pg_extension_config_dump('sharded_id.moves', '');
+SELECT pg_catalog.pg_extension_config_dump('sharded_id.moves_move_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('sharded_id.move_steps', '');
+SELECT pg_catalog.pg_extension_config_dump('sharded_id.move_cleanup', '');
+
+CREATE VIEW sharded_id.move_progress AS
+SELECT m.move_id, m.shard_id, m.source_node, m.target_node, m.method, m.state,
+       s.begun_at AS state_since,
+       coalesce(m.finished_at, clock_timestamp()) - m.started_at AS elapsed,
+       (SELECT count(*) FROM sharded_id.move_steps x WHERE x.move_id = m.move_id) AS steps,
+       m.outcome, m.high_water, m.freeze_ms, m.error
+FROM sharded_id.moves m
+LEFT JOIN LATERAL (SELECT x.begun_at FROM sharded_id.move_steps x
+                   WHERE x.move_id = m.move_id ORDER BY x.step_no DESC LIMIT 1) s ON true;
+
+COMMENT ON VIEW sharded_id.move_progress IS
+'on a router: every move, newest state first in its steps, with its elapsed time; unfinished moves have no outcome';
+
+GRANT SELECT ON sharded_id.moves, sharded_id.move_steps, sharded_id.move_progress TO PUBLIC;
+
+--
+-- Routing: the CLUSTER clause of a router's PL/Proxy functions.
+--
+CREATE FUNCTION sharded_id.route(shard integer, cluster text DEFAULT 'sharded_id')
+RETURNS text
+AS 'MODULE_PATHNAME', 'shid_route'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION sharded_id.route(integer, text) IS
+'the PL/Proxy cluster for a call on a shard (CLUSTER sharded_id.route(...)), after waiting out a move''s switch of the shard';
+
+CREATE FUNCTION sharded_id.route_id(id bigint, cluster text DEFAULT 'sharded_id')
+RETURNS text
+LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT sharded_id.route(sharded_id.shard_id(id), cluster)
+$$;
+
+COMMENT ON FUNCTION sharded_id.route_id(bigint, text) IS
+'route() for the shard an id carries';
+
+--
+-- Node side: what a move reads on a shard's copy.
+--
+
+-- Per table of a schema, in name order: its name, row count and the sum of
+-- a hash of every row's text, in the caller's snapshot.
+CREATE FUNCTION sharded_id._schema_fingerprint(schema_name name)
+RETURNS text
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    t record;
+    line text;
+    result text := '';
+BEGIN
+    FOR t IN
+        SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = schema_name AND c.relkind = 'r' ORDER BY c.relname
+    LOOP
+        EXECUTE format('SELECT %L || '':'' || count(*) || '':'' || coalesce(sum(hashtextextended(r::text, 0)), 0) FROM %I.%I r',
+                       t.relname, schema_name, t.relname) INTO line;
+        result := result || line || ' ';
+    END LOOP;
+    RETURN result || 'sequences:' || coalesce((SELECT string_agg(format('%s=%s', s.sequencename, s.last_value), ',' ORDER BY s.sequencename)
+                                               FROM pg_sequences s WHERE s.schemaname = schema_name), '');
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._schema_fingerprint(name) IS
+'internal: row count and row-hash sum of every table of a schema, and its sequences'' positions, to compare two copies';
+
+--
+-- Router side.
+--
+
+-- The schema of dblink on this database.
+CREATE FUNCTION sharded_id._dblink_schema()
+RETURNS name
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    schema name := (SELECT e.extnamespace::regnamespace::name FROM pg_extension e WHERE e.extname = 'dblink');
+BEGIN
+    IF schema IS NULL THEN
+        RAISE EXCEPTION 'extension "dblink" is not installed'
+            USING ERRCODE = 'undefined_object',
+                  DETAIL = 'Shard moves reach the data nodes through dblink.',
+                  HINT = 'Run CREATE EXTENSION dblink on the router.';
+    END IF;
+    RETURN schema;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._dblink_schema() IS
+'internal: the schema of dblink, which moves need on the router';
+
+-- Open dblink connection conn to a node, unless it is open: through the
+-- node's postgres_fdw server when apply_shard_map made one, so that the
+-- password can come from a user mapping, or else with its connection
+-- string (and then a password file or service file of the router's
+-- server).
+CREATE FUNCTION sharded_id._remote_open(conn text, node text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    dblink name := sharded_id._dblink_schema();
+    dsn text;
+    open boolean;
+BEGIN
+    EXECUTE format('SELECT $1 = ANY (coalesce(%I.dblink_get_connections(), ''{}''))', dblink) INTO open USING conn;
+    IF open THEN
+        RETURN;
+    END IF;
+    SELECT CASE WHEN EXISTS (SELECT FROM pg_foreign_server s JOIN pg_foreign_data_wrapper w ON w.oid = s.srvfdw
+                             WHERE s.srvname = sharded_id.node_server(n.node_name) AND w.fdwname = 'postgres_fdw')
+                THEN sharded_id.node_server(n.node_name)::text ELSE n.connstr END
+    INTO dsn FROM sharded_id.nodes n WHERE n.node_name = node;
+    IF dsn IS NULL THEN
+        RAISE EXCEPTION 'data node "%" does not exist', node
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    EXECUTE format('SELECT %I.dblink_connect($1, $2)', dblink) USING conn, dsn;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._remote_open(text, text) IS
+'internal: open a named dblink connection to a data node';
+
+CREATE FUNCTION sharded_id._remote_close(conn text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    dblink name := sharded_id._dblink_schema();
+    open boolean;
+BEGIN
+    EXECUTE format('SELECT $1 = ANY (coalesce(%I.dblink_get_connections(), ''{}''))', dblink) INTO open USING conn;
+    IF open THEN
+        EXECUTE format('SELECT %I.dblink_disconnect($1)', dblink) USING conn;
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._remote_close(text) IS
+'internal: close a named dblink connection (a transaction open on it rolls back)';
+
+-- Run sql on connection conn; returns its rows' first column, one line
+-- each, or NULL when it returns none.
+CREATE FUNCTION sharded_id._remote(conn text, sql text)
+RETURNS text
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    result text;
+BEGIN
+    EXECUTE format('SELECT string_agg(r.v, E''\n'') FROM %I.dblink($1, $2) AS r(v text)', sharded_id._dblink_schema())
+    INTO result USING conn, sql;
+    RETURN result;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._remote(text, text) IS
+'internal: run a query on a dblink connection, and return its first column as lines';
+
+CREATE FUNCTION sharded_id._remote_rows(conn text, sql text)
+RETURNS text[]
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    result text[];
+BEGIN
+    EXECUTE format('SELECT array_agg(r.v) FROM %I.dblink($1, $2) AS r(v text)', sharded_id._dblink_schema())
+    INTO result USING conn, sql;
+    RETURN result;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._remote_rows(text, text) IS
+'internal: run a query on a dblink connection, and return its first column as an array';
+
+CREATE FUNCTION sharded_id._remote_exec(conn text, sql text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    EXECUTE format('SELECT %I.dblink_exec($1, $2)', sharded_id._dblink_schema()) USING conn, sql;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._remote_exec(text, text) IS
+'internal: run statements on a dblink connection';
+
+-- Journal step of a move, and commit it; then, for fault-injection tests,
+-- wait while another session holds advisory lock (1936222579, 0) if
+-- sharded_id.move_hold names the step.
+CREATE PROCEDURE sharded_id._move_journal(move_id bigint, step text)
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    INSERT INTO sharded_id.move_steps (move_id, step_no, step)
+    SELECT _move_journal.move_id, coalesce(max(s.step_no), 0) + 1, _move_journal.step
+    FROM sharded_id.move_steps s WHERE s.move_id = _move_journal.move_id;
+    UPDATE sharded_id.moves m SET state = step, updated_at = clock_timestamp()
+    WHERE m.move_id = _move_journal.move_id;
+    COMMIT;
+    IF current_setting('sharded_id.move_hold', true) = step THEN
+        PERFORM pg_advisory_lock_shared(1936222579, 0);
+        PERFORM pg_advisory_unlock_shared(1936222579, 0);
+    END IF;
+END
+$$;
+
+COMMENT ON PROCEDURE sharded_id._move_journal(bigint, text) IS
+'internal: journal and commit the step a move is about to take';
+
+-- Record an object of a move before the move creates it.
+CREATE FUNCTION sharded_id._move_will_create(move_id bigint, node text, object_type text,
+                                             object_name text, policy text)
+RETURNS void
+LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    INSERT INTO sharded_id.move_cleanup VALUES (move_id, node, object_type, object_name, policy)
+    ON CONFLICT DO NOTHING
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_will_create(bigint, text, text, text, text) IS
+'internal: record what a move is about to create on a node, and when to drop it';
+
+-- Freeze writes to the shard on the source, on connection shid_freeze: a
+-- transaction holding the fence that enter_shard waits on, the shard's
+-- catalog row and its tables.
+CREATE FUNCTION sharded_id._move_freeze_source(m sharded_id.moves, lock_timeout interval)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._remote_open('shid_freeze', m.source_node);
+    PERFORM sharded_id._remote_exec('shid_freeze', format('BEGIN; SET LOCAL lock_timeout = %L',
+                                    (extract(epoch FROM lock_timeout) * 1000)::bigint || 'ms'));
+    PERFORM sharded_id._remote('shid_freeze', format(
+        'SELECT 1 FROM (SELECT pg_advisory_xact_lock(1936222564, %s)) l, '
+        '(SELECT FROM sharded_id.shards WHERE shard_id = %s FOR UPDATE) s', m.shard_id, m.shard_id));
+    PERFORM sharded_id._remote('shid_freeze', format(
+        'SELECT 1 FROM (SELECT sharded_id._lock_schema_tables(%L)) l', m.schema_name));
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_freeze_source(sharded_id.moves, interval) IS
+'internal: open the freezing transaction of a move on its source';
+
+-- On a node: lock every table of a schema in EXCLUSIVE mode (reads go on).
+CREATE FUNCTION sharded_id._lock_schema_tables(schema_name name)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    t record;
+    n integer := 0;
+BEGIN
+    FOR t IN
+        SELECT c.oid::regclass AS rel FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
+        WHERE s.nspname = schema_name AND c.relkind IN ('r', 'p') ORDER BY c.oid
+    LOOP
+        EXECUTE format('LOCK TABLE %s IN EXCLUSIVE MODE', t.rel);
+        n := n + 1;
+    END LOOP;
+    RETURN n;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._lock_schema_tables(name) IS
+'internal: lock every table of a shard schema against writes, for a move''s freeze';
+
+-- Write a catch-up mark on the source and wait, up to timeout, until the
+-- target has applied it, and with it everything committed before it.
+CREATE FUNCTION sharded_id._move_catch_up(m sharded_id.moves, timeout interval)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    mark bigint := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint;
+    deadline timestamptz := clock_timestamp() + timeout;
+BEGIN
+    PERFORM sharded_id._remote_exec('shid_source', format(
+        'INSERT INTO sharded_id.move_marks VALUES (%s, %s) ON CONFLICT (move_id) DO UPDATE SET mark = excluded.mark',
+        m.move_id, mark));
+    WHILE coalesce(sharded_id._remote('shid_target', format(
+              'SELECT mark FROM sharded_id.move_marks WHERE move_id = %s', m.move_id))::bigint, 0) < mark LOOP
+        IF clock_timestamp() > deadline THEN
+            RAISE EXCEPTION 'the target did not catch up with the source within %', timeout
+                USING ERRCODE = 'lock_not_available';
+        END IF;
+        IF sharded_id._remote('shid_target', format(
+               'SELECT subenabled FROM pg_subscription WHERE oid = %s', m.sub_oid)) IS DISTINCT FROM 't' THEN
+            RAISE EXCEPTION 'the subscription of move % stopped', m.move_id
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      HINT = 'The target''s server log says why.';
+        END IF;
+        PERFORM pg_sleep(0.001);
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_catch_up(sharded_id.moves, interval) IS
+'internal: wait until a move''s target has applied everything its source committed';
+
+-- Register the shard on the target, in one transaction: the sequences'
+-- positions, create_shard, and the floor over the source's high-water mark.
+CREATE FUNCTION sharded_id._move_register_target(m sharded_id.moves, setvals text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._remote_open('shid_target', m.target_node);
+    PERFORM sharded_id._remote_exec('shid_target', format(
+        'BEGIN; SET LOCAL client_min_messages = warning; %s '
+        'SELECT sharded_id.create_shard(%s, %L); '
+        'SELECT sharded_id.raise_floor(s.shard_id, %s, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %s AND %s IS NOT NULL; '
+        'COMMIT',
+        coalesce(setvals, ''), m.shard_id, m.schema_name, coalesce(m.high_water::text, 'NULL'), m.shard_id,
+        coalesce(m.high_water::text, 'NULL')));
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_register_target(sharded_id.moves, text) IS
+'internal: make a move''s target the owner of the shard, its ids above the source''s high-water mark';
+
+-- The source's sequence positions as setval statements for the target.
+CREATE FUNCTION sharded_id._move_setvals(conn text, schema_name name)
+RETURNS text
+LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT sharded_id._remote(conn, format(
+        'SELECT string_agg(format(''SELECT pg_catalog.setval(%%L, %%s, %%s);'', format(''%%I.%%I'', schemaname, sequencename), '
+        'coalesce(last_value, start_value), CASE WHEN last_value IS NULL THEN ''false'' ELSE ''true'' END), '' '') '
+        'FROM pg_sequences WHERE schemaname = %L',
+        schema_name))
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_setvals(text, name) IS
+'internal: a shard''s sequence positions on a node, as setval calls';
+
+-- Point the router at the shard's new owner, and journal the switch, in one
+-- transaction of the router.
+CREATE FUNCTION sharded_id._move_switch(m sharded_id.moves)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    UPDATE sharded_id.shard_map SET node_name = m.target_node WHERE shard_id = m.shard_id;
+    PERFORM sharded_id.apply_shard_map(m.cluster);
+    UPDATE sharded_id.moves SET state = 'switched', updated_at = clock_timestamp() WHERE move_id = m.move_id;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_switch(sharded_id.moves) IS
+'internal: the router''s switch of a shard to its new node';
+
+-- Drop what a move made, as move_cleanup records it: the objects of every
+-- policy but on_failure when it moved the shard, of every policy but
+-- on_success when it did not.  Each record goes once its object is gone.
+CREATE FUNCTION sharded_id._move_cleanup(m sharded_id.moves, moved boolean)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    c record;
+    conn text;
+    left_slots bigint;
+    deadline timestamptz;
+BEGIN
+    FOR c IN
+        SELECT * FROM sharded_id.move_cleanup x
+        WHERE x.move_id = m.move_id AND x.policy <> CASE WHEN moved THEN 'on_failure' ELSE 'on_success' END
+        ORDER BY CASE x.object_type WHEN 'subscription' THEN 1 WHEN 'slot' THEN 2 WHEN 'publication' THEN 3
+                                    WHEN 'mark' THEN 4 ELSE 5 END, x.node_name
+    LOOP
+        conn := 'shid_cleanup_' || c.node_name;
+        PERFORM sharded_id._remote_open(conn, c.node_name);
+        IF c.object_type = 'subscription' THEN
+            IF sharded_id._remote(conn, format('SELECT 1 FROM pg_subscription WHERE subname = %L
+                   AND subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())', c.object_name)) IS NOT NULL THEN
+                PERFORM sharded_id._remote_exec(conn, format('ALTER SUBSCRIPTION %I DISABLE', c.object_name));
+                PERFORM sharded_id._remote_exec(conn, format('ALTER SUBSCRIPTION %I SET (slot_name = NONE)', c.object_name));
+                PERFORM sharded_id._remote_exec(conn, format('DROP SUBSCRIPTION %I', c.object_name));
+            END IF;
+        ELSIF c.object_type = 'slot' THEN
+            -- The move's slot and its table-copy slots, whose walsenders are
+            -- ended first.
+            deadline := clock_timestamp() + interval '10 s';
+            LOOP
+                left_slots := sharded_id._remote(conn, format(
+                    'WITH s AS (SELECT * FROM pg_replication_slots WHERE slot_name = %L OR (%s <> 0 AND slot_name LIKE %L)), '
+                    't AS (SELECT pg_terminate_backend(active_pid) FROM s WHERE active_pid IS NOT NULL), '
+                    'd AS (SELECT pg_drop_replication_slot(slot_name) FROM s WHERE NOT active) '
+                    'SELECT (SELECT count(*) FROM s) - (SELECT count(*) FROM d) + 0 * (SELECT count(*) FROM t)',
+                    c.object_name, coalesce(m.sub_oid, 0), format('pg\_%s\_sync\_%%', coalesce(m.sub_oid, 0))))::bigint;
+                EXIT WHEN left_slots = 0;
+                IF clock_timestamp() > deadline THEN
+                    RAISE EXCEPTION 'could not drop replication slot "%" on node "%"', c.object_name, c.node_name
+                        USING ERRCODE = 'object_in_use',
+                              HINT = 'Something keeps using it. CALL sharded_id.recover_moves() again once it is free.';
+                END IF;
+                PERFORM pg_sleep(0.05);
+            END LOOP;
+        ELSIF c.object_type = 'publication' THEN
+            PERFORM sharded_id._remote_exec(conn, format('DROP PUBLICATION IF EXISTS %I', c.object_name));
+        ELSIF c.object_type = 'mark' THEN
+            PERFORM sharded_id._remote_exec(conn, format('DELETE FROM sharded_id.move_marks WHERE move_id = %s', c.object_name));
+        ELSIF c.object_type = 'schema' THEN
+            -- Never a schema the node holds as a shard.
+            PERFORM sharded_id._remote_exec(conn, format(
+                'SET client_min_messages = warning; DO $do$ BEGIN IF NOT EXISTS (SELECT FROM sharded_id.shards WHERE schema_name = %L) '
+                'THEN DROP SCHEMA IF EXISTS %I CASCADE; END IF; END $do$', c.object_name, c.object_name));
+        END IF;
+        DELETE FROM sharded_id.move_cleanup x
+        WHERE x.move_id = c.move_id AND x.node_name = c.node_name
+          AND x.object_type = c.object_type AND x.object_name = c.object_name;
+    END LOOP;
+    DELETE FROM sharded_id.move_cleanup x WHERE x.move_id = m.move_id;
+    UPDATE sharded_id.moves
+    SET state = 'finished', outcome = CASE WHEN moved THEN 'moved' ELSE 'rolled back' END,
+        finished_at = clock_timestamp(), updated_at = clock_timestamp()
+    WHERE move_id = m.move_id;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_cleanup(sharded_id.moves, boolean) IS
+'internal: drop what a finished or rolled-back move left on its nodes, as its cleanup records say';
+
+-- Finish an interrupted move from what the nodes say: forward when the
+-- source has retired the shard (the copy was complete by then), back when
+-- it has not.  Returns true when the shard moved.
+CREATE FUNCTION sharded_id._move_resolve(move_id bigint)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    m sharded_id.moves;
+    routed_to text;
+    source_owns boolean;
+    target_owns boolean;
+    setvals text;
+BEGIN
+    SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = _move_resolve.move_id FOR UPDATE;
+    IF m.finished_at IS NOT NULL THEN
+        RETURN m.outcome = 'moved';
+    END IF;
+    -- Fresh connections: the move's own may have died with a node.
+    PERFORM sharded_id._remote_close(c) FROM unnest(ARRAY['shid_freeze', 'shid_source', 'shid_target',
+                                                          'shid_snap_source', 'shid_snap_target']) c;
+    routed_to := (SELECT s.node_name FROM sharded_id.shard_map s WHERE s.shard_id = m.shard_id);
+    IF routed_to = m.target_node THEN
+        PERFORM sharded_id._move_cleanup(m, true);
+        RETURN true;
+    END IF;
+    PERFORM sharded_id._remote_open('shid_source', m.source_node);
+    PERFORM sharded_id._remote_open('shid_target', m.target_node);
+    source_owns := sharded_id._remote('shid_source', format(
+        'SELECT 1 FROM sharded_id.shards WHERE shard_id = %s', m.shard_id)) IS NOT NULL;
+    target_owns := sharded_id._remote('shid_target', format(
+        'SELECT 1 FROM sharded_id.shards WHERE shard_id = %s', m.shard_id)) IS NOT NULL;
+    IF source_owns AND target_owns THEN
+        RAISE EXCEPTION 'shard % is registered on both "%" and "%"', m.shard_id, m.source_node, m.target_node
+            USING ERRCODE = 'data_corrupted',
+                  DETAIL = format('Move %s cannot tell which copy to keep.', m.move_id),
+                  HINT = 'Retire the copy that is not current with sharded_id.retire_shard, then recover again.';
+    ELSIF source_owns THEN
+        PERFORM sharded_id._move_cleanup(m, false);
+        RETURN false;
+    END IF;
+    IF NOT target_owns THEN
+        -- Retired on the source: the copy is complete, since the source
+        -- retires only after the target caught up and replication stopped.
+        m.high_water := sharded_id._remote('shid_source', format(
+            'SELECT high_water FROM sharded_id.retired_shards WHERE shard_id = %s', m.shard_id))::bigint;
+        UPDATE sharded_id.moves x SET high_water = m.high_water WHERE x.move_id = m.move_id;
+        IF m.method = 'online' THEN
+            PERFORM sharded_id._remote_exec('shid_target', format(
+                'ALTER SUBSCRIPTION %I DISABLE', 'sharded_id_move_' || m.shard_id))
+            WHERE sharded_id._remote('shid_target', format(
+                'SELECT 1 FROM pg_subscription WHERE subname = %L AND subenabled', 'sharded_id_move_' || m.shard_id)) IS NOT NULL;
+        END IF;
+        setvals := sharded_id._move_setvals('shid_source', m.schema_name);
+        PERFORM sharded_id._move_register_target(m, setvals);
+    END IF;
+    PERFORM sharded_id._move_switch(m);
+    PERFORM sharded_id._move_cleanup(m, true);
+    RETURN true;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_resolve(bigint) IS
+'internal: finish or roll back an interrupted move, from its journal and the state of its nodes';
+
+-- One step of a move; no transaction control, so that move_shard can catch
+-- its error and commit between steps.
+CREATE FUNCTION sharded_id._move_step(move_id bigint, step text, max_lag bigint,
+                                      timeout interval, freeze_timeout interval)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    m sharded_id.moves;
+    repl text := NULL;
+    ddl text;
+    state text;
+    lag bigint;
+    deadline timestamptz := clock_timestamp() + timeout;
+    setvals text;
+    f_source text;
+    f_target text;
+    t record;
+    batch text[];
+BEGIN
+    SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = _move_step.move_id;
+    repl := 'sharded_id_move_' || m.shard_id;
+    PERFORM sharded_id._remote_open('shid_source', m.source_node);
+    PERFORM sharded_id._remote_open('shid_target', m.target_node);
+    CASE step
+    WHEN 'record_objects' THEN
+        IF m.method = 'dump' THEN
+            PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'schema', m.schema_name, 'on_failure');
+            PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'schema', m.schema_name, 'on_success');
+            RETURN;
+        END IF;
+        PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'publication', repl, 'always');
+        PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'slot', repl, 'always');
+        PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'mark', m.move_id::text, 'always');
+        PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'subscription', repl, 'always');
+        PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'mark', m.move_id::text, 'always');
+        PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'schema', m.schema_name, 'on_failure');
+        PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'schema', m.schema_name, 'on_success');
+        -- move_shard commits these before the next step creates them.
+    WHEN 'create_publication' THEN
+        PERFORM sharded_id._remote_exec('shid_source', format(
+            'CREATE PUBLICATION %I FOR TABLES IN SCHEMA %I, TABLE sharded_id.move_marks', repl, m.schema_name));
+        PERFORM sharded_id._remote('shid_source', format(
+            'SELECT 1 FROM pg_create_logical_replication_slot(%L, ''pgoutput'')', repl));
+    WHEN 'subscribe' THEN
+        -- The schema without rows, and the subscription that fills it, in
+        -- one transaction of the target.
+        ddl := sharded_id._remote('shid_source', format(
+            'SELECT string_agg(s, E'';\n'') FROM sharded_id.schema_ddl(%L) s', m.schema_name));
+        PERFORM sharded_id._remote_exec('shid_target', format(
+            'BEGIN; SET LOCAL client_min_messages = warning; %s; '
+            'CREATE SUBSCRIPTION %I CONNECTION %L PUBLICATION %I WITH (create_slot = false, slot_name = %L, '
+            'copy_data = true, synchronous_commit = on, disable_on_error = true); COMMIT',
+            ddl, repl, (SELECT n.connstr FROM sharded_id.nodes n WHERE n.node_name = m.source_node), repl, repl));
+        UPDATE sharded_id.moves x SET sub_oid = sharded_id._remote('shid_target', format(
+            'SELECT oid FROM pg_subscription WHERE subname = %L
+             AND subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())', repl))::oid
+        WHERE x.move_id = m.move_id;
+    WHEN 'copy' THEN
+        LOOP
+            state := sharded_id._remote('shid_target', format(
+                'SELECT s.subenabled::text || '':'' || count(*) FILTER (WHERE r.srsubstate <> ''r'')
+                 FROM pg_subscription s LEFT JOIN pg_subscription_rel r ON r.srsubid = s.oid
+                 WHERE s.oid = %s GROUP BY s.subenabled', m.sub_oid));
+            EXIT WHEN state = 'true:0';
+            IF state IS NULL OR state LIKE 'false:%' THEN
+                RAISE EXCEPTION 'the subscription of move % stopped during the copy', m.move_id
+                    USING ERRCODE = 'object_not_in_prerequisite_state',
+                          HINT = 'The target''s server log says why.';
+            END IF;
+            IF clock_timestamp() > deadline THEN
+                RAISE EXCEPTION 'the copy of shard % did not finish within %', m.shard_id, timeout
+                    USING ERRCODE = 'query_canceled';
+            END IF;
+            PERFORM pg_sleep(0.05);
+        END LOOP;
+    WHEN 'catch_up' THEN
+        LOOP
+            lag := sharded_id._remote('shid_source', format(
+                'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint FROM pg_replication_slots WHERE slot_name = %L',
+                repl))::bigint;
+            IF lag IS NULL THEN
+                RAISE EXCEPTION 'replication slot "%" is gone from node "%"', repl, m.source_node
+                    USING ERRCODE = 'undefined_object';
+            END IF;
+            EXIT WHEN lag <= max_lag;
+            IF clock_timestamp() > deadline THEN
+                RAISE EXCEPTION 'the lag of the copy of shard % stayed over % bytes for %', m.shard_id, max_lag, timeout
+                    USING ERRCODE = 'query_canceled';
+            END IF;
+            PERFORM pg_sleep(0.05);
+        END LOOP;
+    WHEN 'compare' THEN
+        -- A short freeze in which both copies hold the same rows; a
+        -- snapshot of each keeps that state for the comparison after it.
+        -- Writers wait on the source's fence meanwhile.
+        PERFORM sharded_id._move_freeze_source(m, freeze_timeout);
+        PERFORM sharded_id._move_catch_up(m, freeze_timeout);
+        PERFORM sharded_id._remote_open('shid_snap_source', m.source_node);
+        PERFORM sharded_id._remote_open('shid_snap_target', m.target_node);
+        PERFORM sharded_id._remote_exec(c, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
+        FROM unnest(ARRAY['shid_snap_source', 'shid_snap_target']) c;
+        PERFORM sharded_id._remote(c, 'SELECT 1') FROM unnest(ARRAY['shid_snap_source', 'shid_snap_target']) c;
+        PERFORM sharded_id._remote_close('shid_freeze');
+        f_source := sharded_id._remote('shid_snap_source', format('SELECT sharded_id._schema_fingerprint(%L)', m.schema_name));
+        f_target := sharded_id._remote('shid_snap_target', format('SELECT sharded_id._schema_fingerprint(%L)', m.schema_name));
+        PERFORM sharded_id._remote_close(c) FROM unnest(ARRAY['shid_snap_source', 'shid_snap_target']) c;
+        -- Sequences do not replicate; they are copied in the switch.
+        IF split_part(f_source, ' sequences:', 1) IS DISTINCT FROM split_part(f_target, ' sequences:', 1) THEN
+            RAISE EXCEPTION 'the copy of shard % differs from the source', m.shard_id
+                USING ERRCODE = 'data_corrupted',
+                      DETAIL = format('Source: %s. Target: %s.', f_source, f_target);
+        END IF;
+    WHEN 'freeze' THEN
+        -- Writers through the router wait from here to the switch.
+        PERFORM pg_advisory_lock(1936222578, m.shard_id);
+        PERFORM sharded_id._move_freeze_source(m, freeze_timeout);
+        IF m.method = 'online' THEN
+            PERFORM sharded_id._move_catch_up(m, freeze_timeout);
+        END IF;
+    WHEN 'stop_replication' THEN
+        -- Nothing done to the old copy from now on reaches the new one.
+        PERFORM sharded_id._remote_exec('shid_target', format('ALTER SUBSCRIPTION %I DISABLE', repl));
+    WHEN 'copy_rows' THEN
+        -- The dump method: the schema, then every table's rows through
+        -- the router, in batches, read in the freeze.
+        ddl := sharded_id._remote('shid_source', format(
+            'SELECT string_agg(s, E'';\n'') FROM sharded_id.schema_ddl(%L) s', m.schema_name));
+        PERFORM sharded_id._remote_exec('shid_target', format(
+            'BEGIN; SET LOCAL client_min_messages = warning; %s; COMMIT', ddl));
+        FOR t IN
+            SELECT * FROM unnest(sharded_id._remote_rows('shid_freeze', format(
+                'SELECT format(''%%I.%%I'', n.nspname, c.relname) || '' '' || (SELECT string_agg(quote_ident(a.attname), '','' ORDER BY a.attnum)
+                 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '''')
+                 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %L AND c.relkind = ''r'' ORDER BY c.oid',
+                m.schema_name))) AS line
+        LOOP
+            PERFORM sharded_id._remote_exec('shid_freeze', format(
+                'DECLARE shid_rows NO SCROLL CURSOR FOR SELECT r::text FROM %s r', split_part(t.line, ' ', 1)));
+            LOOP
+                batch := sharded_id._remote_rows('shid_freeze', 'FETCH 10000 FROM shid_rows');
+                EXIT WHEN batch IS NULL;
+                PERFORM sharded_id._remote_exec('shid_target', format(
+                    'INSERT INTO %1$s (%2$s) OVERRIDING SYSTEM VALUE SELECT %3$s FROM (SELECT r::%1$s AS v FROM unnest(%4$L::text[]) r) s',
+                    split_part(t.line, ' ', 1), split_part(t.line, ' ', 2),
+                    (SELECT string_agg('(v).' || c, ',') FROM unnest(string_to_array(split_part(t.line, ' ', 2), ',')) c),
+                    batch));
+            END LOOP;
+            PERFORM sharded_id._remote_exec('shid_freeze', 'CLOSE shid_rows');
+        END LOOP;
+        f_source := sharded_id._remote('shid_freeze', format('SELECT sharded_id._schema_fingerprint(%L)', m.schema_name));
+        f_target := sharded_id._remote('shid_target', format('SELECT sharded_id._schema_fingerprint(%L)', m.schema_name));
+        IF split_part(f_source, ' sequences:', 1) IS DISTINCT FROM split_part(f_target, ' sequences:', 1) THEN
+            RAISE EXCEPTION 'the copy of shard % differs from the source', m.shard_id
+                USING ERRCODE = 'data_corrupted',
+                      DETAIL = format('Source: %s. Target: %s.', f_source, f_target);
+        END IF;
+    WHEN 'retire_source' THEN
+        -- In the freezing transaction: the retirement and its high-water
+        -- mark, and a constraint that no new row passes on the old copy
+        -- (NOT VALID: no scan).  Then commit.
+        UPDATE sharded_id.moves x SET high_water = sharded_id._remote('shid_freeze', format(
+            'SELECT sharded_id.retire_shard(%s)', m.shard_id))::bigint
+        WHERE x.move_id = m.move_id;
+        PERFORM sharded_id._remote('shid_freeze', format(
+            'SELECT count(*) FROM (SELECT sharded_id._fence_moved_tables(%L)) f', m.schema_name));
+        PERFORM sharded_id._remote_exec('shid_freeze', 'COMMIT');
+        PERFORM sharded_id._remote_close('shid_freeze');
+    WHEN 'register_target' THEN
+        -- Nothing mints for the retired copy, so its sequences stay put.
+        PERFORM sharded_id._move_register_target(m, sharded_id._move_setvals('shid_source', m.schema_name));
+    WHEN 'switch' THEN
+        PERFORM sharded_id._move_switch(m);
+    ELSE
+        RAISE EXCEPTION 'unknown move step "%"', step USING ERRCODE = 'internal_error';
+    END CASE;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_step(bigint, text, bigint, interval, interval) IS
+'internal: take one step of a move';
+
+-- On a node: a NOT VALID check constraint that refuses every new row, on
+-- every table of a retired shard's copy.
+CREATE FUNCTION sharded_id._fence_moved_tables(schema_name name)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    t record;
+    n integer := 0;
+BEGIN
+    FOR t IN
+        SELECT c.oid::regclass AS rel FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
+        WHERE s.nspname = schema_name AND c.relkind IN ('r', 'p') AND NOT c.relispartition ORDER BY c.oid
+    LOOP
+        EXECUTE format('ALTER TABLE %s ADD CONSTRAINT sharded_id_moved CHECK (false) NOT VALID', t.rel);
+        n := n + 1;
+    END LOOP;
+    RETURN n;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._fence_moved_tables(name) IS
+'internal: refuse every new row on the tables of a shard''s retired copy';
+
+CREATE PROCEDURE sharded_id.move_shard(shard_id integer, target_node text,
+                                       method text DEFAULT NULL,
+                                       dry_run boolean DEFAULT false,
+                                       cluster name DEFAULT 'sharded_id',
+                                       max_lag bigint DEFAULT 1048576,
+                                       timeout interval DEFAULT '1 hour',
+                                       freeze_timeout interval DEFAULT '10 s')
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    m sharded_id.moves;
+    unfinished bigint;
+    source text;
+    schema name;
+    versions text[];
+    wal_level text;
+    bad text;
+    steps text[];
+    step text;
+    err text;
+    err_state text;
+    err_detail text;
+    t_freeze timestamptz;
+    moved boolean;
+    recovery_err text;
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    IF shard_id IS NULL OR target_node IS NULL OR dry_run IS NULL OR cluster IS NULL
+       OR max_lag IS NULL OR timeout IS NULL OR freeze_timeout IS NULL THEN
+        RAISE EXCEPTION 'arguments of move_shard must not be null, except method'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF method IS NOT NULL AND method NOT IN ('online', 'dump') THEN
+        RAISE EXCEPTION 'move method "%" is not online or dump', method
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM sharded_id._dblink_schema();
+    -- First, whatever an earlier move of this shard left unfinished.
+    unfinished := (SELECT x.move_id FROM sharded_id.moves x
+                   WHERE x.shard_id = move_shard.shard_id AND x.finished_at IS NULL);
+    IF unfinished IS NOT NULL AND NOT dry_run THEN
+        RAISE NOTICE 'finishing move % of shard %, which did not end', unfinished, shard_id;
+        PERFORM sharded_id._move_resolve(unfinished);
+        COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    END IF;
+
+    source := (SELECT s.node_name FROM sharded_id.shard_map s WHERE s.shard_id = move_shard.shard_id);
+    IF source IS NULL THEN
+        RAISE EXCEPTION 'shard % is not in the shard map', shard_id
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    IF NOT EXISTS (SELECT FROM sharded_id.nodes n WHERE n.node_name = target_node) THEN
+        RAISE EXCEPTION 'data node "%" does not exist', target_node
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    IF source = target_node THEN
+        RAISE NOTICE 'shard % is already on node "%"', shard_id, target_node;
+        RETURN;
+    END IF;
+    PERFORM sharded_id._remote_open('shid_source', source);
+    PERFORM sharded_id._remote_open('shid_target', target_node);
+    versions := ARRAY[(SELECT e.extversion FROM pg_extension e WHERE e.extname = 'sharded_id'),
+                      sharded_id._remote('shid_source', 'SELECT extversion FROM pg_extension WHERE extname = ''sharded_id'''),
+                      sharded_id._remote('shid_target', 'SELECT extversion FROM pg_extension WHERE extname = ''sharded_id''')];
+    IF versions[2] IS DISTINCT FROM versions[1] OR versions[3] IS DISTINCT FROM versions[1] THEN
+        RAISE EXCEPTION 'sharded_id versions differ: router %, source %, target %',
+                        versions[1], coalesce(versions[2], 'none'), coalesce(versions[3], 'none')
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Run ALTER EXTENSION sharded_id UPDATE on every node and on the router.';
+    END IF;
+    schema := sharded_id._remote('shid_source', format('SELECT schema_name FROM sharded_id.shards WHERE shard_id = %s', shard_id));
+    IF schema IS NULL THEN
+        RAISE EXCEPTION 'node "%" does not hold shard %', source, shard_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'The shard map names the node, but its sharded_id.shards has no such shard.';
+    END IF;
+    IF sharded_id._remote('shid_target', format(
+           'SELECT 1 FROM sharded_id.shards WHERE shard_id = %s OR schema_name = %L UNION SELECT 1 FROM pg_namespace WHERE nspname = %L',
+           shard_id, schema, schema)) IS NOT NULL THEN
+        RAISE EXCEPTION 'node "%" already holds shard % or a schema "%"', target_node, shard_id, schema
+            USING ERRCODE = 'duplicate_object';
+    END IF;
+    wal_level := sharded_id._remote('shid_source', 'SHOW wal_level');
+    IF method IS NULL THEN
+        method := CASE WHEN wal_level = 'logical' THEN 'online' ELSE 'dump' END;
+    ELSIF method = 'online' AND wal_level <> 'logical' THEN
+        RAISE EXCEPTION 'an online move needs wal_level = logical on node "%"', source
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Set wal_level = logical there, or move with method => ''dump''.';
+    END IF;
+    IF method = 'online' THEN
+        -- Updates and deletes replicate by replica identity; unlogged
+        -- tables do not replicate at all.
+        bad := sharded_id._remote('shid_source', format(
+            'SELECT string_agg(format(''%%I'', c.relname), '', '' ORDER BY c.relname)
+             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = %L AND c.relkind = ''r''
+               AND (c.relpersistence <> ''p'' OR c.relreplident = ''n''
+                    OR (c.relreplident = ''d'' AND NOT EXISTS (SELECT FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)))',
+            schema));
+        IF bad IS NOT NULL THEN
+            RAISE EXCEPTION 'an online move needs a primary key or replica identity on every logged table'
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      DETAIL = format('These tables of schema "%s" lack one: %s.', schema, bad),
+                      HINT = 'Move with method => ''dump''.';
+        END IF;
+        steps := ARRAY['record_objects', 'create_publication', 'subscribe', 'copy', 'catch_up', 'compare', 'catch_up',
+                       'freeze', 'stop_replication', 'retire_source', 'register_target', 'switch'];
+    ELSE
+        steps := ARRAY['record_objects', 'freeze', 'copy_rows', 'retire_source', 'register_target', 'switch'];
+    END IF;
+    IF dry_run THEN
+        RAISE NOTICE 'would move shard % (schema "%") from node "%" to node "%", method %: %',
+                     shard_id, schema, source, target_node, method, array_to_string(steps, ', ');
+        RETURN;
+    END IF;
+
+    INSERT INTO sharded_id.moves (shard_id, source_node, target_node, method, cluster, schema_name)
+    VALUES (shard_id, source, target_node, method, cluster, schema)
+    RETURNING * INTO m;
+    FOREACH step IN ARRAY steps LOOP
+        CALL sharded_id._move_journal(m.move_id, step);
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        IF step = 'freeze' THEN
+            t_freeze := clock_timestamp();
+        END IF;
+        BEGIN
+            PERFORM sharded_id._move_step(m.move_id, step, max_lag, timeout, freeze_timeout);
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS err = MESSAGE_TEXT, err_state = RETURNED_SQLSTATE, err_detail = PG_EXCEPTION_DETAIL;
+        END;
+        IF step = 'switch' OR err IS NOT NULL THEN
+            -- The switch commits with the route lock still held; writers
+            -- then find the new map.
+            UPDATE sharded_id.moves x
+            SET freeze_ms = extract(epoch FROM clock_timestamp() - t_freeze) * 1000,
+                error = CASE WHEN err IS NOT NULL THEN format('%s: %s', step, err) END
+            WHERE x.move_id = m.move_id AND (t_freeze IS NOT NULL OR err IS NOT NULL);
+            COMMIT;
+            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+            PERFORM pg_advisory_unlock(1936222578, m.shard_id)
+            FROM pg_locks l WHERE l.locktype = 'advisory' AND l.pid = pg_backend_pid()
+              AND l.classid = 1936222578 AND l.objid = m.shard_id AND l.mode = 'ExclusiveLock';
+        END IF;
+        EXIT WHEN err IS NOT NULL;
+        COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    END LOOP;
+
+    IF err IS NULL THEN
+        CALL sharded_id._move_journal(m.move_id, 'cleanup');
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        PERFORM sharded_id._move_resolve(m.move_id);
+        COMMIT;
+        SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = m.move_id;
+        RAISE NOTICE 'moved shard % (schema "%") from node "%" to node "%" by method %: write freeze % ms, high-water mark %',
+                     m.shard_id, m.schema_name, m.source_node, m.target_node, m.method,
+                     round(m.freeze_ms::numeric, 1), m.high_water;
+        RETURN;
+    END IF;
+
+    -- A step failed: finish the move or roll it back, as the nodes allow.
+    CALL sharded_id._move_journal(m.move_id, 'recover');
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    BEGIN
+        moved := sharded_id._move_resolve(m.move_id);
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS recovery_err = MESSAGE_TEXT;
+    END;
+    COMMIT;
+    IF recovery_err IS NOT NULL THEN
+        RAISE EXCEPTION 'move % of shard % to node "%" failed at step "%": %', m.move_id, m.shard_id, m.target_node, step, err
+            USING ERRCODE = err_state,
+                  DETAIL = format('Finishing or rolling back the move failed too: %s', recovery_err),
+                  HINT = 'CALL sharded_id.recover_moves() once both nodes answer.';
+    END IF;
+    IF moved THEN
+        RAISE WARNING 'move % of shard % to node "%" finished after step "%" failed: %',
+                      m.move_id, m.shard_id, m.target_node, step, err;
+        RETURN;
+    END IF;
+    RAISE EXCEPTION 'move % of shard % to node "%" failed at step "%": %', m.move_id, m.shard_id, m.target_node, step, err
+        USING ERRCODE = err_state,
+              DETAIL = coalesce(err_detail || ' ', '') || 'The move was rolled back: the shard stays on node "' || m.source_node || '".';
+END
+$$;
+
+COMMENT ON PROCEDURE sharded_id.move_shard(integer, text, text, boolean, name, bigint, interval, interval) IS
+'move a logical shard to another data node, online (logical replication) or by dump, journaled step by step in sharded_id.moves; writers through sharded_id.route wait out the switch; CALL it on the router, outside a transaction block';
+
+CREATE PROCEDURE sharded_id.recover_moves()
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    m record;
+    moved boolean;
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    FOR m IN SELECT x.move_id, x.shard_id, x.state FROM sharded_id.moves x WHERE x.finished_at IS NULL ORDER BY x.move_id LOOP
+        CALL sharded_id._move_journal(m.move_id, 'recover');
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        moved := sharded_id._move_resolve(m.move_id);
+        RAISE NOTICE 'move % of shard %, interrupted at step "%": %', m.move_id, m.shard_id, m.state,
+                     CASE WHEN moved THEN 'finished' ELSE 'rolled back' END;
+        COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    END LOOP;
+END
+$$;
+
+COMMENT ON PROCEDURE sharded_id.recover_moves() IS
+'finish or roll back every move that did not end (a crash, a failed step), from the journal and what the nodes hold; CALL it on the router';
+
+-- The moves that even the shards out over the listed nodes (NULL: every
+-- node): shards on unlisted nodes go to the listed node with the fewest,
+-- then the fullest node gives its highest shard to the emptiest until
+-- they differ by at most one.  Ties go to the name that sorts first.
+CREATE FUNCTION sharded_id.rebalance_plan(nodes text[] DEFAULT NULL)
+RETURNS TABLE (move_no integer, shard_id integer, source_node text, target_node text)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    listed text[];
+    counts jsonb;
+    placement jsonb;
+    s record;
+    fullest text;
+    emptiest text;
+    moving integer;
+BEGIN
+    IF nodes IS NOT NULL AND EXISTS (SELECT FROM unnest(nodes) n WHERE n NOT IN (SELECT x.node_name FROM sharded_id.nodes x)) THEN
+        RAISE EXCEPTION 'data node "%" does not exist',
+                        (SELECT n FROM unnest(nodes) n WHERE n NOT IN (SELECT x.node_name FROM sharded_id.nodes x) LIMIT 1)
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    listed := (SELECT array_agg(x.node_name ORDER BY x.node_name) FROM sharded_id.nodes x
+               WHERE nodes IS NULL OR x.node_name = ANY (nodes));
+    IF listed IS NULL THEN
+        RAISE EXCEPTION 'the router knows no data nodes to balance over'
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    counts := (SELECT jsonb_object_agg(n, (SELECT count(*) FROM sharded_id.shard_map m WHERE m.node_name = n))
+               FROM unnest(listed) n);
+    placement := (SELECT coalesce(jsonb_object_agg(m.shard_id::text, m.node_name), '{}') FROM sharded_id.shard_map m);
+    move_no := 0;
+    FOR s IN SELECT m.shard_id, m.node_name FROM sharded_id.shard_map m
+             WHERE m.node_name <> ALL (listed) ORDER BY m.shard_id LOOP
+        emptiest := (SELECT k FROM jsonb_each_text(counts) e(k, v) ORDER BY v::int, k LIMIT 1);
+        move_no := move_no + 1;
+        shard_id := s.shard_id; source_node := s.node_name; target_node := emptiest;
+        RETURN NEXT;
+        counts := jsonb_set(counts, ARRAY[emptiest], to_jsonb((counts ->> emptiest)::int + 1));
+        placement := jsonb_set(placement, ARRAY[s.shard_id::text], to_jsonb(emptiest));
+    END LOOP;
+    LOOP
+        fullest := (SELECT k FROM jsonb_each_text(counts) e(k, v) ORDER BY v::int DESC, k LIMIT 1);
+        emptiest := (SELECT k FROM jsonb_each_text(counts) e(k, v) ORDER BY v::int, k LIMIT 1);
+        EXIT WHEN (counts ->> fullest)::int - (counts ->> emptiest)::int < 2;
+        moving := (SELECT max(k::int) FROM jsonb_each_text(placement) e(k, v) WHERE v = fullest);
+        move_no := move_no + 1;
+        shard_id := moving; source_node := fullest; target_node := emptiest;
+        RETURN NEXT;
+        counts := jsonb_set(jsonb_set(counts, ARRAY[fullest], to_jsonb((counts ->> fullest)::int - 1)),
+                            ARRAY[emptiest], to_jsonb((counts ->> emptiest)::int + 1));
+        placement := jsonb_set(placement, ARRAY[moving::text], to_jsonb(emptiest));
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id.rebalance_plan(text[]) IS
+'the moves that rebalance would make: shards off unlisted nodes, then from the fullest node to the emptiest until they differ by at most one';
+
+CREATE PROCEDURE sharded_id.rebalance(nodes text[] DEFAULT NULL, method text DEFAULT NULL,
+                                      dry_run boolean DEFAULT false, cluster name DEFAULT 'sharded_id')
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    p record;
+    total integer;
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    total := (SELECT count(*) FROM sharded_id.rebalance_plan(nodes));
+    IF total = 0 THEN
+        RAISE NOTICE 'the shards are balanced: nothing to move';
+        RETURN;
+    END IF;
+    FOR p IN SELECT * FROM sharded_id.rebalance_plan(nodes) ORDER BY move_no LOOP
+        IF dry_run THEN
+            RAISE NOTICE 'move %/%: shard % from node "%" to node "%"', p.move_no, total, p.shard_id, p.source_node, p.target_node;
+        ELSE
+            RAISE NOTICE 'move %/%: shard % from node "%" to node "%"', p.move_no, total, p.shard_id, p.source_node, p.target_node;
+            CALL sharded_id.move_shard(p.shard_id, p.target_node, method => method, cluster => cluster);
+            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        END IF;
+    END LOOP;
+END
+$$;
+
+COMMENT ON PROCEDURE sharded_id.rebalance(text[], text, boolean, name) IS
+'even the shards out over the listed data nodes (NULL: all), moving one shard at a time with move_shard; a node left out is drained; CALL it on the router';
+
+REVOKE ALL ON sharded_id.move_cleanup FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._schema_fingerprint(name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._remote_open(text, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._remote_close(text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._remote(text, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._remote_rows(text, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._remote_exec(text, text) FROM PUBLIC;
+REVOKE EXECUTE ON PROCEDURE sharded_id._move_journal(bigint, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_will_create(bigint, text, text, text, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_freeze_source(sharded_id.moves, interval) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._lock_schema_tables(name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_catch_up(sharded_id.moves, interval) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_register_target(sharded_id.moves, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_setvals(text, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_switch(sharded_id.moves) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_cleanup(sharded_id.moves, boolean) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_resolve(bigint) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_step(bigint, text, bigint, interval, interval) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._fence_moved_tables(name) FROM PUBLIC;
+REVOKE EXECUTE ON PROCEDURE sharded_id.move_shard(integer, text, text, boolean, name, bigint, interval, interval) FROM PUBLIC;
+REVOKE EXECUTE ON PROCEDURE sharded_id.recover_moves() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.rebalance_plan(text[]) FROM PUBLIC;
+REVOKE EXECUTE ON PROCEDURE sharded_id.rebalance(text[], text, boolean, name) FROM PUBLIC;

@@ -73,6 +73,9 @@ CREATE UNIQUE INDEX moves_one_unfinished_per_shard ON sharded_id.moves (shard_id
 COMMENT ON TABLE sharded_id.moves IS
 'on a router: every shard move, its state (the last step begun) and how it ended';
 
+COMMENT ON SEQUENCE sharded_id.moves_move_id_seq IS
+'numbers of shard moves';
+
 CREATE TABLE sharded_id.move_steps (
     move_id bigint NOT NULL REFERENCES sharded_id.moves ON DELETE CASCADE,
     step_no integer NOT NULL,
