@@ -169,3 +169,24 @@ WHERE b.section = 'move' AND b.metric = 'write freeze ms' AND b.candidate LIKE '
   AND s.section = 'move' AND s.metric = 'write freeze ms' AND s.candidate LIKE 'online,%'
   AND bn.median = (SELECT max(median) FROM med WHERE section = 'move' AND metric = 'rows' AND candidate LIKE 'online,%')
   AND sn.median = (SELECT min(median) FROM med WHERE section = 'move' AND metric = 'rows' AND candidate LIKE 'online,%');
+
+SELECT '';
+SELECT '### The same moves seen by 2 writers through the router: 1.3''s tool beside move_shard (median of ' || max(rounds) || ' moves each)'
+FROM med WHERE section = 'writers';
+SELECT '';
+SELECT '| mover | rows | longest writer transaction ms, median (max) | write freeze ms | retried, all moves | failed, all moves | clients aborted |';
+SELECT '|---|---:|---:|---:|---:|---:|---:|';
+SELECT format('| %s | %s | %s (%s) | %s | %s | %s | %s |', split_part(l.candidate, ',', 1),
+              to_char(n.median, 'FM9,999,999'), round(l.median::numeric, 1), mm.longest,
+              round(f.median::numeric, 0), mm.retried, mm.failed, mm.aborted)
+FROM med l
+JOIN med n ON n.section = 'writers' AND n.candidate = l.candidate AND n.metric = 'rows'
+JOIN med f ON f.section = 'writers' AND f.candidate = l.candidate AND f.metric = 'write freeze ms'
+JOIN (SELECT candidate,
+             max(value) FILTER (WHERE metric = 'longest writer transaction ms') AS longest,
+             sum(value) FILTER (WHERE metric = 'writes retried') AS retried,
+             sum(value) FILTER (WHERE metric = 'writes failed') AS failed,
+             sum(value) FILTER (WHERE metric = 'clients aborted') AS aborted
+      FROM bench.results WHERE section = 'writers' GROUP BY candidate) mm ON mm.candidate = l.candidate
+WHERE l.section = 'writers' AND l.metric = 'longest writer transaction ms'
+ORDER BY split_part(l.candidate, ',', 1), n.median;

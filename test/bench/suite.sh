@@ -13,7 +13,8 @@
 # and size, default PGBENCH_ROUNDS), MOVE_SIZES (default "10000 100000
 # 1000000"), MOVE_WRITER_SECONDS (default "6 10 40") and MOVE_OPTS (more
 # options for sharded_id_move_shard, such as --verbose), and SECTIONS, the
-# sections to run (default all: "percall bulk pgbench cache router move").
+# sections to run (default all: "percall bulk pgbench cache router move
+# writers").
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,7 +24,7 @@ pgbench_rounds=${PGBENCH_ROUNDS:-5}
 pgbench_seconds=${PGBENCH_SECONDS:-5}
 calls=1000000
 mkdir -p "$(dirname "$out")"
-sections=" ${SECTIONS:-percall bulk pgbench cache router move} "
+sections=" ${SECTIONS:-percall bulk pgbench cache router move writers} "
 want() { [[ $sections == *" $1 "* ]]; }
 
 # The server's own client programs, not whichever major Debian's wrappers pick.
@@ -181,6 +182,7 @@ for db in bench_node_a bench_node_b; do
     "${psql[@]}" -d $db -v shard_count=8 -f "$example/node_api.sql"
 done
 "${psql[@]}" -c 'DROP SCHEMA IF EXISTS app_api, app CASCADE' -c 'CREATE EXTENSION IF NOT EXISTS plproxy' \
+    -c 'CREATE EXTENSION IF NOT EXISTS dblink' \
     -c 'DELETE FROM sharded_id.shard_map' -c 'DELETE FROM sharded_id.nodes' \
     -c "INSERT INTO sharded_id.nodes VALUES ('a', '$(node_conn bench_node_a)'), ('b', '$(node_conn bench_node_b)')" \
     -c "INSERT INTO sharded_id.shard_map SELECT s, CASE WHEN s % 2 = 0 THEN 'a' ELSE 'b' END FROM generate_series(0, 7) s" \
@@ -246,6 +248,60 @@ for i in "${!move_sizes[@]}"; do
         done < <(rotate "$r" online dump)
     done
 done
+fi
+rm -f "$out.writers"
+
+# The writers' view of a move, 1.3's tool beside CALL sharded_id.move_shard,
+# both online, at each size: the longest transaction of 2 pgbench writers
+# through the router (from pgbench -l per-transaction latency logs), and
+# their failed and retried transactions.  The tool's fenced writers get
+# 40001, so they run with --max-tries=1000; the procedure's wait on the
+# router's route lock, so they run without --max-tries.
+if want writers; then
+echo "== moves seen by 2 writers through the router: 1.3 tool and move_shard, ${move_sizes[*]} rows, $move_rounds rounds"
+uid1=$(psql_at -c "SELECT user_id FROM bench.demo_users WHERE sharded_id.shard_id(user_id) = 1 LIMIT 1")
+from=$(psql_at -c "SELECT node_name FROM sharded_id.shard_map WHERE shard_id = 1")
+if [ "$from" = a ]; then to=b; else to=a; fi
+lat=$(mktemp -d)
+chmod 777 "$lat"
+for i in "${!move_sizes[@]}"; do
+    size=${move_sizes[$i]}
+    for ((r = 1; r <= move_rounds; r++)); do
+        while read -r way; do
+            "${psql[@]}" -d bench_node_$from \
+                -c "DELETE FROM shard_0001.photos WHERE caption = 'during a move'" \
+                -c "INSERT INTO shard_0001.photos (user_id, caption)
+                    SELECT $uid1, 'row ' || g FROM generate_series(1, $size - (SELECT count(*) FROM shard_0001.photos)) g" \
+                -c 'VACUUM ANALYZE shard_0001.photos' -c CHECKPOINT
+            rm -f "$lat"/w.*
+            if [ "$way" = "1.3 tool" ]; then tries=(--max-tries=1000); else tries=(); fi
+            pgbench -n -c 2 -j 2 -T "${writer_seconds[$i]}" "${tries[@]}" -l --log-prefix="$lat/w" \
+                -f "$here/pgbench/add_photo_random.sql" >"$out.writers" 2>&1 &
+            writers=$!
+            sleep 1    # let the writers connect
+            if [ "$way" = "1.3 tool" ]; then
+                move_out=$("$mover" --method online --shard 1 --from "$(node_conn bench_node_$from)" \
+                               --to "$(node_conn bench_node_$to)" --to-node "$to" --router "$(node_conn "$PGDATABASE")")
+                freeze=$(sed -n 's/^write freeze: \([0-9]*\) ms/\1/p' <<<"$move_out")
+            else
+                "${psql[@]}" -c "CALL sharded_id.move_shard(1, '$to', method => 'online')"
+                freeze=$(psql_at -c "SELECT round(freeze_ms) FROM sharded_id.moves ORDER BY move_id DESC LIMIT 1")
+            fi
+            wait $writers || true
+            name="$way, $size rows"
+            record writers "$name" "rows" "$r" "$size"
+            record writers "$name" "write freeze ms" "$r" "$freeze"
+            record writers "$name" "longest writer transaction ms" "$r" \
+                "$(cat "$lat"/w.* | awk '$3 > m {m = $3} END {printf "%.1f", m / 1000}')"
+            record writers "$name" "writes" "$r" "$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$out.writers")"
+            record writers "$name" "writes retried" "$r" "$(sed -n 's/^number of transactions retried: \([0-9]*\).*/\1/p' "$out.writers" | grep . || echo 0)"
+            record writers "$name" "writes failed" "$r" "$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$out.writers" | head -n 1 | grep . || echo 0)"
+            record writers "$name" "clients aborted" "$r" "$(grep -c 'aborted in command' "$out.writers" || true)"
+            tmp=$from; from=$to; to=$tmp
+        done < <(rotate "$r" "1.3 tool" "move_shard")
+    done
+done
+rm -rf "$lat"
 fi
 rm -f "$out.writers"
 
