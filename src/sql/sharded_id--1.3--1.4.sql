@@ -1097,15 +1097,18 @@ BEGIN
         'SELECT 1 FROM (SELECT pg_advisory_xact_lock(1936222564, %s)) l, '
         '(SELECT FROM sharded_id.shards WHERE shard_id = %s FOR UPDATE) s', m.shard_id, m.shard_id));
     PERFORM sharded_id._remote('shid_freeze', format(
-        'SELECT 1 FROM (SELECT sharded_id._lock_schema_tables(%L)) l', m.schema_name));
+        'SELECT 1 FROM (SELECT sharded_id._on_schema_tables(%L, ''LOCK TABLE %%s IN EXCLUSIVE MODE'')) l', m.schema_name));
 END
 $$;
 
 COMMENT ON FUNCTION sharded_id._move_freeze_source(sharded_id.moves, interval) IS
 'internal: open the freezing transaction of a move on its source';
 
--- On a node: lock every table of a schema in EXCLUSIVE mode (reads go on).
-CREATE FUNCTION sharded_id._lock_schema_tables(schema_name name)
+-- On a node: run statement (a format string with one %s) on each table of a
+-- schema that is not a partition, in creation order; on a partitioned table
+-- it reaches the partitions too.  For a move: LOCK TABLE in the freeze, and
+-- the CHECK (false) NOT VALID constraint on a retired copy.
+CREATE FUNCTION sharded_id._on_schema_tables(schema_name name, statement text)
 RETURNS integer
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
@@ -1116,17 +1119,17 @@ DECLARE
 BEGIN
     FOR t IN
         SELECT c.oid::regclass AS rel FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
-        WHERE s.nspname = schema_name AND c.relkind IN ('r', 'p') ORDER BY c.oid
+        WHERE s.nspname = schema_name AND c.relkind IN ('r', 'p') AND NOT c.relispartition ORDER BY c.oid
     LOOP
-        EXECUTE format('LOCK TABLE %s IN EXCLUSIVE MODE', t.rel);
+        EXECUTE format(statement, t.rel);
         n := n + 1;
     END LOOP;
     RETURN n;
 END
 $$;
 
-COMMENT ON FUNCTION sharded_id._lock_schema_tables(name) IS
-'internal: lock every table of a shard schema against writes, for a move''s freeze';
+COMMENT ON FUNCTION sharded_id._on_schema_tables(name, text) IS
+'internal: run a statement on every table of a shard schema (a move''s freeze and fence)';
 
 -- Write a catch-up mark on the source and wait, up to timeout, until the
 -- target has applied it, and with it everything committed before it.
@@ -1522,7 +1525,8 @@ BEGIN
             'SELECT sharded_id.retire_shard(%s)', m.shard_id))::bigint
         WHERE x.move_id = m.move_id;
         PERFORM sharded_id._remote('shid_freeze', format(
-            'SELECT count(*) FROM (SELECT sharded_id._fence_moved_tables(%L)) f', m.schema_name));
+            'SELECT count(*) FROM (SELECT sharded_id._on_schema_tables(%L, '
+            '''ALTER TABLE %%s ADD CONSTRAINT sharded_id_moved CHECK (false) NOT VALID'')) f', m.schema_name));
         PERFORM sharded_id._remote_exec('shid_freeze', 'COMMIT');
         PERFORM sharded_id._remote_close('shid_freeze');
     WHEN 'register_target' THEN
@@ -1538,31 +1542,6 @@ $$;
 
 COMMENT ON FUNCTION sharded_id._move_step(bigint, text, bigint, interval, interval) IS
 'internal: take one step of a move';
-
--- On a node: a NOT VALID check constraint that refuses every new row, on
--- every table of a retired shard's copy.
-CREATE FUNCTION sharded_id._fence_moved_tables(schema_name name)
-RETURNS integer
-LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    t record;
-    n integer := 0;
-BEGIN
-    FOR t IN
-        SELECT c.oid::regclass AS rel FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
-        WHERE s.nspname = schema_name AND c.relkind IN ('r', 'p') AND NOT c.relispartition ORDER BY c.oid
-    LOOP
-        EXECUTE format('ALTER TABLE %s ADD CONSTRAINT sharded_id_moved CHECK (false) NOT VALID', t.rel);
-        n := n + 1;
-    END LOOP;
-    RETURN n;
-END
-$$;
-
-COMMENT ON FUNCTION sharded_id._fence_moved_tables(name) IS
-'internal: refuse every new row on the tables of a shard''s retired copy';
 
 CREATE PROCEDURE sharded_id.move_shard(shard_id integer, target_node text,
                                        method text DEFAULT NULL,
@@ -1877,7 +1856,7 @@ REVOKE EXECUTE ON FUNCTION sharded_id._remote_exec(text, text) FROM PUBLIC;
 REVOKE EXECUTE ON PROCEDURE sharded_id._move_journal(bigint, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_will_create(bigint, text, text, text, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_freeze_source(sharded_id.moves, interval) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION sharded_id._lock_schema_tables(name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._on_schema_tables(name, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_catch_up(sharded_id.moves, interval) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_register_target(sharded_id.moves, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_setvals(text, name) FROM PUBLIC;
@@ -1885,7 +1864,6 @@ REVOKE EXECUTE ON FUNCTION sharded_id._move_switch(sharded_id.moves) FROM PUBLIC
 REVOKE EXECUTE ON FUNCTION sharded_id._move_cleanup(sharded_id.moves, boolean) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_resolve(bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_step(bigint, text, bigint, interval, interval) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION sharded_id._fence_moved_tables(name) FROM PUBLIC;
 REVOKE EXECUTE ON PROCEDURE sharded_id.move_shard(integer, text, text, boolean, name, bigint, interval, interval) FROM PUBLIC;
 REVOKE EXECUTE ON PROCEDURE sharded_id.recover_moves() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.rebalance_plan(text[]) FROM PUBLIC;
