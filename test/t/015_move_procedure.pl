@@ -27,10 +27,13 @@ use Test::More;
 
 my $shard_count = 8;
 my %node = (
-	a => data_node('move_a', shards => [ 0 .. 7 ], shard_count => $shard_count,
+	a => data_node('move_a', shards => [ 0 .. 6 ], shard_count => $shard_count,
 		init => { allows_streaming => 'logical' }),
 	b => data_node('move_b', shards => [], shard_count => $shard_count,
 		init => { allows_streaming => 'logical' }));
+# Shard 7's schema name holds a double quote, a semicolon, a quote and spaces.
+my $hostile = q{Shard "7"; it's};
+$node{a}->safe_psql('app', q{SELECT sharded_id.create_shard(7, 'Shard "7"; it''s')});
 my $router = router_node(\%node, { map { ($_ => 'a') } 0 .. 7 }, $shard_count);
 $router->safe_psql('router', q{
 	CREATE TABLE demo_users AS
@@ -105,6 +108,26 @@ for my $method (qw(online dump))
 	is($node{$from}->safe_psql('app', "SELECT count(*) FROM sharded_id.retired_shards WHERE shard_id = $shard"),
 		'1', "$method move: the source has retired shard $shard");
 	$check_nodes->($shard, "$method move");
+}
+
+# Hostile names: shard 7 moves online and back by dump, its rows intact.
+{
+	my $rows_of = sub {
+		my ($n) = @_;
+		return $node{$n}->safe_psql('app', q{SELECT (SELECT count(*) FROM "Shard ""7""; it's".users) || '/'
+			|| (SELECT count(*) FROM "Shard ""7""; it's".photos)});
+	};
+	my $before = $rows_of->('a');
+	for my $step ([ 'b', 'online' ], [ 'a', 'dump' ])
+	{
+		my ($to, $method) = @$step;
+		my ($r, $o, $e) = $router->psql('router', "CALL sharded_id.move_shard(7, '$to', method => '$method')");
+		is($r, 0, "hostile schema name: $method move to $to") or diag($e);
+		is($owner->(7), $to, "hostile schema name: the map names $to");
+		is($rows_of->($to), $before, "hostile schema name: every row reached $to");
+		is($node{$to}->safe_psql('app', 'SELECT schema_name FROM sharded_id.shards WHERE shard_id = 7'), $hostile,
+			"hostile schema name: $to registered the schema under its name");
+	}
 }
 
 my $steps = $router->safe_psql('router', q{SELECT string_agg(s.step, ',' ORDER BY s.step_no)

@@ -636,6 +636,9 @@ DECLARE
     f_source text;
     f_target text;
     t record;
+    tbl text;
+    cols text;
+    fields text;
     batch text[];
 BEGIN
     SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = _move_step.move_id;
@@ -748,23 +751,28 @@ BEGIN
             'SELECT string_agg(s, E'';\n'') FROM sharded_id.schema_ddl(%L) s', m.schema_name));
         PERFORM sharded_id._remote_exec('shid_target', format(
             'BEGIN; SET LOCAL client_min_messages = warning; %s; COMMIT', ddl));
+        -- Each table by oid, then its name, its insertable columns and
+        -- the same columns read from a row, each quoted on the source.
         FOR t IN
             SELECT * FROM unnest(sharded_id._remote_rows('shid_freeze', format(
-                'SELECT format(''%%I.%%I'', n.nspname, c.relname) || '' '' || (SELECT string_agg(quote_ident(a.attname), '','' ORDER BY a.attnum)
-                 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '''')
-                 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %L AND c.relkind = ''r'' ORDER BY c.oid',
-                m.schema_name))) AS line
+                'SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                 WHERE n.nspname = %L AND c.relkind = ''r'' ORDER BY c.oid', m.schema_name))) AS rel
         LOOP
+            tbl := sharded_id._remote('shid_freeze', format('SELECT %s::regclass::text', t.rel));
+            cols := sharded_id._remote('shid_freeze', format(
+                'SELECT string_agg(quote_ident(attname), '','' ORDER BY attnum) FROM pg_attribute
+                 WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped AND attgenerated = ''''', t.rel));
+            fields := sharded_id._remote('shid_freeze', format(
+                'SELECT string_agg(''(v).'' || quote_ident(attname), '','' ORDER BY attnum) FROM pg_attribute
+                 WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped AND attgenerated = ''''', t.rel));
             PERFORM sharded_id._remote_exec('shid_freeze', format(
-                'DECLARE shid_rows NO SCROLL CURSOR FOR SELECT r::text FROM %s r', split_part(t.line, ' ', 1)));
+                'DECLARE shid_rows NO SCROLL CURSOR FOR SELECT r::text FROM %s r', tbl));
             LOOP
                 batch := sharded_id._remote_rows('shid_freeze', 'FETCH 10000 FROM shid_rows');
                 EXIT WHEN batch IS NULL;
                 PERFORM sharded_id._remote_exec('shid_target', format(
                     'INSERT INTO %1$s (%2$s) OVERRIDING SYSTEM VALUE SELECT %3$s FROM (SELECT r::%1$s AS v FROM unnest(%4$L::text[]) r) s',
-                    split_part(t.line, ' ', 1), split_part(t.line, ' ', 2),
-                    (SELECT string_agg('(v).' || c, ',') FROM unnest(string_to_array(split_part(t.line, ' ', 2), ',')) c),
-                    batch));
+                    tbl, cols, fields, batch));
             END LOOP;
             PERFORM sharded_id._remote_exec('shid_freeze', 'CLOSE shid_rows');
         END LOOP;
