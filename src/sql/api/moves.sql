@@ -165,13 +165,12 @@ BEGIN
                        t.relname, schema_name, t.relname) INTO line;
         result := result || line || ' ';
     END LOOP;
-    RETURN result || 'sequences:' || coalesce((SELECT string_agg(format('%s=%s', s.sequencename, s.last_value), ',' ORDER BY s.sequencename)
-                                               FROM pg_sequences s WHERE s.schemaname = schema_name), '');
+    RETURN rtrim(result);
 END
 $$;
 
 COMMENT ON FUNCTION sharded_id._schema_fingerprint(name) IS
-'internal: row count and row-hash sum of every table of a schema, and its sequences'' positions, to compare two copies';
+'internal: row count and row-hash sum of every table of a schema, to compare two copies';
 
 --
 -- Router side.
@@ -423,26 +422,51 @@ $$;
 COMMENT ON FUNCTION sharded_id._move_catch_up(sharded_id.moves, interval) IS
 'internal: wait until a move''s target has applied everything its source committed';
 
+-- Compare the rows of the shard's copies seen by two connections; sequences
+-- do not replicate, and the switch copies their positions.
+CREATE FUNCTION sharded_id._move_compare(m sharded_id.moves, source_conn text, target_conn text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    sql text := format('SELECT sharded_id._schema_fingerprint(%L)', m.schema_name);
+    f_source text := sharded_id._remote(source_conn, sql);
+    f_target text := sharded_id._remote(target_conn, sql);
+BEGIN
+    IF f_source IS DISTINCT FROM f_target THEN
+        RAISE EXCEPTION 'the copy of shard % differs from the source', m.shard_id
+            USING ERRCODE = 'data_corrupted',
+                  DETAIL = format('Source: %s. Target: %s.', f_source, f_target);
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_compare(sharded_id.moves, text, text) IS
+'internal: fail when two copies of a moving shard hold different rows';
+
 -- Register the shard on the target, in one transaction: the sequences'
 -- positions, create_shard, and the floor over the source's high-water mark.
-CREATE FUNCTION sharded_id._move_register_target(m sharded_id.moves, setvals text)
+CREATE FUNCTION sharded_id._move_register_target(m sharded_id.moves)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    -- Nothing mints for the retired copy, so its sequences stay put.
+    PERFORM sharded_id._remote_open('shid_source', m.source_node);
     PERFORM sharded_id._remote_open('shid_target', m.target_node);
     PERFORM sharded_id._remote_exec('shid_target', format(
         'BEGIN; SET LOCAL client_min_messages = warning; %s '
         'SELECT sharded_id.create_shard(%s, %L); '
         'SELECT sharded_id.raise_floor(s.shard_id, %s, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %s AND %s IS NOT NULL; '
         'COMMIT',
-        coalesce(setvals, ''), m.shard_id, m.schema_name, coalesce(m.high_water::text, 'NULL'), m.shard_id,
+        coalesce(sharded_id._move_setvals('shid_source', m.schema_name), ''), m.shard_id, m.schema_name, coalesce(m.high_water::text, 'NULL'), m.shard_id,
         coalesce(m.high_water::text, 'NULL')));
 END
 $$;
 
-COMMENT ON FUNCTION sharded_id._move_register_target(sharded_id.moves, text) IS
+COMMENT ON FUNCTION sharded_id._move_register_target(sharded_id.moves) IS
 'internal: make a move''s target the owner of the shard, its ids above the source''s high-water mark';
 
 -- The source's sequence positions as setval statements for the target.
@@ -564,7 +588,6 @@ DECLARE
     routed_to text;
     source_owns boolean;
     target_owns boolean;
-    setvals text;
 BEGIN
     SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = _move_resolve.move_id FOR UPDATE;
     IF m.finished_at IS NOT NULL THEN
@@ -605,8 +628,7 @@ BEGIN
             WHERE sharded_id._remote('shid_target', format(
                 'SELECT 1 FROM pg_subscription WHERE subname = %L AND subenabled', 'sharded_id_move_' || m.shard_id)) IS NOT NULL;
         END IF;
-        setvals := sharded_id._move_setvals('shid_source', m.schema_name);
-        PERFORM sharded_id._move_register_target(m, setvals);
+        PERFORM sharded_id._move_register_target(m);
     END IF;
     PERFORM sharded_id._move_switch(m);
     PERFORM sharded_id._move_cleanup(m, true);
@@ -632,9 +654,6 @@ DECLARE
     state text;
     lag bigint;
     deadline timestamptz := clock_timestamp() + timeout;
-    setvals text;
-    f_source text;
-    f_target text;
     t record;
     tbl text;
     cols text;
@@ -647,19 +666,16 @@ BEGIN
     PERFORM sharded_id._remote_open('shid_target', m.target_node);
     CASE step
     WHEN 'record_objects' THEN
-        IF m.method = 'dump' THEN
-            PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'schema', m.schema_name, 'on_failure');
-            PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'schema', m.schema_name, 'on_success');
-            RETURN;
-        END IF;
-        PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'publication', repl, 'always');
-        PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'slot', repl, 'always');
-        PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'mark', m.move_id::text, 'always');
-        PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'subscription', repl, 'always');
-        PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'mark', m.move_id::text, 'always');
+        -- move_shard commits these before the next step creates them.
         PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'schema', m.schema_name, 'on_failure');
         PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'schema', m.schema_name, 'on_success');
-        -- move_shard commits these before the next step creates them.
+        IF m.method = 'online' THEN
+            PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'publication', repl, 'always');
+            PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'slot', repl, 'always');
+            PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'mark', m.move_id::text, 'always');
+            PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'subscription', repl, 'always');
+            PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'mark', m.move_id::text, 'always');
+        END IF;
     WHEN 'create_publication' THEN
         PERFORM sharded_id._remote_exec('shid_source', format(
             'CREATE PUBLICATION %I FOR TABLES IN SCHEMA %I, TABLE sharded_id.move_marks', repl, m.schema_name));
@@ -725,15 +741,8 @@ BEGIN
         FROM unnest(ARRAY['shid_snap_source', 'shid_snap_target']) c;
         PERFORM sharded_id._remote(c, 'SELECT 1') FROM unnest(ARRAY['shid_snap_source', 'shid_snap_target']) c;
         PERFORM sharded_id._remote_close('shid_freeze');
-        f_source := sharded_id._remote('shid_snap_source', format('SELECT sharded_id._schema_fingerprint(%L)', m.schema_name));
-        f_target := sharded_id._remote('shid_snap_target', format('SELECT sharded_id._schema_fingerprint(%L)', m.schema_name));
+        PERFORM sharded_id._move_compare(m, 'shid_snap_source', 'shid_snap_target');
         PERFORM sharded_id._remote_close(c) FROM unnest(ARRAY['shid_snap_source', 'shid_snap_target']) c;
-        -- Sequences do not replicate; they are copied in the switch.
-        IF split_part(f_source, ' sequences:', 1) IS DISTINCT FROM split_part(f_target, ' sequences:', 1) THEN
-            RAISE EXCEPTION 'the copy of shard % differs from the source', m.shard_id
-                USING ERRCODE = 'data_corrupted',
-                      DETAIL = format('Source: %s. Target: %s.', f_source, f_target);
-        END IF;
     WHEN 'freeze' THEN
         -- Writers through the router wait from here to the switch.
         PERFORM pg_advisory_lock(1936222578, m.shard_id);
@@ -776,13 +785,7 @@ BEGIN
             END LOOP;
             PERFORM sharded_id._remote_exec('shid_freeze', 'CLOSE shid_rows');
         END LOOP;
-        f_source := sharded_id._remote('shid_freeze', format('SELECT sharded_id._schema_fingerprint(%L)', m.schema_name));
-        f_target := sharded_id._remote('shid_target', format('SELECT sharded_id._schema_fingerprint(%L)', m.schema_name));
-        IF split_part(f_source, ' sequences:', 1) IS DISTINCT FROM split_part(f_target, ' sequences:', 1) THEN
-            RAISE EXCEPTION 'the copy of shard % differs from the source', m.shard_id
-                USING ERRCODE = 'data_corrupted',
-                      DETAIL = format('Source: %s. Target: %s.', f_source, f_target);
-        END IF;
+        PERFORM sharded_id._move_compare(m, 'shid_freeze', 'shid_target');
     WHEN 'retire_source' THEN
         -- In the freezing transaction: the retirement and its high-water
         -- mark, and a constraint that no new row passes on the old copy
@@ -796,8 +799,7 @@ BEGIN
         PERFORM sharded_id._remote_exec('shid_freeze', 'COMMIT');
         PERFORM sharded_id._remote_close('shid_freeze');
     WHEN 'register_target' THEN
-        -- Nothing mints for the retired copy, so its sequences stay put.
-        PERFORM sharded_id._move_register_target(m, sharded_id._move_setvals('shid_source', m.schema_name));
+        PERFORM sharded_id._move_register_target(m);
     WHEN 'switch' THEN
         PERFORM sharded_id._move_switch(m);
     ELSE
@@ -1124,7 +1126,8 @@ REVOKE EXECUTE ON FUNCTION sharded_id._move_will_create(bigint, text, text, text
 REVOKE EXECUTE ON FUNCTION sharded_id._move_freeze_source(sharded_id.moves, interval) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._on_schema_tables(name, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_catch_up(sharded_id.moves, interval) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION sharded_id._move_register_target(sharded_id.moves, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_register_target(sharded_id.moves) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_compare(sharded_id.moves, text, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_setvals(text, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_switch(sharded_id.moves) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_cleanup(sharded_id.moves, boolean) FROM PUBLIC;
