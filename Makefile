@@ -9,7 +9,7 @@ EXTENSION = sharded_id
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/sharded_id.control)
 
 MODULE_big = sharded_id
-OBJS = src/layout.o src/ceiling.o src/owner.o src/generator.o src/decode.o src/route.o \
+OBJS = src/layout.o src/ceiling.o src/floors.o src/owner.o src/generator.o src/decode.o src/route.o \
 	src/shortcode.o src/connstr.o
 PGFILEDESC = "sharded_id - time-sortable 64-bit ids carrying a logical shard"
 

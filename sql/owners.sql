@@ -12,11 +12,19 @@ BEGIN
 EXCEPTION WHEN OTHERS THEN
     RETURN SQLSTATE;
 END $$;
+CREATE FUNCTION pg_temp.message_of(query text) RETURNS text
+LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE query;
+    RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
 
 -- A floor two minutes ahead of this server's clock, as a shard moved from a
 -- server whose clock runs ahead brings: every id minted here afterwards is
 -- greater, although the clock is behind it.
-SELECT sharded_id.max_id_at(now() + interval '2 minutes') AS ahead \gset
+SELECT sharded_id.encode(now() + interval '2 minutes', 60, 1023) AS ahead \gset
 SELECT sharded_id.created_at(sharded_id.raise_floor(60, :ahead)) = sharded_id.created_at(:ahead) AS floor_in_that_ms;
 SELECT bool_and(id > :ahead) AS all_above_the_floor, count(DISTINCT id) AS distinct_ids,
        bool_and(sharded_id.shard_id(id) = 60) AS all_of_shard_60
@@ -24,9 +32,37 @@ FROM (SELECT sharded_id.next_id(60) AS id FROM generate_series(1, 5000)) t;
 -- The high-water mark covers everything minted, and a lower floor changes
 -- nothing.
 SELECT sharded_id.high_water(60) >= (SELECT max(id) FROM (SELECT sharded_id.next_id(60) AS id) t) AS covers;
-SELECT sharded_id.raise_floor(60, sharded_id.min_id_at(now())) < sharded_id.next_id(60) AS lower_floor_is_harmless;
--- The durable ceiling went past the floor, so a restart keeps it too.
-SELECT ceiling > now() + interval '2 minutes' AS ceiling_past_the_floor FROM sharded_id.generator_info;
+SELECT sharded_id.raise_floor(60, sharded_id.encode(now(), 60, 0)) IS NOT NULL AS raised_lower;
+SELECT sharded_id.next_id(60) > :ahead AS lower_floor_is_harmless;
+-- The floor is the shard's own, kept durably (a restart keeps it); the
+-- clock ceiling, where every other shard starts after a restart, does not
+-- follow it, and another shard mints at the clock.
+SELECT layout, shard_id, floor >= sharded_id.created_at(:ahead) AS floor_kept, retired
+FROM sharded_id.floors() WHERE shard_id = 60;
+SELECT ceiling < now() + interval '1 minute' AS ceiling_stays_near_the_clock FROM sharded_id.generator_info;
+SELECT sharded_id.created_at(sharded_id.next_id(59)) < now() + interval '1 minute' AS other_shard_at_the_clock;
+
+-- Floors are bounded.  An id of another shard, one more than
+-- sharded_id.max_clock_jump ahead (a day, by default), and one that leaves
+-- no id to mint are refused (SI003); force takes the second only.
+SELECT pg_temp.sqlstate_of(format('SELECT sharded_id.raise_floor(60, %s)', sharded_id.encode(now(), 61, 0))) AS other_shard,
+       pg_temp.sqlstate_of(format('SELECT sharded_id.raise_floor(57, %s)', sharded_id.encode('2046-06-01', 57, 0))) AS in_2046,
+       pg_temp.sqlstate_of('SELECT sharded_id.raise_floor(57, 9223372036854775807, force => true)') AS no_room,
+       pg_temp.sqlstate_of('SELECT sharded_id.raise_floor(8191, 9223372036854775000, force => true)') AS planted_id;
+SELECT count(*) AS no_floor_for_57 FROM sharded_id.floors() WHERE shard_id = 57;
+SELECT sharded_id.created_at(sharded_id.raise_floor(57, sharded_id.encode('2046-06-01', 57, 0), force => true)) AS forced_floor;
+SELECT sharded_id.created_at(sharded_id.next_id(57)) > '2046-06-01' AS above_the_forced_floor;
+-- The way back: lower_floor, with a warning, brings the shard's ids back to
+-- the clock, and drops its floor.
+SET client_min_messages = notice;
+\set VERBOSITY terse
+SELECT sharded_id.lower_floor(57) <= clock_timestamp() AS lowered_to_the_clock;
+\set VERBOSITY default
+SET client_min_messages = warning;
+SELECT sharded_id.created_at(sharded_id.next_id(57)) < now() + interval '1 minute' AS mints_at_the_clock;
+SELECT count(*) AS floor_gone FROM sharded_id.floors() WHERE shard_id = 57;
+SELECT pg_temp.sqlstate_of('SELECT sharded_id.lower_floor(57, ''nope'')') AS bad_layout,
+       pg_temp.sqlstate_of('SELECT sharded_id.lower_floor(-1)') AS bad_shard;
 
 -- A shard in the catalog, in seed mode.
 CREATE SCHEMA own_app;
@@ -62,6 +98,12 @@ SELECT pg_temp.sqlstate_of($$SELECT sharded_id.next_id(61)$$) AS counter,
        pg_temp.sqlstate_of($$SELECT sharded_id.next_ids(61, 5)$$) AS counter_batch,
        pg_temp.sqlstate_of($$SELECT sharded_id.next_id(61, 'shard_0061.id_seq', 'snowflake')$$) AS other_layout;
 SELECT shard_id, layout, high_water >= :before_max AS has_mark FROM sharded_id.retired_shards;
+-- A refused seed-mode call consumes no sequence value.
+SELECT last_value AS seq_before FROM shard_0061.id_seq \gset
+SELECT pg_temp.sqlstate_of($$SELECT sharded_id.next_id(61, 'shard_0061.id_seq')$$) AS seed;
+SELECT last_value = :seq_before AS no_value_consumed FROM shard_0061.id_seq;
+-- The retirement is the server's: floors() shows it.
+SELECT layout, shard_id, retired FROM sharded_id.floors() WHERE shard_id = 61;
 SELECT count(*) AS schema_kept FROM pg_namespace WHERE nspname = 'shard_0061';
 SELECT sharded_id.enter_shard(61);
 SELECT pg_temp.sqlstate_of($$SELECT sharded_id.retire_shard(61)$$) AS retire_again,
@@ -93,6 +135,25 @@ SELECT sharded_id.shard_id(shard_0062.next_id()) AS created_again;
 SELECT sharded_id.retire_shard(62) IS NOT NULL AS retired;
 CREATE TABLE own_app.legacy (id bigserial PRIMARY KEY);
 SELECT pg_temp.sqlstate_of($$SELECT sharded_id.adopt_table('own_app.legacy', 62)$$) AS adopt_retired;
+
+-- A row that a writer planted with an id far ahead (here the largest that
+-- fits a bigint, whose shard field is not the shard's) cannot raise a
+-- floor: raise_floors() and create_shard refuse with SI003, naming the
+-- table, and change nothing.
+CREATE SCHEMA shard_0063;
+CREATE TABLE shard_0063.items (id bigint PRIMARY KEY, v text);
+INSERT INTO shard_0063.items VALUES (9223372036854775000, 'planted');
+SELECT pg_temp.message_of('SELECT sharded_id.create_shard(63)') LIKE 'SI003: table shard_0063.items holds id 9223372036854775000,%' AS create_refused;
+SELECT count(*) AS not_registered FROM sharded_id.shards WHERE shard_id = 63;
+SELECT count(*) AS untouched FROM shard_0063.items;
+SELECT sharded_id.encode(now() + interval '2 days', 61, 0) AS two_days_ahead \gset
+INSERT INTO shard_0061.items VALUES (:two_days_ahead, 'planted');
+SELECT floor AS floor_before FROM sharded_id.floors() WHERE shard_id = 61 \gset
+SELECT pg_temp.message_of('SELECT sharded_id.raise_floors()') LIKE 'SI003: table shard_0061.items holds id %, 172___ s ahead of this server''s clock' AS raise_floors_refused;
+SELECT floor IS NOT DISTINCT FROM :'floor_before'::timestamptz AS floor_unchanged FROM sharded_id.floors() WHERE shard_id = 61;
+DELETE FROM shard_0061.items WHERE id = :two_days_ahead;
+DELETE FROM shard_0063.items;
+SELECT sharded_id.create_shard(63);
 
 -- raise_floors: every shard's floor over the largest id its tables hold, as
 -- after a restore of the whole database on another server.
@@ -130,4 +191,14 @@ ALTER SYSTEM SET sharded_id.stripe = 64;
 
 SELECT count(*) AS dropped FROM (SELECT sharded_id.drop_shard(shard_id) FROM sharded_id.shards) d;
 DELETE FROM sharded_id.shard_tables;
-DROP SCHEMA IF EXISTS own_app, shard_0061, shard_0062 CASCADE;
+DROP SCHEMA IF EXISTS own_app, shard_0061, shard_0062, shard_0063 CASCADE;
+
+-- A retirement is the server's: a new shard catalog, after DROP EXTENSION
+-- and CREATE EXTENSION, forgets none, and a bare next_id still mints for a
+-- shard this server never gave away.
+DROP EXTENSION sharded_id CASCADE;
+CREATE EXTENSION sharded_id;
+SELECT pg_temp.sqlstate_of($$SELECT sharded_id.next_id(61)$$) AS retired_after_create_extension;
+CREATE TABLE pg_temp.legacy (id bigserial PRIMARY KEY);
+SELECT pg_temp.sqlstate_of($$SELECT sharded_id.adopt_table('pg_temp.legacy', 61)$$) AS adopt_refused;
+SELECT sharded_id.shard_id(sharded_id.next_id(58)) AS never_given_away_mints;

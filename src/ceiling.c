@@ -85,6 +85,7 @@
 #include "access/xlogreader.h"
 #include "ceiling.h"
 #include "compat.h"
+#include "floors.h"
 #include "layout.h"
 #include "port/pg_crc32c.h"
 #include "portability/instr_time.h"
@@ -99,11 +100,6 @@
 #define SHID_STATE_VERSION	3
 
 ShidCeiling *shid_ceiling = NULL;
-
-/* WAL record types of the "sharded_id" resource manager. */
-#define XLOG_SHID_CEILING	0x00	/* the ceiling was raised to ... */
-#define XLOG_SHID_RESET		0x10	/* ... or set by reset_ceiling to ... */
-#define XLOG_SHID_FLOOR		0x20	/* a shard's floor was raised to ... */
 
 /* GUC: seconds the wall clock may run ahead of the monotonic clock. */
 int			shid_max_clock_jump = 86400;
@@ -336,10 +332,18 @@ shid_write_marker(void)
 }
 
 /*
- * Make ceiling durable: write a temporary file, then durable_rename, which
- * fsyncs it, renames it into place and fsyncs the directory.  The caller
- * holds the ceiling lock exclusively.
+ * Replace the file at path with text, durably: write a temporary file, then
+ * durable_rename, which fsyncs it, renames it into place and fsyncs the
+ * directory.  ERROR on failure, with the old file in place.
  */
+void
+shid_write_durably(const char *tmppath, const char *path, const char *text, size_t len)
+{
+	shid_write_file(tmppath, text, len);
+	(void) durable_rename(tmppath, path, ERROR);
+}
+
+/* Make ceiling durable.  The caller holds the ceiling lock exclusively. */
 static void
 shid_write_ceiling(int64 ceiling)
 {
@@ -349,8 +353,7 @@ shid_write_ceiling(int64 ceiling)
 	shid_write_marker();
 	shid_state_text(SHID_STATE_VERSION, ceiling, shid_ceiling->raised_floor_ms,
 					buf, sizeof(buf));
-	shid_write_file(SHID_STATE_TMPFILE, buf, strlen(buf));
-	(void) durable_rename(SHID_STATE_TMPFILE, SHID_STATE_FILE, ERROR);
+	shid_write_durably(SHID_STATE_TMPFILE, SHID_STATE_FILE, buf, strlen(buf));
 	shid_ceiling->ref_wall_ms = shid_clock_ms();
 	shid_ceiling->ref_mono_ms = shid_monotonic_ms();
 	shid_ceiling->writes++;
@@ -404,20 +407,27 @@ shid_ceiling_register_rmgr(void)
 }
 
 /*
- * WAL-log a new ceiling or floor, unless the setting turns it off.  As in
- * nextval_internal, the transaction gets an xid first, so that its commit
- * flushes the record and waits for a synchronous standby.
+ * WAL-log a record of the "sharded_id" resource manager, unless the settings
+ * turn it off.  As in nextval_internal, the transaction gets an xid first,
+ * so that its commit flushes the record and waits for a synchronous
+ * standby.
  */
-static void
-shid_log_ceiling(uint8 info, int64 ceiling)
+void
+shid_wal_log(uint8 info, const char *data, uint32 len)
 {
 	if (shid_wal_rmgr_id == 0 || !shid_wal_log_ceiling)
 		return;
 	if (IsTransactionState())
 		(void) GetTopTransactionId();
 	XLogBeginInsert();
-	XLogRegisterData((char *) &ceiling, sizeof(ceiling));
+	XLogRegisterData(unconstify(char *, data), len);
 	(void) XLogInsert((RmgrId) shid_wal_rmgr_id, info);
+}
+
+static void
+shid_log_ceiling(uint8 info, int64 ceiling)
+{
+	shid_wal_log(info, (const char *) &ceiling, sizeof(ceiling));
 }
 
 /* Push the durable ceiling to at least ms + SHID_LEASE_MS.  Lock held. */
@@ -464,32 +474,6 @@ shid_cover_slow(int64 ms, uint32 generation)
 }
 
 /*
- * Raise the floor under a shard's ids to ms, for raise_floor: the durable
- * ceiling goes past it (no id minted here after a restart or a failover
- * carries a time at or before it), and reset_ceiling never goes below it.
- * The generator moves the shard's slot past it itself.
- */
-void
-shid_ceiling_raise_floor(int64 ms)
-{
-	int64		ceiling;
-
-	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
-	if (ms > shid_ceiling->raised_floor_ms)
-	{
-		ceiling = Max((int64) pg_atomic_read_u64(&shid_ceiling->ceiling_ms),
-					  ms + SHID_LEASE_MS);
-		shid_ceiling->raised_floor_ms = ms;
-		shid_log_ceiling(XLOG_SHID_FLOOR, ms);
-		shid_write_ceiling(ceiling);
-		pg_atomic_write_u64(&shid_ceiling->ceiling_ms, (uint64) ceiling);
-	}
-	else
-		shid_raise_ceiling(ms);
-	LWLockRelease(shid_ceiling->lock);
-}
-
-/*
  * The slow path of shid_check_clock: the clock reads past the ceiling.
  * Where the wall clock should read is the wall clock at the last write of
  * the ceiling plus the monotonic time since; a wall clock more than
@@ -523,32 +507,47 @@ shid_check_clock_slow(int64 now_ms)
 }
 
 /*
- * Lower the durable ceiling to now_ms, or to the raised floor if that is
- * later: the caller, a superuser, says that no id minted here after it was
- * kept.  The generator holds its slot table locked exclusively.  begin
- * takes the ceiling lock and bumps the generation, and returns the new
- * floor; the generator lowers every slot to it; end makes the lowered
- * ceiling durable and releases the lock.
+ * Lower the durable ceiling: the caller, a superuser, says that no id
+ * minted here with a time after the clock was kept.  The generator holds
+ * its slot table locked exclusively.  begin takes the ceiling lock and
+ * bumps the generation, so that every claim not yet covered is made again,
+ * and returns the lowest the generator may take the slots to: never below
+ * a floor that 1.4 raised server-wide.  The generator then reads the clock
+ * and moves every slot; end makes the new ceiling durable, sets where new
+ * slots start, and releases the lock.
  */
 int64
-shid_ceiling_reset_begin(int64 now_ms)
+shid_ceiling_reset_begin(void)
 {
 	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
 	pg_atomic_fetch_add_u32(&shid_ceiling->generation, 1);
-	return Max(now_ms, shid_ceiling->raised_floor_ms);
+	/* The generation is bumped before the caller reads the clock. */
+	pg_memory_barrier();
+	return shid_ceiling->raised_floor_ms;
 }
 
 void
-shid_ceiling_reset_end(int64 floor_ms)
+shid_ceiling_reset_end(int64 ceiling, int64 floor_ms)
 {
-	shid_log_ceiling(XLOG_SHID_RESET, floor_ms + SHID_LEASE_MS);
-	shid_write_ceiling(floor_ms + SHID_LEASE_MS);
-	pg_atomic_write_u64(&shid_ceiling->ceiling_ms, (uint64) (floor_ms + SHID_LEASE_MS));
+	shid_log_ceiling(XLOG_SHID_RESET, ceiling);
+	shid_write_ceiling(ceiling);
+	pg_atomic_write_u64(&shid_ceiling->ceiling_ms, (uint64) ceiling);
 	shid_ceiling->floor_ms = floor_ms;
 	LWLockRelease(shid_ceiling->lock);
 	ereport(LOG,
 			(errmsg("sharded_id clock ceiling reset to %s",
-					timestamptz_to_str(shid_unix_ms_to_timestamptz(floor_ms + SHID_LEASE_MS)))));
+					timestamptz_to_str(shid_unix_ms_to_timestamptz(ceiling)))));
+}
+
+/*
+ * Bump the generation, for a change that lowers one slot (lower_floor).
+ * The caller holds the ceiling lock exclusively.
+ */
+void
+shid_ceiling_bump_generation(void)
+{
+	pg_atomic_fetch_add_u32(&shid_ceiling->generation, 1);
+	pg_memory_barrier();
 }
 
 /* The durable ceiling, and the statistics of its writes. */
@@ -586,6 +585,11 @@ shid_ceiling_redo(XLogReaderState *record)
 	int64		ceiling;
 	bool		write = false;
 
+	if (info == XLOG_SHID_SHARD)
+	{
+		shid_floors_redo(record);
+		return;
+	}
 	if (XLogRecGetDataLen(record) != sizeof(int64) ||
 		(info != XLOG_SHID_CEILING && info != XLOG_SHID_RESET &&
 		 info != XLOG_SHID_FLOOR))
@@ -626,6 +630,11 @@ shid_ceiling_desc(StringInfo buf, XLogReaderState *record)
 {
 	int64		ceiling;
 
+	if ((XLogRecGetInfo(record) & ~XLR_INFO_MASK) == XLOG_SHID_SHARD)
+	{
+		shid_floors_desc(buf, record);
+		return;
+	}
 	if (XLogRecGetDataLen(record) != sizeof(int64))
 		return;
 	memcpy(&ceiling, XLogRecGetData(record), sizeof(ceiling));
@@ -644,6 +653,8 @@ shid_ceiling_identify(uint8 info)
 			return "RESET";
 		case XLOG_SHID_FLOOR:
 			return "FLOOR";
+		case XLOG_SHID_SHARD:
+			return "SHARD";
 	}
 	return NULL;
 }

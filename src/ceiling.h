@@ -37,6 +37,12 @@ shid_clock_ms(void)
  */
 #define SHID_DEFAULT_RMGR_ID 203
 
+/* WAL record types of the "sharded_id" resource manager. */
+#define XLOG_SHID_CEILING	0x00	/* the ceiling was raised to ... */
+#define XLOG_SHID_RESET		0x10	/* ... or set by reset_ceiling to ... */
+#define XLOG_SHID_FLOOR		0x20	/* 1.4: the server-wide floor was raised */
+#define XLOG_SHID_SHARD		0x30	/* a shard's state (floors.c) became ... */
+
 /* How far ahead of the newest id the durable ceiling is pushed, in ms. */
 #define SHID_LEASE_MS		1000
 
@@ -47,7 +53,8 @@ typedef struct ShidCeiling
 	int64		floor_ms;		/* new slots start here */
 	pg_atomic_uint64 ceiling_ms;	/* durable bound on every ms handed out */
 	pg_atomic_uint32 generation;	/* bumped by every reset_ceiling */
-	int64		raised_floor_ms;	/* highest floor raise_floor set; durable */
+	int64		raised_floor_ms;	/* the server-wide floor 1.4's raise_floor
+									 * set; durable, never raised again */
 	int64		ref_wall_ms;	/* wall clock at the last write ... */
 	int64		ref_mono_ms;	/* ... and the monotonic clock then */
 	bool		marker_known;	/* the marker file is known to exist */
@@ -65,9 +72,12 @@ extern void shid_ceiling_shmem_init(LWLock *lock);
 extern void shid_ceiling_register_rmgr(void);
 extern void shid_cover_slow(int64 ms, uint32 generation);
 extern void shid_check_clock_slow(int64 now_ms);
-extern int64 shid_ceiling_reset_begin(int64 now_ms);
-extern void shid_ceiling_reset_end(int64 floor_ms);
-extern void shid_ceiling_raise_floor(int64 ms);
+extern int64 shid_ceiling_reset_begin(void);
+extern void shid_ceiling_reset_end(int64 ceiling, int64 floor_ms);
+extern void shid_ceiling_bump_generation(void);
+extern void shid_wal_log(uint8 info, const char *data, uint32 len);
+extern void shid_write_durably(const char *tmppath, const char *path,
+							   const char *text, size_t len);
 extern int64 shid_monotonic_ms(void);
 extern int64 shid_monotonic_us(void);
 extern int64 shid_ceiling_stats(int64 *writes, int64 *write_us);

@@ -56,4 +56,16 @@ PG_FUNCTION_INFO_V1(funcname)
 #define SHID_FUNCTION_INFO(funcname) PG_FUNCTION_INFO_V1(funcname)
 #endif
 
+/*
+ * The oldest transaction whose status the commit log still holds: in
+ * ShmemVariableCache up to PostgreSQL 16, in TransamVariables from 17 on.
+ * Read under XactTruncationLock.
+ */
+#include "access/transam.h"
+#if PG_VERSION_NUM >= 170000
+#define SHID_OLDEST_CLOG_XID() (TransamVariables->oldestClogXid)
+#else
+#define SHID_OLDEST_CLOG_XID() (ShmemVariableCache->oldestClogXid)
+#endif
+
 #endif							/* SHARDED_ID_COMPAT_H */

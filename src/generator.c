@@ -75,6 +75,7 @@
 #include "ceiling.h"
 #include "commands/sequence.h"
 #include "compat.h"
+#include "floors.h"
 #include "owner.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -103,12 +104,7 @@ StaticAssertDecl(SHID_BITMAP_WORDS <= 64, "sequence field too wide for the fresh
 #define SHID_MAX_WAIT_MS	1000
 
 /* Identifies one generator slot: a layout and a shard within it. */
-typedef struct ShidSlotKey
-{
-	uint64		layout_key;
-	int32		shard;
-	int32		pad;			/* always zero, keeps the key a clean blob */
-} ShidSlotKey;
+typedef ShidShardKey ShidSlotKey;
 
 /*
  * One slot per (layout, shard), in a fixed-size shared hash table.  Starting
@@ -124,6 +120,7 @@ struct ShidSlot
 	int32		used;			/* values taken in ms */
 	int32		capacity;		/* values in one ms: 2 ^ (seq_bits - stripe bits) */
 	int64		ms;				/* Unix ms being filled */
+	int64		floor_ms;		/* the shard's durable floor (floors.c), 0: none */
 	uint64		fresh;			/* words of taken[] valid for ms */
 	int32		last_value;		/* sequence field of the newest id, or -1 */
 	int64		last_ms;		/* and its millisecond */
@@ -188,8 +185,9 @@ extern PGDLLEXPORT void _PG_init(void);
 static Size
 shid_shmem_size(void)
 {
-	return add_size(add_size(MAXALIGN(sizeof(ShidShared)),
-							 shid_ceiling_shmem_size()),
+	return add_size(add_size(add_size(MAXALIGN(sizeof(ShidShared)),
+									  shid_ceiling_shmem_size()),
+							 shid_floors_shmem_size(shid_max_shards)),
 					hash_estimate_size(shid_max_shards, sizeof(ShidSlot)));
 }
 
@@ -222,6 +220,7 @@ shid_shmem_startup(void)
 		pg_atomic_init_u64(&shid_shared->stats_reset, (uint64) GetCurrentTimestamp());
 	}
 	shid_ceiling_shmem_init(&locks[1].lock);
+	shid_floors_shmem_init(shid_max_shards);
 
 	memset(&info, 0, sizeof(info));
 	info.keysize = sizeof(ShidSlotKey);
@@ -504,13 +503,53 @@ shid_slot_set_owner(ShidSlot *slot, uint8 owner, bool only_if_unknown)
 	return prev;
 }
 
-/* The first mint of a slot since start-up: ask the shard catalog. */
+/*
+ * The first mint of a slot since start-up or promotion: ask the server's
+ * own state of the shard (floors.c), then the shard catalog of this
+ * database, which a restore of a whole database brings along.  Either
+ * saying the shard was given away retires it.
+ */
 static pg_noinline void
 shid_slot_learn_owner(ShidSlot *slot, const ShidLayout *layout)
 {
-	bool		retired = shid_owner_catalog_retired(slot->key.shard, layout);
+	ShidShardState state;
+	bool		retired;
 
+	retired = shid_shard_state(&slot->key, &state) && shid_shard_state_retired(&state);
+	if (!retired)
+		retired = shid_owner_catalog_retired(slot->key.shard, layout);
 	(void) shid_slot_set_owner(slot, retired ? SHID_OWNER_RETIRED : SHID_OWNER_MINTS, true);
+}
+
+/*
+ * Bring a slot in line with a shard state replayed from WAL (floors.c): its
+ * floor, and its owner state read afresh on the first mint after promotion.
+ * Nothing to do for a shard without a slot: a new slot reads the state.
+ *
+ * Locks: the slot table shared, then the slot's spinlock.
+ */
+void
+shid_slot_follow_state(const ShidShardState *state)
+{
+	ShidSlot   *slot;
+
+	if (shid_shared == NULL)
+		return;
+	LWLockAcquire(shid_shared->slots_lock, LW_SHARED);
+	slot = hash_search(shid_slots, &state->key, HASH_FIND, NULL);
+	if (slot != NULL)
+	{
+		SpinLockAcquire(&slot->mutex);
+		slot->floor_ms = state->floor_ms;
+		if (slot->ms < state->floor_ms)
+		{
+			shid_slot_reset(slot, state->floor_ms);
+			slot->used = slot->capacity;
+		}
+		slot->owner = SHID_OWNER_UNKNOWN;
+		SpinLockRelease(&slot->mutex);
+	}
+	LWLockRelease(shid_shared->slots_lock);
 }
 
 /* The stripe's bits of the sequence field, for the layout. */
@@ -561,9 +600,16 @@ shid_find_slot(const ShidLayout *layout, int32 shard)
 		slot = hash_search(shid_slots, &key, HASH_ENTER_NULL, &found);
 		if (slot != NULL && !found)
 		{
+			ShidShardState state;
+
 			SpinLockInit(&slot->mutex);
-			/* Start full at the floor: the first value comes after it. */
-			slot->ms = shid_ceiling->floor_ms;
+			/*
+			 * Start full at the ceiling of the previous run, or at the
+			 * shard's own floor if that is later: the first value comes
+			 * after it.
+			 */
+			slot->floor_ms = shid_shard_state(&key, &state) ? state.floor_ms : 0;
+			slot->ms = Max(shid_ceiling->floor_ms, slot->floor_ms);
 			slot->capacity = (int32) (shid_seq_capacity(layout) >> shid_stripe_bits);
 			slot->used = slot->capacity;
 			slot->owner = SHID_OWNER_UNKNOWN;
@@ -595,14 +641,15 @@ shid_find_slot(const ShidLayout *layout, int32 shard)
  * millisecond.  At most the free run after the first value in its word of
  * the bitmap is claimed at once (64 values), so that the spinlock is held
  * for a bounded time whatever n is.  Returns how many were claimed, and the
- * millisecond in *ms; 0 if this server gave the shard away.  *now_ms is the
+ * millisecond in *ms and the shard's durable floor in *floor_ms; 0 if this
+ * server gave the shard away.  *now_ms is the
  * clock as the caller read it, and is updated if the call had to wait.
  * Inlined into each caller, so that next_id's constant n = 1 drops the
  * run's arithmetic from its path.
  */
 static pg_attribute_always_inline int
 shid_slot_claim(ShidSlot *slot, bool counter, int64 wanted, int64 *now_ms,
-				int n, int *first, int64 *ms)
+				int n, int *first, int64 *ms, int64 *floor_ms)
 {
 	int			capacity = slot->capacity;
 
@@ -637,6 +684,7 @@ shid_slot_claim(ShidSlot *slot, bool counter, int64 wanted, int64 *now_ms,
 												 n, first);
 
 			*ms = slot->ms;
+			*floor_ms = slot->floor_ms;
 			slot->last_value = *first + claimed - 1;
 			slot->last_ms = slot->ms;
 			if (shid_track_stats)
@@ -707,29 +755,109 @@ shid_prepare(const ShidLayout *layout, int32 shard)
 }
 
 /*
- * Mint one id of the shard: in counter mode, or in seed mode with wanted
- * (nextval) as the sequence-field value it would like.
+ * The shard's slot, if this server mints for it; otherwise the refusal
+ * (SI001).  Called before a sequence value is taken, so that a refused call
+ * consumes none.  The claim checks the owner state again under the slot's
+ * spinlock, which decides.
  */
-static inline int64
-shid_mint(const ShidLayout *layout, int32 shard, int64 now_ms, bool counter,
-		  int64 wanted)
+static inline ShidSlot *
+shid_owned_slot(const ShidLayout *layout, int32 shard)
 {
 	ShidSlot   *slot = shid_find_slot(layout, shard);
+
+	if (unlikely(slot->owner != SHID_OWNER_MINTS))
+	{
+		if (slot->owner == SHID_OWNER_UNKNOWN)
+			shid_slot_learn_owner(slot, layout);
+		if (slot->owner == SHID_OWNER_RETIRED)
+			shid_shard_retired(shard);
+	}
+	return slot;
+}
+
+/*
+ * Raise the shard's floor to floor_ms, durably, and the slot's copy of it;
+ * with lower, set it to floor_ms whatever it was.  Returns false, changing
+ * nothing, if a reset or a lowering bumped the generation since the
+ * caller read it (generation NULL: no check).  With move, a slot below the
+ * floor moves to it, full, so that the next value comes after it.
+ *
+ * Locks: the ceiling lock (in floors.c), then the slot's spinlock.
+ */
+static bool
+shid_set_shard_floor(ShidSlot *slot, int64 floor_ms, bool lower, bool move,
+					 const uint32 *generation)
+{
+	if (!shid_shard_change(&slot->key, floor_ms, lower, SHID_KEEP_OWNER, generation))
+		return false;
+	SpinLockAcquire(&slot->mutex);
+	if (lower)
+		slot->floor_ms = floor_ms;
+	else
+		slot->floor_ms = Max(slot->floor_ms, floor_ms);
+	if (move && slot->ms <= floor_ms)
+	{
+		shid_slot_reset(slot, floor_ms);
+		slot->used = slot->capacity;
+	}
+	SpinLockRelease(&slot->mutex);
+	return true;
+}
+
+/*
+ * The slow path of shid_cover_shard.  A shard whose slot runs more than a
+ * lease ahead of the clock does so on its own floor: its ids raise its
+ * floor, a lease at a time, not the ceiling that every slot starts at after
+ * a restart.  Any other raises the ceiling (ceiling.c).
+ */
+static pg_noinline void
+shid_cover_shard_slow(ShidSlot *slot, int64 ms, int64 floor_ms, uint32 generation)
+{
+	if (floor_ms > 0 && ms > shid_clock_ms() + SHID_LEASE_MS)
+		(void) shid_set_shard_floor(slot, ms + SHID_LEASE_MS, false, false, &generation);
+	else
+		shid_cover_slow(ms, generation);
+}
+
+/*
+ * Make sure an id of the slot carrying the millisecond ms is durably
+ * covered before it is returned: by the ceiling, or by the shard's own
+ * floor (floor_ms, read with the claim).  The common case is one atomic
+ * read.
+ */
+static inline void
+shid_cover_shard(ShidSlot *slot, int64 ms, int64 floor_ms, uint32 generation)
+{
+	if (likely((int64) pg_atomic_read_u64(&shid_ceiling->ceiling_ms) >=
+			   ms + SHID_LEASE_MS / 2))
+		return;
+	if (ms <= floor_ms)
+		return;
+	shid_cover_shard_slow(slot, ms, floor_ms, generation);
+}
+
+/*
+ * Mint one id of the shard from its slot: in counter mode, or in seed mode
+ * with wanted (nextval) as the sequence-field value it would like.
+ */
+static inline int64
+shid_mint(const ShidLayout *layout, ShidSlot *slot, int32 shard, int64 now_ms,
+		  bool counter, int64 wanted)
+{
 	int64		ms;
+	int64		floor_ms;
 	int			value;
 	uint32		generation;
 
-	if (unlikely(slot->owner == SHID_OWNER_UNKNOWN))
-		shid_slot_learn_owner(slot, layout);
 	do
 	{
 		generation = shid_generation();
 		if (unlikely(shid_slot_claim(slot, counter, wanted, &now_ms, 1,
-									 &value, &ms) == 0))
+									 &value, &ms, &floor_ms) == 0))
 			shid_shard_retired(shard);
 		/* A slot ahead of the clock may have moved past the layout's end. */
 		shid_check_unix_ms(layout, ms);
-		shid_cover(ms, generation);
+		shid_cover_shard(slot, ms, floor_ms, generation);
 	} while (unlikely(shid_generation() != generation));
 	return shid_pack(layout, ms, shard, shid_stripe_base(layout) | value);
 }
@@ -749,11 +877,10 @@ shid_next_id(PG_FUNCTION_ARGS)
 	int32		shard = PG_GETARG_INT32(0);
 	int64		now_ms = shid_prepare(layout, shard);
 
-	/*
-	 * nextval checks the caller's rights and that seq is a sequence before
-	 * the slot is looked up, so a call that fails them makes no slot.
-	 */
-	PG_RETURN_INT64(shid_mint(layout, shard, now_ms, false,
+	/* A shard given away is refused before nextval consumes a value. */
+	ShidSlot   *slot = shid_owned_slot(layout, shard);
+
+	PG_RETURN_INT64(shid_mint(layout, slot, shard, now_ms, false,
 							  nextval_internal(PG_GETARG_OID(1), true)));
 }
 
@@ -774,7 +901,7 @@ shid_next_counter_id(PG_FUNCTION_ARGS)
 	int32		shard = PG_GETARG_INT32(0);
 	int64		now_ms = shid_prepare(layout, shard);
 
-	PG_RETURN_INT64(shid_mint(layout, shard, now_ms, true, 0));
+	PG_RETURN_INT64(shid_mint(layout, shid_owned_slot(layout, shard), shard, now_ms, true, 0));
 }
 
 /*
@@ -903,9 +1030,14 @@ shid_reset_stats(PG_FUNCTION_ARGS)
  *
  * Superuser only: lower the durable ceiling, and every slot, to the current
  * time, after the clock had leaped ahead and ids were minted with its time.
- * The caller vouches that no id minted here after now was kept.  Never goes
- * below the highest floor raise_floor set, which ids minted elsewhere
- * reach.  Returns the time new ids start after.
+ * The caller vouches that no id minted here with a time more than a lease
+ * (SHID_LEASE_MS) after the clock was kept.  It never repeats an id that
+ * runs beside it: the clock is read after the generation is bumped, so every
+ * id returned before carries a time the clock has reached, or one a slot
+ * took at most a lease ahead under load, and a slot within a lease of the
+ * clock stays where it is.  No slot goes below its shard's floor, nor below
+ * a floor that 1.4 raised server-wide.  Returns the time new ids of slots
+ * without a floor start after.
  *
  * Locks: the slot table exclusively, then the ceiling lock, then each
  * slot's spinlock in turn.  The generation it bumps makes every minter
@@ -918,6 +1050,8 @@ shid_reset_ceiling(PG_FUNCTION_ARGS)
 	HASH_SEQ_STATUS status;
 	ShidSlot   *slot;
 	int64		now_ms;
+	int64		base;
+	int64		top;
 
 	if (!superuser())
 		ereport(ERROR,
@@ -930,27 +1064,38 @@ shid_reset_ceiling(PG_FUNCTION_ARGS)
 				 errmsg("cannot reset the sharded_id clock ceiling during recovery")));
 
 	LWLockAcquire(shid_shared->slots_lock, LW_EXCLUSIVE);
-	now_ms = shid_ceiling_reset_begin(shid_clock_ms());
+	base = shid_ceiling_reset_begin();
+	now_ms = shid_clock_ms();
+	base = Max(base, now_ms);
+	top = base;
 	hash_seq_init(&status, shid_slots);
 	while ((slot = hash_seq_search(&status)) != NULL)
 	{
+		int64		target;
+
 		SpinLockAcquire(&slot->mutex);
-		/* Full at the new floor: the next value comes after it. */
-		shid_slot_reset(slot, now_ms);
+		target = Max(base, slot->floor_ms);
+		if (slot->ms > target && slot->ms <= now_ms + SHID_LEASE_MS)
+			target = slot->ms;
+		/* Full at the new millisecond: the next value comes after it. */
+		shid_slot_reset(slot, target);
 		slot->used = slot->capacity;
+		/* A slot at its floor is covered by the floor, not the ceiling. */
+		if (target > slot->floor_ms)
+			top = Max(top, target);
 		SpinLockRelease(&slot->mutex);
 	}
-	shid_ceiling_reset_end(now_ms);
+	shid_ceiling_reset_end(top + SHID_LEASE_MS, top);
 	LWLockRelease(shid_shared->slots_lock);
-	PG_RETURN_TIMESTAMPTZ(shid_unix_ms_to_timestamptz(now_ms));
+	PG_RETURN_TIMESTAMPTZ(shid_unix_ms_to_timestamptz(top));
 }
 
 /*
  * The largest id of the shard that this server may have minted, from the
  * slot's millisecond ms (read under its mutex; the caller has released it):
  * that millisecond with every sequence-field value.  A slot starts at the
- * durable ceiling, which covers every millisecond minted before, so this
- * bounds ids from before a restart too.
+ * durable ceiling, or its shard's floor, which covers every millisecond
+ * minted before, so this bounds ids from before a restart too.
  */
 static int64
 shid_high_water_id(const ShidLayout *layout, int32 shard, int64 ms)
@@ -971,15 +1116,66 @@ shid_admin_slot(const ShidLayout *layout, int32 shard, const char *what)
 }
 
 /*
- * raise_floor(shard_id integer, above_id bigint, layout text) RETURNS bigint
+ * Check an id that a shard's floor would be raised over, and return its
+ * millisecond.  source, if not NULL, names the table the id was read from.
+ * Refused (SI003): an id that does not carry the shard; one whose time
+ * leaves the layout no millisecond after it; and, unless force, one more
+ * than sharded_id.max_clock_jump ahead of this server's clock (0: no such
+ * bound), since every later id of the shard would carry a time past it.
+ */
+static int64
+shid_floor_checked(const ShidLayout *layout, int32 shard, int64 id, bool force,
+				   const char *source)
+{
+	ShidFields	fields;
+	int64		ahead;
+	char	   *where = source ? psprintf("table %s holds id " INT64_FORMAT, source, id) :
+		psprintf("id " INT64_FORMAT, id);
+
+	shid_check_shard(layout, shard);
+	shid_check_id(layout, id);
+	shid_unpack(layout, id, &fields);
+	if (fields.shard != shard)
+		ereport(ERROR,
+				(errcode(ERRCODE_SHID_FLOOR_REFUSED),
+				 errmsg("%s, which carries shard %d, not shard %d", where, fields.shard, shard),
+				 errdetail("A floor of shard %d is raised over ids of shard %d only.", shard, shard),
+				 source ? errhint("Move or delete the row, then try again.") : 0));
+	if (fields.unix_ms >= layout->epoch_ms + shid_max_elapsed_ms(layout))
+		ereport(ERROR,
+				(errcode(ERRCODE_SHID_FLOOR_REFUSED),
+				 errmsg("%s, which would leave shard %d no id to mint", where, shard),
+				 errdetail("The id carries the last millisecond of layout \"%s\", %s.",
+						   layout->name, timestamptz_to_str(shid_unix_ms_to_timestamptz(fields.unix_ms))),
+				 source ? errhint("Move or delete the row, then try again.") : 0));
+	ahead = fields.unix_ms - shid_clock_ms();
+	if (!force && shid_max_clock_jump > 0 && ahead > (int64) shid_max_clock_jump * 1000)
+		ereport(ERROR,
+				(errcode(ERRCODE_SHID_FLOOR_REFUSED),
+				 errmsg("%s, %lld s ahead of this server's clock", where, (long long) (ahead / 1000)),
+				 errdetail("The id carries shard %d and the time %s. A floor over it would make every later id of the shard carry a time at least that late; sharded_id.max_clock_jump allows %d s.",
+						   shard, timestamptz_to_str(shid_unix_ms_to_timestamptz(fields.unix_ms)),
+						   shid_max_clock_jump),
+				 source ? errhint("Move or delete the row, or, if ids that late really exist, raise the floor with sharded_id.raise_floor(%d, " INT64_FORMAT ", force => true) first.", shard, id) :
+				 errhint("If ids that late really exist, pass force => true.")));
+	pfree(where);
+	return fields.unix_ms;
+}
+
+/*
+ * raise_floor(shard_id integer, above_id bigint, layout text,
+ *			   force boolean) RETURNS bigint
  *
  * Every id minted on this server for the shard from now on is greater than
  * above_id, whatever this server's clock reads, also after a restart or a
- * failover: the durable ceiling is raised past the id's millisecond
- * (WAL-logged, in the caller's transaction's xid), then the shard's slot is
- * moved to that millisecond, full.  For a shard whose rows come from
- * another server: a move, a restore.  Returns the floor: the largest id of
- * the shard in that millisecond.
+ * failover: the shard's floor is raised past the id's millisecond
+ * (WAL-logged, in the caller's transaction's xid, and written to
+ * sharded_id.shards), then the shard's slot is moved to that millisecond,
+ * full.  No other shard's ids move.  For a shard whose rows come from
+ * another server: a move, a restore.  The id must carry the shard, and, but
+ * with force, lie no more than sharded_id.max_clock_jump ahead of the
+ * clock.  Returns the floor: the largest id of the shard in that
+ * millisecond.
  *
  * Locks: the ceiling lock, then the slot's spinlock.
  */
@@ -989,24 +1185,127 @@ shid_raise_floor(PG_FUNCTION_ARGS)
 {
 	const ShidLayout *layout = shid_layout_arg(fcinfo, 2);
 	int32		shard = PG_GETARG_INT32(0);
-	int64		above = PG_GETARG_INT64(1);
+	bool		force = PG_NARGS() > 3 && !PG_ARGISNULL(3) && PG_GETARG_BOOL(3);
+	int64		floor_ms = shid_floor_checked(layout, shard, PG_GETARG_INT64(1), force, NULL);
+	ShidSlot   *slot = shid_admin_slot(layout, shard, "raise the floor of a shard");
+
+	(void) shid_set_shard_floor(slot, floor_ms, false, true, NULL);
+	PG_RETURN_INT64(shid_pack(layout, floor_ms, shard, shid_seq_capacity(layout) - 1));
+}
+
+/*
+ * _check_floor(shard_id integer, above_id bigint, layout text,
+ *				source text) RETURNS void
+ *
+ * Would raise_floor(shard_id, above_id, layout) without force accept the
+ * id?  Raises raise_floor's error otherwise, naming source (the table the
+ * id was read from).  Paths that take a floor from table data check every
+ * candidate with it before they change anything.  Takes no lock.
+ */
+SHID_FUNCTION_INFO(shid_check_floor);
+Datum
+shid_check_floor(PG_FUNCTION_ARGS)
+{
+	const ShidLayout *layout = shid_layout_arg(fcinfo, 2);
+
+	(void) shid_floor_checked(layout, PG_GETARG_INT32(0), PG_GETARG_INT64(1), false,
+							  text_to_cstring(PG_GETARG_TEXT_PP(3)));
+	PG_RETURN_VOID();
+}
+
+/*
+ * lower_floor(shard_id integer, layout text) RETURNS timestamptz
+ *
+ * Superuser only: the way back from a floor raised too far (a planted row,
+ * a wrong id).  Removes the shard's floor, durably, and moves its slot to
+ * the current time: ids that this server, or the server the shard came
+ * from, minted for the shard with later times may be minted again.  Warns
+ * so.  Touches no other shard, and not the ceiling.  Returns the time the
+ * shard's new ids start after.
+ *
+ * Locks: the ceiling lock (to bump the generation, so that no claim above
+ * the old floor is returned, and again in floors.c), then the slot's
+ * spinlock.
+ */
+SHID_FUNCTION_INFO(shid_lower_floor);
+Datum
+shid_lower_floor(PG_FUNCTION_ARGS)
+{
+	const ShidLayout *layout = shid_layout_arg(fcinfo, 1);
+	int32		shard = PG_GETARG_INT32(0);
 	ShidSlot   *slot;
-	ShidFields	fields;
+	uint32		generation;
+	int64		now_ms;
+	int64		old_floor;
 
-	shid_check_id(layout, above);
-	slot = shid_admin_slot(layout, shard, "raise the floor of a shard");
-	shid_unpack(layout, above, &fields);
-	shid_ceiling_raise_floor(fields.unix_ms);
+	if (!superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be superuser to lower the floor of a shard")));
+	slot = shid_admin_slot(layout, shard, "lower the floor of a shard");
 
-	SpinLockAcquire(&slot->mutex);
-	if (slot->ms <= fields.unix_ms)
+	for (;;)
 	{
-		/* Full at the floor: the next value comes after it. */
-		shid_slot_reset(slot, fields.unix_ms);
+		LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
+		shid_ceiling_bump_generation();
+		generation = pg_atomic_read_u32(&shid_ceiling->generation);
+		now_ms = Max(shid_clock_ms(), shid_ceiling->raised_floor_ms);
+		SpinLockAcquire(&slot->mutex);
+		old_floor = slot->floor_ms;
+		slot->floor_ms = 0;
+		shid_slot_reset(slot, now_ms);
 		slot->used = slot->capacity;
+		SpinLockRelease(&slot->mutex);
+		LWLockRelease(shid_ceiling->lock);
+		/* Any claim still covering the old floor is made again. */
+		if (shid_shard_change(&slot->key, 0, true, SHID_KEEP_OWNER, &generation))
+			break;
 	}
-	SpinLockRelease(&slot->mutex);
-	PG_RETURN_INT64(shid_pack(layout, fields.unix_ms, shard, shid_seq_capacity(layout) - 1));
+	ereport(WARNING,
+			(errmsg("lowered the floor of shard %d to the clock", shard),
+			 errdetail("New ids of the shard start after %s; the floor was %s. Ids of the shard with a time between the two, minted here or on the server the shard came from, may be minted again.",
+					   pstrdup(timestamptz_to_str(shid_unix_ms_to_timestamptz(now_ms))),
+					   old_floor > 0 ? timestamptz_to_str(shid_unix_ms_to_timestamptz(old_floor)) : "not set"),
+			 errhint("Lower a floor only when no stored id of the shard carries a time after the clock.")));
+	PG_RETURN_TIMESTAMPTZ(shid_unix_ms_to_timestamptz(now_ms));
+}
+
+/*
+ * floors(OUT layout text, OUT shard_id integer, OUT floor timestamptz,
+ *		  OUT retired boolean) RETURNS SETOF record
+ *
+ * What this server keeps durably about single shards (floors.c): the
+ * floor, if any, and whether it gave the shard away.
+ *
+ * Locks: the ceiling lock, shared, while it copies the states.
+ */
+SHID_FUNCTION_INFO(shid_floors);
+Datum
+shid_floors(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ShidShardState *states;
+	int			n;
+
+	shid_require_shared_state();
+	InitMaterializedSRF(fcinfo, 0);
+	n = shid_shard_states(&states);
+	for (int i = 0; i < n; i++)
+	{
+		const ShidLayout *layout = shid_layout_by_key(states[i].key.layout_key);
+		Datum		values[4];
+		bool		nulls[4] = {0};
+
+		values[0] = CStringGetTextDatum(layout ? layout->name : "?");
+		values[1] = Int32GetDatum(states[i].key.shard);
+		if (states[i].floor_ms > 0)
+			values[2] = TimestampTzGetDatum(shid_unix_ms_to_timestamptz(states[i].floor_ms));
+		else
+			nulls[2] = true;
+		values[3] = BoolGetDatum(shid_shard_state_retired(&states[i]));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
 }
 
 /*
@@ -1034,14 +1333,15 @@ shid_high_water(PG_FUNCTION_ARGS)
 /*
  * _retire_shard(shard_id integer, layout text) RETURNS bigint
  *
- * This server stops minting for the shard at once, and returns its
- * high-water mark, read under the same hold of the slot's spinlock: no id
- * above it is minted here afterwards.  If the transaction aborts, the
- * shard mints here again (owner.c).  drop_shard and moves record the
- * retirement in sharded_id.retired_shards, which keeps it after a restart.
- * NULL where sharded_id is not preloaded: nothing mints there.
+ * This server stops minting for the shard at once, in every database, and
+ * returns its high-water mark, read under the same hold of the slot's
+ * spinlock: no id above it is minted here afterwards.  The retirement is
+ * durable and replicated first (floors.c), and holds once the transaction
+ * commits; if it aborts, the shard mints here again (owner.c).  drop_shard
+ * and moves also record it in sharded_id.retired_shards, which a dump
+ * carries.  NULL where sharded_id is not preloaded: nothing mints there.
  *
- * Locks: the slot's spinlock.
+ * Locks: the ceiling lock (in floors.c), then the slot's spinlock.
  */
 SHID_FUNCTION_INFO(shid_retire_shard);
 Datum
@@ -1057,6 +1357,7 @@ shid_retire_shard(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	slot = shid_admin_slot(layout, PG_GETARG_INT32(0), "retire a shard");
 	shid_owner_prepare();
+	(void) shid_shard_change(&slot->key, 0, false, SHID_RETIRE, NULL);
 	SpinLockAcquire(&slot->mutex);
 	prev = slot->owner;
 	slot->owner = SHID_OWNER_RETIRED;
@@ -1071,8 +1372,10 @@ shid_retire_shard(PG_FUNCTION_ARGS)
  *
  * This server mints for the shard again once the transaction commits:
  * create_shard, which also removes the shard from
- * sharded_id.retired_shards.  Nothing to do where sharded_id is not
- * preloaded.
+ * sharded_id.retired_shards.  Durable and replicated first (floors.c).
+ * Nothing to do where sharded_id is not preloaded.
+ *
+ * Locks: the ceiling lock (in floors.c).
  */
 SHID_FUNCTION_INFO(shid_own_shard);
 Datum
@@ -1085,6 +1388,7 @@ shid_own_shard(PG_FUNCTION_ARGS)
 		PG_RETURN_VOID();
 	slot = shid_admin_slot(layout, PG_GETARG_INT32(0), "create a shard");
 	shid_owner_prepare();
+	(void) shid_shard_change(&slot->key, 0, false, SHID_OWN, NULL);
 	shid_owner_remember(slot, SHID_OWNER_UNKNOWN, SHID_OWNER_MINTS);
 	PG_RETURN_VOID();
 }
@@ -1092,26 +1396,14 @@ shid_own_shard(PG_FUNCTION_ARGS)
 /*
  * _forget_owners() RETURNS void
  *
- * Called once by CREATE EXTENSION, whose shard catalog starts empty: every
- * slot reads the catalog again on its next mint, so that a shard retired
- * under a catalog that DROP EXTENSION removed mints again.
- *
- * Locks: the slot table shared, then each slot's spinlock in turn.
+ * Called by the install scripts of 1.4, whose retirements were kept per
+ * database.  Since 1.5 a retirement belongs to the server (floors.c), and
+ * a new shard catalog in one database forgets none: this does nothing.
  */
 SHID_FUNCTION_INFO(shid_forget_owners);
 Datum
 shid_forget_owners(PG_FUNCTION_ARGS)
 {
-	HASH_SEQ_STATUS status;
-	ShidSlot   *slot;
-
-	if (shid_shared == NULL)
-		PG_RETURN_VOID();
-	LWLockAcquire(shid_shared->slots_lock, LW_SHARED);
-	hash_seq_init(&status, shid_slots);
-	while ((slot = hash_seq_search(&status)) != NULL)
-		(void) shid_slot_set_owner(slot, SHID_OWNER_UNKNOWN, false);
-	LWLockRelease(shid_shared->slots_lock);
 	PG_RETURN_VOID();
 }
 
@@ -1140,27 +1432,26 @@ shid_mint_batch(const ShidLayout *layout, int32 shard, int32 n, bool counter,
 				 errmsg("batch size %d is out of range", n),
 				 errdetail("Batches must hold between 0 and %d ids.", SHID_MAX_BATCH)));
 	now_ms = shid_prepare(layout, shard);
+	slot = shid_owned_slot(layout, shard);
 	if (!counter)
 		wanted = nextval_internal(seqoid, true);
 	if (n == 0)
 		return;
 
-	slot = shid_find_slot(layout, shard);
-	if (unlikely(slot->owner == SHID_OWNER_UNKNOWN))
-		shid_slot_learn_owner(slot, layout);
 	while (done < n)
 	{
 		int64		ms;
+		int64		floor_ms;
 		int			first;
 		int			claimed;
 		uint32		generation = shid_generation();
 
 		claimed = shid_slot_claim(slot, counter, wanted, &now_ms, n - done,
-								  &first, &ms);
+								  &first, &ms, &floor_ms);
 		if (claimed == 0)
 			shid_shard_retired(shard);
 		shid_check_unix_ms(layout, ms);
-		shid_cover(ms, generation);
+		shid_cover_shard(slot, ms, floor_ms, generation);
 		/* A reset overtook the claim: its values are dropped. */
 		if (shid_generation() != generation)
 			continue;

@@ -24,6 +24,7 @@ typedef struct ShidSlot ShidSlot;
 /* SQLSTATEs of sharded_id's own refusals (class SI: sharded id). */
 #define ERRCODE_SHID_SHARD_RETIRED	MAKE_SQLSTATE('S','I','0','0','1')
 #define ERRCODE_SHID_MINTING_OFF	MAKE_SQLSTATE('S','I','0','0','2')
+#define ERRCODE_SHID_FLOOR_REFUSED	MAKE_SQLSTATE('S','I','0','0','3')
 
 extern void shid_owner_init(void);
 extern bool shid_owner_catalog_retired(int32 shard, const ShidLayout *layout);

@@ -95,7 +95,9 @@ REVOKE EXECUTE ON FUNCTION sharded_id.next_ids_in_layout(integer, integer, text)
 -- The durable clock ceiling.  After the clock leaped ahead and ids were
 -- minted with its time, every later id of those shards keeps that time,
 -- since ids that late may be stored.  A superuser who knows none was kept
--- lowers the ceiling, and every slot, to the current time.
+-- lowers the ceiling, and every slot, to the current time.  Safe beside
+-- running minters: a shard within a second of the clock, or held up by its
+-- floor, stays where it is.
 --
 CREATE FUNCTION sharded_id.reset_ceiling()
 RETURNS timestamptz
@@ -103,23 +105,51 @@ AS 'MODULE_PATHNAME', 'shid_reset_ceiling'
 LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 
 COMMENT ON FUNCTION sharded_id.reset_ceiling() IS
-'superuser only: lower the durable clock ceiling and every shard''s high-water mark to the current time; returns it';
+'superuser only: lower the durable clock ceiling and every shard''s high-water mark to the current time, never below a shard''s floor nor below an id already handed out at the clock''s pace; returns it';
 
 REVOKE EXECUTE ON FUNCTION sharded_id.reset_ceiling() FROM PUBLIC;
 
 --
 -- Across servers.  A shard's floor: every id minted here for it afterwards
 -- is greater than a given id, whatever this server's clock reads, durably
--- (the clock ceiling goes past it, WAL-logged).  Moves and restores raise
--- it from the shard's high-water mark on the server it came from.
+-- (WAL-logged, and kept in the data directory's sharded_id.shards).  It
+-- belongs to one shard of one layout.  Moves and restores raise it from the
+-- shard's high-water mark on the server it came from.  A floor further
+-- ahead of the clock than sharded_id.max_clock_jump is refused unless
+-- forced; lower_floor is the way back.
 --
-CREATE FUNCTION sharded_id.raise_floor(shard_id integer, above_id bigint, layout text DEFAULT 'instagram')
+CREATE FUNCTION sharded_id.raise_floor(shard_id integer, above_id bigint, layout text DEFAULT 'instagram',
+                                       force boolean DEFAULT false)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'shid_raise_floor'
 LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 
-COMMENT ON FUNCTION sharded_id.raise_floor(integer, bigint, text) IS
-'every id minted on this server for the shard from now on is greater than above_id, also after a restart or a failover; returns the floor';
+COMMENT ON FUNCTION sharded_id.raise_floor(integer, bigint, text, boolean) IS
+'every id minted on this server for the shard from now on is greater than above_id, also after a restart or a failover; refuses an id of another shard, and one more than sharded_id.max_clock_jump ahead of the clock unless force; returns the floor';
+
+CREATE FUNCTION sharded_id._check_floor(shard_id integer, above_id bigint, layout text, source text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'shid_check_floor'
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION sharded_id._check_floor(integer, bigint, text, text) IS
+'internal: raise raise_floor''s error, naming source, unless raise_floor without force would accept above_id';
+
+CREATE FUNCTION sharded_id.lower_floor(shard_id integer, layout text DEFAULT 'instagram')
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'shid_lower_floor'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION sharded_id.lower_floor(integer, text) IS
+'superuser only, with a warning: remove a shard''s floor and bring its ids back to the clock, as after a floor raised over a wrong id; ids of the shard minted with later times may be minted again';
+
+CREATE FUNCTION sharded_id.floors(OUT layout text, OUT shard_id integer, OUT floor timestamptz, OUT retired boolean)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'shid_floors'
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION sharded_id.floors() IS
+'what this server keeps about single shards, for every database: each floor, and whether the server gave the shard away';
 
 CREATE FUNCTION sharded_id.high_water(shard_id integer, layout text DEFAULT 'instagram')
 RETURNS bigint
@@ -135,7 +165,7 @@ AS 'MODULE_PATHNAME', 'shid_retire_shard'
 LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 
 COMMENT ON FUNCTION sharded_id._retire_shard(integer, text) IS
-'internal: stop minting for the shard here at once (undone if the transaction aborts); returns its high-water mark';
+'internal: stop minting for the shard at once, on this server and in every database of it, durably (undone if the transaction aborts); returns its high-water mark';
 
 CREATE FUNCTION sharded_id._own_shard(shard_id integer, layout text)
 RETURNS void
@@ -145,17 +175,10 @@ LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION sharded_id._own_shard(integer, text) IS
 'internal: mint for the shard here again once the transaction commits';
 
-REVOKE EXECUTE ON FUNCTION sharded_id.raise_floor(integer, bigint, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.raise_floor(integer, bigint, text, boolean) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._check_floor(integer, bigint, text, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.lower_floor(integer, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.floors() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.high_water(integer, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._retire_shard(integer, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._own_shard(integer, text) FROM PUBLIC;
-
--- A new shard catalog starts empty: every slot of the generator reads it
--- again, so that a shard retired under a catalog that DROP EXTENSION removed
--- mints again.  Run once, here.
-CREATE FUNCTION sharded_id._forget_owners()
-RETURNS void
-AS 'MODULE_PATHNAME', 'shid_forget_owners'
-LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-SELECT sharded_id._forget_owners();
-DROP FUNCTION sharded_id._forget_owners();

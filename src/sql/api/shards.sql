@@ -448,8 +448,38 @@ $$;
 COMMENT ON FUNCTION sharded_id.shard_max_id(integer) IS
 'the largest id in a shard''s copies of the template tables, or NULL';
 
+-- Before a floor is taken from a shard's rows: the largest id of each of
+-- its tables must be one raise_floor accepts without force (it carries the
+-- shard, and lies no further ahead of the clock than
+-- sharded_id.max_clock_jump).  A row that any writer of the table could
+-- plant must not stop a shard, or a server, from minting.
+CREATE FUNCTION sharded_id._check_floors(shard_id integer, schema_name name, layout text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    t sharded_id.shard_tables;
+    rel regclass;
+    table_top bigint;
+BEGIN
+    FOR t IN SELECT * FROM sharded_id.shard_tables ORDER BY position LOOP
+        rel := to_regclass(format('%I.%I', schema_name, t.table_name));
+        CONTINUE WHEN rel IS NULL;
+        EXECUTE format('SELECT max(%I) FROM %s', t.id_column, rel) INTO table_top;
+        IF table_top >= 0 THEN
+            PERFORM sharded_id._check_floor(shard_id, table_top, layout, rel::text);
+        END IF;
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._check_floors(integer, name, text) IS
+'internal: raise raise_floor''s error, naming the table, unless the largest id of each of a shard''s tables is one its floor may be raised over';
+
 -- After a restore on new hardware, or before a logical replica mints: raise
--- every shard's floor over the largest id its tables hold.
+-- every shard's floor over the largest id its tables hold.  Every shard is
+-- checked before any floor moves.
 CREATE FUNCTION sharded_id.raise_floors()
 RETURNS integer
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
@@ -460,6 +490,9 @@ DECLARE
     top_id bigint;
     raised integer := 0;
 BEGIN
+    FOR shard IN SELECT * FROM sharded_id.shards ORDER BY shard_id LOOP
+        PERFORM sharded_id._check_floors(shard.shard_id, shard.schema_name, shard.layout);
+    END LOOP;
     FOR shard IN SELECT * FROM sharded_id.shards ORDER BY shard_id LOOP
         top_id := sharded_id.shard_max_id(shard.shard_id);
         IF top_id >= 0 THEN
@@ -472,7 +505,7 @@ END
 $$;
 
 COMMENT ON FUNCTION sharded_id.raise_floors() IS
-'raise the floor of every shard of the catalog over the largest id its tables hold, as after a restore on another server; returns how many shards hold ids';
+'raise the floor of every shard of the catalog over the largest id its tables hold, as after a restore on another server, once every shard''s ids pass raise_floor''s checks; returns how many shards hold ids';
 
 -- Bring one shard's schema up to date: create what is missing.
 CREATE FUNCTION sharded_id._provision(shard_id integer, schema_name name)
@@ -496,6 +529,8 @@ BEGIN
     ELSIF NOT FOUND THEN
         PERFORM sharded_id.check_shard(shard_id, cfg.layout);
         PERFORM sharded_id._check_adoptable(coalesce(_provision.schema_name, sharded_id.shard_schema(shard_id)));
+        -- A schema with rows raises the floor over them below: check first.
+        PERFORM sharded_id._check_floors(shard_id, coalesce(_provision.schema_name, sharded_id.shard_schema(shard_id)), cfg.layout);
         INSERT INTO sharded_id.shards (shard_id, schema_name, layout, mode)
         VALUES (shard_id, coalesce(_provision.schema_name, sharded_id.shard_schema(shard_id)), cfg.layout, cfg.mode)
         RETURNING * INTO shard;
@@ -769,7 +804,9 @@ BEGIN
     SELECT * INTO cfg FROM sharded_id.current_settings();
     PERFORM sharded_id.check_shard(shard_id, cfg.layout);
     IF EXISTS (SELECT 1 FROM sharded_id.retired_shards r
-               WHERE r.shard_id = adopt_table.shard_id AND r.layout = cfg.layout) THEN
+               WHERE r.shard_id = adopt_table.shard_id AND r.layout = cfg.layout)
+       OR EXISTS (SELECT 1 FROM sharded_id.floors() f
+                  WHERE f.shard_id = adopt_table.shard_id AND f.layout = cfg.layout AND f.retired) THEN
         RAISE EXCEPTION 'shard % is not minted on this server', shard_id
             USING ERRCODE = 'SI001',
                   DETAIL = format('This server gave shard %s away, so another server may be minting its ids.', shard_id),
@@ -954,6 +991,7 @@ REVOKE EXECUTE ON FUNCTION sharded_id.create_shards(integer, integer) FROM PUBLI
 REVOKE EXECUTE ON PROCEDURE sharded_id.provision_shards(integer, integer, integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.retire_shard(integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.raise_floors() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._check_floors(integer, name, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.drop_shard(integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.add_table(regclass, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.adopt_table(regclass, integer, name) FROM PUBLIC;

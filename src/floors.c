@@ -1,0 +1,454 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/floors.c
+ *	  What this server keeps durably about single shards: each shard's
+ *	  floor, and whether the server gave the shard away.
+ *
+ * A shard's floor is a millisecond at or before which no id of the shard is
+ * minted here: raise_floor sets it over the ids that another server minted
+ * for a shard that now lives here, and the generator raises it as the
+ * shard's ids creep past it while this server's clock is still behind.  It
+ * belongs to one (layout, shard): raising it moves no other shard's ids,
+ * and the durable clock ceiling (ceiling.c), which every slot starts at
+ * after a restart, does not follow it.  A slot starts at the later of the
+ * two.
+ *
+ * A retirement says that this server gave the shard away (drop_shard,
+ * retire_shard, a move) and must not mint for it until create_shard takes
+ * it back.  It belongs to the server, not to one database: every database
+ * of the server honours it, before and after a restart and on a promoted
+ * standby, and CREATE or DROP EXTENSION does not touch it.  A change of
+ * ownership is made in a transaction: the state records the (sub)
+ * transaction that made the change and the state before it, and holds only
+ * once that transaction has committed.  While it runs, a retirement already
+ * refuses (fail closed); a transaction that aborted, or never committed
+ * before a crash, leaves the state before.
+ *
+ * Durability: every change is WAL-logged (record SHARD of the "sharded_id"
+ * resource manager, with an xid, as in ceiling.c) and written to the file
+ * sharded_id.shards before it takes effect, so that it precedes every id it
+ * covers and every row a retirement's transaction commits.  Standbys and
+ * crash recovery replay it into their own shared state and file.  The file
+ * holds one line per shard with a state, at most sharded_id.max_shards
+ * (a shard without a slot cannot be minted for), and a CRC-32C:
+ *
+ *	 sharded_id shards 1
+ *	 <layout key> <shard> <floor ms> <retired> <state before> <xid>
+ *	 crc32c 1a2b3c4d
+ *
+ * A file that does not match this form to the byte stops the server from
+ * starting: floors and retirements cannot be guessed, and minting without
+ * them could repeat ids.
+ *
+ * Locking rules: the states live in a shared hash table guarded by the
+ * ceiling's LWLock (ceiling.c), shared to read, exclusive to change and to
+ * write the file.  It is taken after the generator's slot table lock when
+ * both are held, and before a slot's spinlock.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <unistd.h>
+
+#include "access/transam.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "access/xlogreader.h"
+#include "ceiling.h"
+#include "compat.h"
+#include "floors.h"
+#include "miscadmin.h"
+#include "port/pg_crc32c.h"
+#include "storage/fd.h"
+#include "storage/lwlock.h"
+#include "storage/procarray.h"
+#include "storage/shmem.h"
+#include "utils/hsearch.h"
+
+#define SHID_SHARDS_FILE	"sharded_id.shards"
+#define SHID_SHARDS_TMPFILE	"sharded_id.shards.tmp"
+#define SHID_SHARDS_HEADER	"sharded_id shards 1\n"
+
+/* The shards that have a state, in shared memory. */
+static HTAB *shid_states = NULL;
+
+Size
+shid_floors_shmem_size(int max_shards)
+{
+	return hash_estimate_size(max_shards, sizeof(ShidShardState));
+}
+
+/* Does a state say anything?  One that does not is not kept. */
+static inline bool
+shid_state_empty(const ShidShardState *state)
+{
+	return state->floor_ms == 0 && !state->retired && !state->prev_retired;
+}
+
+/* The file's text for every state, with its CRC line. */
+static void
+shid_states_text(StringInfo buf)
+{
+	HASH_SEQ_STATUS status;
+	ShidShardState *state;
+	pg_crc32c	crc;
+
+	appendStringInfoString(buf, SHID_SHARDS_HEADER);
+	hash_seq_init(&status, shid_states);
+	while ((state = hash_seq_search(&status)) != NULL)
+		appendStringInfo(buf, "%llu %d %lld %d %d %llu\n",
+						 (unsigned long long) state->key.layout_key,
+						 state->key.shard, (long long) state->floor_ms,
+						 state->retired, state->prev_retired,
+						 (unsigned long long) U64FromFullTransactionId(state->xid));
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, buf->data, buf->len);
+	FIN_CRC32C(crc);
+	appendStringInfo(buf, "crc32c %08x\n", (unsigned int) crc);
+}
+
+/* Write the file from the table.  The caller holds the lock exclusively. */
+static void
+shid_write_states(void)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	shid_states_text(&buf);
+	shid_write_durably(SHID_SHARDS_TMPFILE, SHID_SHARDS_FILE, buf.data, buf.len);
+	pfree(buf.data);
+}
+
+/* Stop the server from starting: the file cannot be trusted. */
+static void
+shid_bad_states_file(const char *problem)
+{
+	ereport(FATAL,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("invalid contents in file \"%s\"", SHID_SHARDS_FILE),
+			 errdetail("%s The file holds the floors and retirements of single shards.", problem),
+			 errhint("Restore the file from a backup of this data directory. If none exists, move it away, start the server with sharded_id.minting = off, run sharded_id.raise_floors() and retire_shard() where needed, then turn minting on.")));
+}
+
+/* Read the file into the empty table, at start-up. */
+static void
+shid_read_states(int max_shards)
+{
+	FILE	   *file;
+	StringInfoData text;
+	char		chunk[8192];
+	size_t		len;
+	char	   *line;
+	char	   *crc_line;
+	pg_crc32c	crc;
+	unsigned int stored_crc;
+	int			count = 0;
+
+	file = AllocateFile(SHID_SHARDS_FILE, PG_BINARY_R);
+	if (file == NULL)
+	{
+		if (errno == ENOENT)
+			return;				/* no shard ever had a state here */
+		ereport(FATAL,
+				(errcode_for_file_access(),
+				 errmsg("could not open file \"%s\": %m", SHID_SHARDS_FILE)));
+	}
+	initStringInfo(&text);
+	while ((len = fread(chunk, 1, sizeof(chunk), file)) > 0)
+		appendBinaryStringInfo(&text, chunk, len);
+	if (ferror(file) || FreeFile(file) != 0)
+		ereport(FATAL,
+				(errcode_for_file_access(),
+				 errmsg("could not read file \"%s\": %m", SHID_SHARDS_FILE)));
+
+	if (strncmp(text.data, SHID_SHARDS_HEADER, strlen(SHID_SHARDS_HEADER)) != 0)
+		shid_bad_states_file("It does not start with a known header.");
+	crc_line = strstr(text.data, "crc32c ");
+	if (crc_line == NULL || sscanf(crc_line, "crc32c %08x", &stored_crc) != 1 ||
+		strlen(crc_line) != strlen("crc32c 00000000\n") ||
+		(crc_line != text.data && crc_line[-1] != '\n'))
+		shid_bad_states_file("It has no checksum line, or is truncated.");
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, text.data, crc_line - text.data);
+	FIN_CRC32C(crc);
+	if (crc != stored_crc)
+		shid_bad_states_file("Its checksum does not match its contents.");
+
+	line = text.data + strlen(SHID_SHARDS_HEADER);
+	while (line < crc_line)
+	{
+		unsigned long long layout_key;
+		unsigned long long xid;
+		long long	floor_ms;
+		int			shard;
+		int			retired;
+		int			prev;
+		ShidShardState *state;
+		ShidShardKey key;
+		bool		found;
+
+		if (sscanf(line, "%llu %d %lld %d %d %llu", &layout_key, &shard, &floor_ms,
+				   &retired, &prev, &xid) != 6 || shard < 0 ||
+			(retired != 0 && retired != 1) || (prev != 0 && prev != 1))
+			shid_bad_states_file("A line does not hold a shard's state.");
+		if (++count > max_shards)
+			ereport(FATAL,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("file \"%s\" holds the state of more than %d shards",
+							SHID_SHARDS_FILE, max_shards),
+					 errhint("Raise sharded_id.max_shards to at least the number of lines of the file.")));
+		memset(&key, 0, sizeof(key));
+		key.layout_key = (uint64) layout_key;
+		key.shard = shard;
+		state = hash_search(shid_states, &key, HASH_ENTER, &found);
+		state->floor_ms = (int64) floor_ms;
+		state->retired = (uint8) retired;
+		state->prev_retired = (uint8) prev;
+		state->pad = 0;
+		state->pad2 = 0;
+		state->xid = FullTransactionIdFromU64((uint64) xid);
+		line = strchr(line, '\n');
+		if (line == NULL)
+			break;
+		line++;
+	}
+	pfree(text.data);
+}
+
+/*
+ * Attach to (or, first, create and fill) the shard states.  The caller
+ * holds AddinShmemInitLock, and has set up the ceiling.
+ */
+void
+shid_floors_shmem_init(int max_shards)
+{
+	HASHCTL		info;
+	long		entries;
+
+	memset(&info, 0, sizeof(info));
+	info.keysize = sizeof(ShidShardKey);
+	info.entrysize = sizeof(ShidShardState);
+	shid_states = ShmemInitHash("sharded_id shard states", max_shards, max_shards,
+								&info, HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
+	entries = hash_get_num_entries(shid_states);
+	if (entries == 0 && !IsUnderPostmaster)
+		shid_read_states(max_shards);
+}
+
+/* Copy the shard's state into *state; false if it has none. */
+bool
+shid_shard_state(const ShidShardKey *key, ShidShardState *state)
+{
+	ShidShardState *found;
+
+	LWLockAcquire(shid_ceiling->lock, LW_SHARED);
+	found = hash_search(shid_states, key, HASH_FIND, NULL);
+	if (found != NULL)
+		memcpy(state, found, sizeof(*state));
+	LWLockRelease(shid_ceiling->lock);
+	return found != NULL;
+}
+
+/*
+ * Has the transaction xid committed: 1 yes, 0 no (aborted, or gone with a
+ * crash), -1 not known (still running, or too old for the commit log).
+ * The commit log is read as pg_xact_status reads it.
+ */
+static int
+shid_xid_committed(FullTransactionId fxid)
+{
+	FullTransactionId next = ReadNextFullTransactionId();
+	TransactionId xid = XidFromFullTransactionId(fxid);
+	int			result;
+
+	if (!FullTransactionIdPrecedes(fxid, next))
+		return -1;
+	if (U64FromFullTransactionId(next) - U64FromFullTransactionId(fxid) >
+		(uint64) (MaxTransactionId >> 1))
+		return -1;
+	if (TransactionIdIsCurrentTransactionId(xid) || TransactionIdIsInProgress(xid))
+		return -1;
+	LWLockAcquire(XactTruncationLock, LW_SHARED);
+	if (TransactionIdPrecedes(xid, SHID_OLDEST_CLOG_XID()))
+		result = -1;
+	else
+		result = TransactionIdDidCommit(xid) ? 1 : 0;
+	LWLockRelease(XactTruncationLock);
+	return result;
+}
+
+/*
+ * Is the shard given away, by its state?  A change whose transaction
+ * committed holds; one that did not, does not; one still running, or too
+ * old to tell, counts as given away if either side says so.  Reads the
+ * commit log: not for the startup process or the postmaster.
+ */
+bool
+shid_shard_state_retired(const ShidShardState *state)
+{
+	if (!FullTransactionIdIsValid(state->xid))
+		return state->retired;
+	switch (shid_xid_committed(state->xid))
+	{
+		case 1:
+			return state->retired;
+		case 0:
+			return state->prev_retired;
+		default:
+			return state->retired || state->prev_retired;
+	}
+}
+
+/*
+ * Change a shard's state, durably: floor_ms becomes its floor if it is
+ * higher (or, with lower, whatever it is; 0 removes the floor); owner
+ * retires it or takes it back in the current (sub)transaction, or
+ * SHID_KEEP_OWNER.  WAL-logged with an xid, then written to the file, then
+ * applied; an error on the way changes nothing in shared memory.  The
+ * caller updates the shard's slot afterwards.  With generation, does
+ * nothing and returns false if a reset or a lowering bumped the generation
+ * since the caller read it.
+ *
+ * Locks: the ceiling lock, exclusively.
+ */
+bool
+shid_shard_change(const ShidShardKey *key, int64 floor_ms, bool lower, int owner,
+				  const uint32 *generation)
+{
+	ShidShardState *state;
+	ShidShardState before;
+	ShidShardState after;
+	bool		found;
+
+	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
+	if (generation != NULL &&
+		pg_atomic_read_u32(&shid_ceiling->generation) != *generation)
+	{
+		LWLockRelease(shid_ceiling->lock);
+		return false;
+	}
+	state = hash_search(shid_states, key, HASH_FIND, NULL);
+	if (state != NULL)
+		memcpy(&before, state, sizeof(before));
+	else
+	{
+		memset(&before, 0, sizeof(before));
+		before.key = *key;
+		before.xid = InvalidFullTransactionId;
+	}
+	after = before;
+	if (lower || floor_ms > after.floor_ms)
+		after.floor_ms = Max(floor_ms, 0);
+	if (owner != SHID_KEEP_OWNER)
+	{
+		after.prev_retired = shid_shard_state_retired(&before);
+		after.retired = (owner == SHID_RETIRE);
+		after.xid = GetCurrentFullTransactionId();
+	}
+	else if (FullTransactionIdIsValid(after.xid) &&
+			 shid_xid_committed(after.xid) >= 0)
+	{
+		/* The last change has settled: keep only its outcome. */
+		after.retired = shid_shard_state_retired(&before);
+		after.prev_retired = after.retired;
+		after.xid = InvalidFullTransactionId;
+	}
+	if (memcmp(&before, &after, sizeof(after)) == 0)
+	{
+		LWLockRelease(shid_ceiling->lock);
+		return true;
+	}
+
+	shid_wal_log(XLOG_SHID_SHARD, (char *) &after, sizeof(after));
+	/* Apply, write, and put the state before back if the write fails. */
+	state = hash_search(shid_states, key, HASH_ENTER_NULL, &found);
+	if (state == NULL)
+	{
+		LWLockRelease(shid_ceiling->lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("too many shards with a floor or a retirement"),
+				 errhint("Raise sharded_id.max_shards and restart the server.")));
+	}
+	memcpy(state, &after, sizeof(after));
+	PG_TRY();
+	{
+		if (shid_state_empty(state))
+			(void) hash_search(shid_states, key, HASH_REMOVE, NULL);
+		shid_write_states();
+	}
+	PG_CATCH();
+	{
+		state = hash_search(shid_states, key, HASH_ENTER, &found);
+		memcpy(state, &before, sizeof(before));
+		if (!found && shid_state_empty(state))
+			(void) hash_search(shid_states, key, HASH_REMOVE, NULL);
+		LWLockRelease(shid_ceiling->lock);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	LWLockRelease(shid_ceiling->lock);
+	return true;
+}
+
+/* A copy of every state, for floors(); returns how many. */
+int
+shid_shard_states(ShidShardState **states)
+{
+	HASH_SEQ_STATUS status;
+	ShidShardState *state;
+	int			n = 0;
+
+	LWLockAcquire(shid_ceiling->lock, LW_SHARED);
+	*states = palloc(Max(hash_get_num_entries(shid_states), 1) * sizeof(ShidShardState));
+	hash_seq_init(&status, shid_states);
+	while ((state = hash_seq_search(&status)) != NULL)
+		memcpy(&(*states)[n++], state, sizeof(ShidShardState));
+	LWLockRelease(shid_ceiling->lock);
+	return n;
+}
+
+/*
+ * Replay a SHARD record: on a standby, or in crash recovery.  The record
+ * holds the whole state the primary wrote; it replaces this server's, is
+ * written to its file, and the shard's slot, if there is one, follows.
+ */
+void
+shid_floors_redo(XLogReaderState *record)
+{
+	ShidShardState rec;
+	ShidShardState *state;
+	bool		found;
+
+	if (XLogRecGetDataLen(record) != sizeof(ShidShardState))
+		elog(PANIC, "sharded_id redo: shard record of %u bytes", XLogRecGetDataLen(record));
+	memcpy(&rec, XLogRecGetData(record), sizeof(rec));
+
+	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
+	state = hash_search(shid_states, &rec.key, HASH_ENTER_NULL, &found);
+	if (state == NULL)
+		elog(PANIC, "sharded_id redo: no room for the state of shard %d; raise sharded_id.max_shards",
+			 rec.key.shard);
+	memcpy(state, &rec, sizeof(rec));
+	if (shid_state_empty(state))
+		(void) hash_search(shid_states, &rec.key, HASH_REMOVE, NULL);
+	shid_write_states();
+	LWLockRelease(shid_ceiling->lock);
+	shid_slot_follow_state(&rec);
+}
+
+/* What pg_walinspect shows of a SHARD record. */
+void
+shid_floors_desc(StringInfo buf, XLogReaderState *record)
+{
+	ShidShardState rec;
+
+	if (XLogRecGetDataLen(record) != sizeof(ShidShardState))
+		return;
+	memcpy(&rec, XLogRecGetData(record), sizeof(rec));
+	appendStringInfo(buf, "shard %d layout key %llu floor %lld retired %d before %d xid %llu",
+					 rec.key.shard, (unsigned long long) rec.key.layout_key,
+					 (long long) rec.floor_ms, rec.retired, rec.prev_retired,
+					 (unsigned long long) U64FromFullTransactionId(rec.xid));
+}

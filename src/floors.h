@@ -1,0 +1,61 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/floors.h
+ *	  What this server keeps durably about single shards: each shard's floor
+ *	  and whether the server gave the shard away (floors.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SHARDED_ID_FLOORS_H
+#define SHARDED_ID_FLOORS_H
+
+#include "postgres.h"
+
+#include "access/transam.h"
+#include "access/xlogreader.h"
+#include "lib/stringinfo.h"
+
+/* Identifies one shard of one layout: a generator slot, a shard's state. */
+typedef struct ShidShardKey
+{
+	uint64		layout_key;		/* shid_layout_key() */
+	int32		shard;
+	int32		pad;			/* always zero, keeps the key a clean blob */
+} ShidShardKey;
+
+/*
+ * The durable state of one shard on this server.  A shard without one has
+ * no floor and was never given away.
+ */
+typedef struct ShidShardState
+{
+	ShidShardKey key;			/* hash key, must be first */
+	int64		floor_ms;		/* no id of the shard at or before this Unix
+								 * ms is minted here; 0: no floor */
+	uint8		retired;		/* the latest change gave the shard away */
+	uint8		prev_retired;	/* the effective state before that change */
+	uint16		pad;
+	uint32		pad2;
+	FullTransactionId xid;		/* (sub)transaction of the latest change;
+								 * invalid: the change holds unconditionally */
+} ShidShardState;
+
+/* What shid_shard_change does to the retirement. */
+#define SHID_KEEP_OWNER		(-1)
+#define SHID_OWN			0
+#define SHID_RETIRE			1
+
+extern Size shid_floors_shmem_size(int max_shards);
+extern void shid_floors_shmem_init(int max_shards);
+extern bool shid_shard_state(const ShidShardKey *key, ShidShardState *state);
+extern bool shid_shard_state_retired(const ShidShardState *state);
+extern bool shid_shard_change(const ShidShardKey *key, int64 floor_ms,
+							  bool lower, int owner, const uint32 *generation);
+extern int	shid_shard_states(ShidShardState **states);
+extern void shid_floors_redo(XLogReaderState *record);
+extern void shid_floors_desc(StringInfo buf, XLogReaderState *record);
+
+/* In generator.c: bring a slot in line with a replayed state, if it exists. */
+extern void shid_slot_follow_state(const ShidShardState *state);
+
+#endif							/* SHARDED_ID_FLOORS_H */
