@@ -18,10 +18,10 @@
  *	 floor 1763794944000
  *	 crc32c 1a2b3c4d
  *
- * The CRC-32C covers the lines before it.  "floor" is the highest floor
- * raise_floor set under a shard's ids: ids that another server minted for
- * a shard that now lives here reach that far, so reset_ceiling never lowers
- * the ceiling below it.  A file that does not match this form to the byte
+ * The CRC-32C covers the lines before it.  "floor" is the server-wide floor
+ * that 1.4's raise_floor set (1.5 keeps floors per shard, in floors.c, and
+ * never raises this one again): reset_ceiling never lowers the ceiling
+ * below it.  A file that does not match this form to the byte
  * (truncated, corrupt, another version), or whose ceiling lies outside
  * every layout's time range, is not trusted: a WARNING says so, and the
  * generator starts after the current time.  1.3's version 2 (no floor
@@ -38,7 +38,8 @@
  * carrying such an id.  A standby replays it into its own shared state and
  * its own state file; promoted, it starts every slot after the highest
  * ceiling it replayed, whatever its clock.  Crash recovery of the primary
- * replays the same records.  A raise of the floor is logged the same way.
+ * replays the same records.  The same resource manager carries the states
+ * of single shards (record SHARD, floors.c).
  *
  * Like nextval() (sequence.c), a backend that WAL-logs a raise first makes
  * sure its transaction has an xid, so that its commit flushes the record
@@ -60,13 +61,18 @@
  *	   and in shid_ceiling_reset); readers of the refs take it shared.
  *	 - shid_ceiling_reset_begin/end bracket the one place the ceiling goes
  *	   down.  The generator holds its slot table locked exclusively, and
- *	   begin takes the ceiling lock and bumps the generation before any slot
- *	   is lowered; end writes the lowered ceiling and releases the lock.  A
- *	   minter reads the generation before its claim and after shid_cover,
- *	   and claims again when it changed, so no id claimed before the reset
- *	   is returned after it; cover_slow does not raise the ceiling for such
- *	   a claim.  The ceiling never goes below raised_floor_ms.
- *	 - raised_floor_ms changes only under the ceiling lock, and only grows.
+ *	   begin takes the ceiling lock and bumps the generation before the
+ *	   generator reads the clock and lowers any slot; end writes the new
+ *	   ceiling and releases the lock.  A minter reads the generation before
+ *	   its claim and after covering it, and claims again when it changed, so
+ *	   no id claimed before the reset is returned after it, and every id
+ *	   returned before it carries a time the reset's clock has reached, or
+ *	   one a full slot took less than a lease ahead; cover_slow does not
+ *	   raise the ceiling for an overtaken claim.  The ceiling never goes
+ *	   below raised_floor_ms.  lower_floor bumps the generation the same way.
+ *	 - raised_floor_ms is set only when shared memory is initialised and by
+ *	   replay of 1.4's FLOOR records, under the ceiling lock.
+ *	 - The ceiling lock also guards the shard states of floors.c.
  *	 - The file is replaced atomically: written to a temporary file,
  *	   fsync'ed, and renamed into place (durable_rename).
  *

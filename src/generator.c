@@ -42,12 +42,16 @@
  * spinlock, unless sharded_id.track_stats is off.
  *
  * Across servers:
- *	 - A shard's floor (raise_floor) moves its slot past the high-water mark
- *	   of the server it came from, and the durable ceiling past it too, so
- *	   every id minted here afterwards is greater, whatever this clock reads,
- *	   after a restart and after a failover.
- *	 - Each slot caches whether this server owns the shard (owner.c); a
- *	   retired shard is refused under the same spinlock as the claim.
+ *	 - A shard's floor (raise_floor, floors.c) moves its slot past the
+ *	   high-water mark of the server it came from, durably, so every id
+ *	   minted here afterwards is greater, whatever this clock reads, after a
+ *	   restart and after a failover.  It is the shard's own: a slot starts
+ *	   at the later of the ceiling and its floor, and a slot running ahead
+ *	   of the clock on its floor raises its floor, not the ceiling.
+ *	 - Each slot caches whether this server owns the shard (owner.c), from
+ *	   the server's state of the shard and the database's catalog; a
+ *	   retired shard is refused before a sequence value is taken, and again
+ *	   under the same spinlock as the claim.
  *	 - With sharded_id.stripes = 2^k, the top k bits of the sequence field
  *	   hold sharded_id.stripe, so servers with distinct stripes never mint
  *	   the same id for a shard; each mints 2^(seq_bits - k) ids per ms.
@@ -400,7 +404,7 @@ shid_shard_retired(int32 shard)
 	ereport(ERROR,
 			(errcode(ERRCODE_SHID_SHARD_RETIRED),
 			 errmsg("shard %d is not minted on this server", shard),
-			 errdetail("This server gave shard %d away, by drop_shard or by a move to another server, which may be minting its ids now.",
+			 errdetail("This server gave shard %d away, by retire_shard, drop_shard or a move to another server, which may be minting its ids now.",
 					   shard),
 			 errhint("Mint the shard's ids on the server that holds it, or take the shard back here with sharded_id.create_shard(%d).",
 					 shard)));
@@ -559,8 +563,12 @@ shid_stripe_base(const ShidLayout *layout)
 	return (int64) shid_stripe << (layout->seq_bits - shid_stripe_bits);
 }
 
+/*
+ * The slot of (layout, shard), made if there is none yet; with create
+ * false, NULL then.  Cached in the backend.
+ */
 static ShidSlot *
-shid_find_slot(const ShidLayout *layout, int32 shard)
+shid_lookup_slot(const ShidLayout *layout, int32 shard, bool create)
 {
 	uint64		layout_key = shid_layout_key(layout);
 	ShidSlotKey key;
@@ -586,6 +594,8 @@ shid_find_slot(const ShidLayout *layout, int32 shard)
 	slot = hash_search(shid_slots, &key, HASH_FIND, NULL);
 	LWLockRelease(shid_shared->slots_lock);
 
+	if (slot == NULL && !create)
+		return NULL;
 	if (slot == NULL)
 	{
 		if (shid_stripe_bits >= layout->seq_bits)
@@ -630,6 +640,12 @@ shid_find_slot(const ShidLayout *layout, int32 shard)
 	local->key = key;
 	local->slot = slot;
 	return slot;
+}
+
+static inline ShidSlot *
+shid_find_slot(const ShidLayout *layout, int32 shard)
+{
+	return shid_lookup_slot(layout, shard, true);
 }
 
 /*
@@ -755,22 +771,54 @@ shid_prepare(const ShidLayout *layout, int32 shard)
 }
 
 /*
- * The shard's slot, if this server mints for it; otherwise the refusal
- * (SI001).  Called before a sequence value is taken, so that a refused call
- * consumes none.  The claim checks the owner state again under the slot's
+ * Refuse (SI001) a shard this server gave away, before a sequence value is
+ * taken, so that a refused call consumes none.  Returns the shard's slot,
+ * or NULL if it has none yet: a call that then fails nextval's checks makes
+ * no slot, so a role without rights on any sequence cannot fill the slot
+ * table.  The claim checks the owner state again under the slot's
  * spinlock, which decides.
  */
 static inline ShidSlot *
 shid_owned_slot(const ShidLayout *layout, int32 shard)
 {
-	ShidSlot   *slot = shid_find_slot(layout, shard);
+	ShidSlot   *slot = shid_lookup_slot(layout, shard, false);
 
-	if (unlikely(slot->owner != SHID_OWNER_MINTS))
+	if (likely(slot != NULL && slot->owner == SHID_OWNER_MINTS))
+		return slot;
+	if (slot != NULL)
 	{
 		if (slot->owner == SHID_OWNER_UNKNOWN)
 			shid_slot_learn_owner(slot, layout);
 		if (slot->owner == SHID_OWNER_RETIRED)
 			shid_shard_retired(shard);
+	}
+	else
+	{
+		ShidShardKey key;
+		ShidShardState state;
+
+		memset(&key, 0, sizeof(key));
+		key.layout_key = shid_layout_key(layout);
+		key.shard = shard;
+		if ((shid_shard_state(&key, &state) && shid_shard_state_retired(&state)) ||
+			shid_owner_catalog_retired(shard, layout))
+			shid_shard_retired(shard);
+	}
+	return slot;
+}
+
+/*
+ * The shard's slot, made if need be, once the caller's checks passed.  A
+ * new slot stores what shid_owned_slot learnt, unless a retirement stored
+ * its state first; the claim reads that state under the slot's spinlock.
+ */
+static inline ShidSlot *
+shid_mint_slot(const ShidLayout *layout, int32 shard, ShidSlot *slot)
+{
+	if (unlikely(slot == NULL))
+	{
+		slot = shid_find_slot(layout, shard);
+		(void) shid_slot_set_owner(slot, SHID_OWNER_MINTS, true);
 	}
 	return slot;
 }
@@ -879,9 +927,10 @@ shid_next_id(PG_FUNCTION_ARGS)
 
 	/* A shard given away is refused before nextval consumes a value. */
 	ShidSlot   *slot = shid_owned_slot(layout, shard);
+	int64		wanted = nextval_internal(PG_GETARG_OID(1), true);
 
-	PG_RETURN_INT64(shid_mint(layout, slot, shard, now_ms, false,
-							  nextval_internal(PG_GETARG_OID(1), true)));
+	PG_RETURN_INT64(shid_mint(layout, shid_mint_slot(layout, shard, slot), shard, now_ms,
+							  false, wanted));
 }
 
 /*
@@ -901,7 +950,9 @@ shid_next_counter_id(PG_FUNCTION_ARGS)
 	int32		shard = PG_GETARG_INT32(0);
 	int64		now_ms = shid_prepare(layout, shard);
 
-	PG_RETURN_INT64(shid_mint(layout, shid_owned_slot(layout, shard), shard, now_ms, true, 0));
+	ShidSlot   *slot = shid_owned_slot(layout, shard);
+
+	PG_RETURN_INT64(shid_mint(layout, shid_mint_slot(layout, shard, slot), shard, now_ms, true, 0));
 }
 
 /*
@@ -1117,7 +1168,8 @@ shid_admin_slot(const ShidLayout *layout, int32 shard, const char *what)
 
 /*
  * Check an id that a shard's floor would be raised over, and return its
- * millisecond.  source, if not NULL, names the table the id was read from.
+ * millisecond.  source, if not NULL, says where the id was read from ("table
+ * s.t").
  * Refused (SI003): an id that does not carry the shard; one whose time
  * leaves the layout no millisecond after it; and, unless force, one more
  * than sharded_id.max_clock_jump ahead of this server's clock (0: no such
@@ -1129,7 +1181,7 @@ shid_floor_checked(const ShidLayout *layout, int32 shard, int64 id, bool force,
 {
 	ShidFields	fields;
 	int64		ahead;
-	char	   *where = source ? psprintf("table %s holds id " INT64_FORMAT, source, id) :
+	char	   *where = source ? psprintf("%s holds id " INT64_FORMAT, source, id) :
 		psprintf("id " INT64_FORMAT, id);
 
 	shid_check_shard(layout, shard);
@@ -1437,6 +1489,7 @@ shid_mint_batch(const ShidLayout *layout, int32 shard, int32 n, bool counter,
 		wanted = nextval_internal(seqoid, true);
 	if (n == 0)
 		return;
+	slot = shid_mint_slot(layout, shard, slot);
 
 	while (done < n)
 	{

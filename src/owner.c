@@ -4,21 +4,24 @@
  *	  Only the owner mints: which shards this server may mint for, and how
  *	  that follows the shard catalog, transaction by transaction.
  *
- * The durable truth is the catalog table sharded_id.retired_shards.  A row
- * (shard_id, layout) says that this server gave the shard away, by
- * drop_shard or by a move's retirement, and must not mint for it until
- * create_shard takes it back.  The table is WAL-logged, replicated and
- * dumped like any other, so the answer survives a crash, a failover and a
- * restore of the whole database.  A server whose catalog has no such row
- * mints as before: a bare next_id(shard) keeps working where the shard
- * catalog was never used.
+ * The durable truth is the server's state of the shard (floors.c): a
+ * retirement, by retire_shard, drop_shard or a move, WAL-logged with the (sub)
+ * transaction that made it and kept in the data directory, so that every
+ * database of the server, a restart, a crash and a promoted standby honour
+ * it, and CREATE or DROP EXTENSION forgets nothing.  The catalog table
+ * sharded_id.retired_shards records it too, per database, and a dump
+ * carries it: a restored database refuses the shards its catalog retired.
+ * Either saying so retires the shard.  A server that retired nothing mints
+ * as before: a bare next_id(shard) keeps working where the shard catalog
+ * was never used.
  *
  * next_id cannot read a table on every call, so each generator slot caches
  * the answer in shared memory (SHID_OWNER_*, owner.h):
  *
  *	 - UNKNOWN after start-up or promotion.  The first call that mints for
- *	   the slot reads the catalog of its database and stores MINTS or
- *	   RETIRED, unless a retirement or a take-back stored a state first.
+ *	   the slot reads the server's state of the shard, then the catalog of
+ *	   its database, and stores MINTS or RETIRED, unless a retirement or a
+ *	   take-back stored a state first.
  *	 - A retirement (_retire_shard) stores RETIRED at once and reads the
  *	   slot's high-water mark under the same hold of the slot's spinlock, so
  *	   no id above that mark is minted here afterwards.  If its transaction
@@ -36,8 +39,9 @@
  * back a shard cannot be prepared for two-phase commit, since the change
  * would then take effect, or be undone, in another session.
  *
- * The slot table is shared by the databases of a server, while the catalog
- * is per database: the shard catalog belongs in one database of a server.
+ * The slot table and the shard states are shared by the databases of a
+ * server, while the catalog is per database: the shard catalog belongs in
+ * one database of a server.
  *
  *-------------------------------------------------------------------------
  */

@@ -894,6 +894,19 @@ BEGIN
         RAISE EXCEPTION 'node "%" already holds shard % or a schema "%"', target_node, shard_id, schema
             USING ERRCODE = 'duplicate_object';
     END IF;
+    -- The target raises the shard's floor over the source's largest ids and
+    -- its high-water mark: both must be ids a floor may be raised over
+    -- (sharded_id._check_floor), or the move stops here, before it changes
+    -- anything.
+    PERFORM sharded_id._remote('shid_source', format(
+        'SELECT sharded_id._check_floors(s.shard_id, s.schema_name, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %s',
+        shard_id));
+    PERFORM sharded_id._remote('shid_target', format(
+        'SELECT sharded_id._check_floor(%s, %s, %L, %L)', shard_id,
+        sharded_id._remote('shid_source', format(
+            'SELECT sharded_id.high_water(s.shard_id, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %s', shard_id)),
+        (SELECT sharded_id._remote('shid_source', format('SELECT layout FROM sharded_id.shards WHERE shard_id = %s', shard_id))),
+        format('the source, node "%s",', source)));
     wal_level := sharded_id._remote('shid_source', 'SHOW wal_level');
     IF method IS NULL THEN
         method := CASE WHEN wal_level = 'logical' THEN 'online' ELSE 'dump' END;

@@ -468,7 +468,7 @@ BEGIN
         CONTINUE WHEN rel IS NULL;
         EXECUTE format('SELECT max(%I) FROM %s', t.id_column, rel) INTO table_top;
         IF table_top >= 0 THEN
-            PERFORM sharded_id._check_floor(shard_id, table_top, layout, rel::text);
+            PERFORM sharded_id._check_floor(shard_id, table_top, layout, format('table %s', rel));
         END IF;
     END LOOP;
 END
