@@ -354,7 +354,9 @@ shid_shard_change(const ShidShardKey *key, int64 floor_ms, bool lower, int owner
 		after.prev_retired = after.retired;
 		after.xid = InvalidFullTransactionId;
 	}
-	if (memcmp(&before, &after, sizeof(after)) == 0)
+	/* Nothing changes, or nothing is to be kept of a shard with no state. */
+	if (memcmp(&before, &after, sizeof(after)) == 0 ||
+		(state == NULL && shid_state_empty(&after)))
 	{
 		LWLockRelease(shid_ceiling->lock);
 		return true;

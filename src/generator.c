@@ -1305,6 +1305,9 @@ shid_lower_floor(PG_FUNCTION_ARGS)
 		SpinLockAcquire(&slot->mutex);
 		old_floor = slot->floor_ms;
 		slot->floor_ms = 0;
+		/* As in reset_ceiling: ids within a lease of the clock stay taken. */
+		if (slot->ms > now_ms && slot->ms <= now_ms + SHID_LEASE_MS)
+			now_ms = slot->ms;
 		shid_slot_reset(slot, now_ms);
 		slot->used = slot->capacity;
 		SpinLockRelease(&slot->mutex);
