@@ -16,6 +16,7 @@
 #include "catalog/pg_type.h"
 #include "compat.h"
 #include "fmgr.h"
+#include "lib/stringinfo.h"
 #include "libpq-fe.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -93,4 +94,59 @@ shid_connstr_options(PG_FUNCTION_ARGS)
 	for (int i = 0; i < n; i++)
 		elems[i] = CStringGetTextDatum(items[i]);
 	PG_RETURN_ARRAYTYPE_P(construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+/*
+ * _connstr_public(connstr text) RETURNS text
+ *
+ * The same connection string, keyword/value string or URI, as a
+ * keyword/value string without its secrets (password, sslpassword and any
+ * other option libpq displays as '*'): what may be written into a
+ * statement, a catalog or a log.  A password then comes from a password
+ * file (passfile, ~/.pgpass) or a service file, or a user mapping.  An
+ * invalid string is an error (22023) with libpq's own words, which never
+ * quote the string.  Takes no lock.
+ */
+SHID_FUNCTION_INFO(shid_connstr_public);
+Datum
+shid_connstr_public(PG_FUNCTION_ARGS)
+{
+	char	   *connstr = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char	   *errmsg_libpq = NULL;
+	PQconninfoOption *opts;
+	StringInfoData buf;
+
+	opts = PQconninfoParse(connstr, &errmsg_libpq);
+	if (opts == NULL)
+	{
+		char	   *detail = pstrdup(errmsg_libpq ? errmsg_libpq : "out of memory");
+
+		if (errmsg_libpq)
+			PQfreemem(errmsg_libpq);
+		if (detail[0] != '\0' && detail[strlen(detail) - 1] == '\n')
+			detail[strlen(detail) - 1] = '\0';
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid connection string"),
+				 errdetail("libpq says: %s", detail)));
+	}
+
+	initStringInfo(&buf);
+	for (PQconninfoOption *opt = opts; opt->keyword != NULL; opt++)
+	{
+		if (opt->val == NULL || strchr(opt->dispchar, '*') != NULL)
+			continue;
+		if (buf.len > 0)
+			appendStringInfoChar(&buf, ' ');
+		appendStringInfo(&buf, "%s='", opt->keyword);
+		for (const char *c = opt->val; *c; c++)
+		{
+			if (*c == '\'' || *c == '\\')
+				appendStringInfoChar(&buf, '\\');
+			appendStringInfoChar(&buf, *c);
+		}
+		appendStringInfoChar(&buf, '\'');
+	}
+	PQconninfoFree(opts);
+	PG_RETURN_TEXT_P(cstring_to_text_with_len(buf.data, buf.len));
 }

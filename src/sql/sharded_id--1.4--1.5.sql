@@ -683,3 +683,567 @@ COMMENT ON FUNCTION sharded_id.schema_inventory(name) IS
 'every object of a schema with its owner, privileges, flags and a hash of its definition, the schema''s name replaced by @schema@: two copies of a shard are the same schema when their inventories are';
 
 REVOKE EXECUTE ON FUNCTION sharded_id.schema_inventory(name) FROM PUBLIC;
+
+-- Before a move copies anything: schema_ddl on the source must be able to
+-- make the shard's schema again, or the move is refused with its error
+-- (0A000, naming the object it cannot make).
+CREATE FUNCTION sharded_id._move_check_schema(conn text, schema_name name)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._remote(conn, format('SELECT count(*) FROM sharded_id.schema_ddl(%L)', schema_name));
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_check_schema(text, name) IS
+'internal: fail, with schema_ddl''s error, when a node cannot give a shard schema back as statements';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._move_check_schema(text, name) FROM PUBLIC;
+
+-- Before the source's copy of a moved shard is dropped: the target's
+-- materialized views are refreshed, now that their tables hold every row,
+-- and the inventories (schema_inventory) of both copies must be the same,
+-- but for the constraint that fences the old copy's tables.  A difference
+-- stops the drop, and the move with it: both copies stay.
+CREATE FUNCTION sharded_id._move_check_copy(m sharded_id.moves)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    refresh text;
+    inventory text := format(
+        'SELECT format(''%%s|%%s|%%s|%%s|%%s|%%s'', kind, name, owner, acl, details, definition) FROM sharded_id.schema_inventory(%L) '
+        'WHERE NOT (kind = ''constraint'' AND name LIKE ''%%.sharded_id\_moved'')', m.schema_name);
+    on_source text[];
+    on_target text[];
+    differences text;
+BEGIN
+    PERFORM sharded_id._remote_open('shid_check_source', m.source_node);
+    PERFORM sharded_id._remote_open('shid_check_target', m.target_node);
+    -- Dropped already, by a cleanup that was cut short before it recorded so.
+    IF sharded_id._remote('shid_check_source', format('SELECT 1 FROM pg_namespace WHERE nspname = %L', m.schema_name)) IS NULL THEN
+        RETURN;
+    END IF;
+    refresh := sharded_id._remote('shid_check_source', format(
+        'SELECT string_agg(s, ''; '') FROM sharded_id.schema_ddl(%L) s WHERE s LIKE ''REFRESH MATERIALIZED VIEW %%''',
+        m.schema_name));
+    IF refresh IS NOT NULL THEN
+        PERFORM sharded_id._remote_exec('shid_check_target', refresh);
+    END IF;
+    on_source := coalesce(sharded_id._remote_rows('shid_check_source', inventory), '{}');
+    on_target := coalesce(sharded_id._remote_rows('shid_check_target', inventory), '{}');
+    SELECT string_agg(d, '; ' ORDER BY d) INTO differences FROM (
+        (SELECT 'only on the source: ' || x AS d FROM unnest(on_source) x EXCEPT SELECT 'only on the source: ' || x FROM unnest(on_target) x)
+        UNION ALL
+        (SELECT 'only on the target: ' || x FROM unnest(on_target) x EXCEPT SELECT 'only on the target: ' || x FROM unnest(on_source) x)
+    ) diff;
+    PERFORM sharded_id._remote_close(c) FROM unnest(ARRAY['shid_check_source', 'shid_check_target']) c;
+    IF differences IS NOT NULL THEN
+        RAISE EXCEPTION 'the copy of shard % on node "%" is not the same schema as its source', m.shard_id, m.target_node
+            USING ERRCODE = 'data_corrupted',
+                  DETAIL = format('Move %s keeps schema "%s" on node "%s". Differences (kind|name|owner|privileges|details|definition hash): %s.',
+                                  m.move_id, m.schema_name, m.source_node, differences),
+                  HINT = 'Make the two copies the same (sharded_id.schema_inventory on each node shows them), then CALL sharded_id.recover_moves().';
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_check_copy(sharded_id.moves) IS
+'internal: before a moved shard''s old copy is dropped, refresh the new copy''s materialized views and fail unless both copies have the same inventory';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._move_check_copy(sharded_id.moves) FROM PUBLIC;
+
+-- Drop what a move made, as move_cleanup records it: the objects of every
+-- policy but on_failure when it moved the shard, of every policy but
+-- on_success when it did not.  Each record goes once its object is gone.
+CREATE OR REPLACE FUNCTION sharded_id._move_cleanup(m sharded_id.moves, moved boolean)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    c record;
+    conn text;
+    left_slots bigint;
+    deadline timestamptz;
+BEGIN
+    FOR c IN
+        SELECT * FROM sharded_id.move_cleanup x
+        WHERE x.move_id = m.move_id AND x.policy <> CASE WHEN moved THEN 'on_failure' ELSE 'on_success' END
+        ORDER BY CASE x.object_type WHEN 'subscription' THEN 1 WHEN 'slot' THEN 2 WHEN 'publication' THEN 3
+                                    WHEN 'mark' THEN 4 ELSE 5 END, x.node_name
+    LOOP
+        conn := 'shid_cleanup_' || c.node_name;
+        PERFORM sharded_id._remote_open(conn, c.node_name);
+        IF c.object_type = 'subscription' THEN
+            IF sharded_id._remote(conn, format('SELECT 1 FROM pg_subscription WHERE subname = %L
+                   AND subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())', c.object_name)) IS NOT NULL THEN
+                PERFORM sharded_id._remote_exec(conn, format('ALTER SUBSCRIPTION %I DISABLE', c.object_name));
+                PERFORM sharded_id._remote_exec(conn, format('ALTER SUBSCRIPTION %I SET (slot_name = NONE)', c.object_name));
+                PERFORM sharded_id._remote_exec(conn, format('DROP SUBSCRIPTION %I', c.object_name));
+            END IF;
+        ELSIF c.object_type = 'slot' THEN
+            -- The move's slot and its table-copy slots, whose walsenders are
+            -- ended first.
+            deadline := clock_timestamp() + interval '10 s';
+            LOOP
+                left_slots := sharded_id._remote(conn, format(
+                    'WITH s AS (SELECT * FROM pg_replication_slots WHERE slot_name = %L OR (%s <> 0 AND slot_name LIKE %L)), '
+                    't AS (SELECT pg_terminate_backend(active_pid) FROM s WHERE active_pid IS NOT NULL), '
+                    'd AS (SELECT pg_drop_replication_slot(slot_name) FROM s WHERE NOT active) '
+                    'SELECT (SELECT count(*) FROM s) - (SELECT count(*) FROM d) + 0 * (SELECT count(*) FROM t)',
+                    c.object_name, coalesce(m.sub_oid, 0), format('pg\_%s\_sync\_%%', coalesce(m.sub_oid, 0))))::bigint;
+                EXIT WHEN left_slots = 0;
+                IF clock_timestamp() > deadline THEN
+                    RAISE EXCEPTION 'could not drop replication slot "%" on node "%"', c.object_name, c.node_name
+                        USING ERRCODE = 'object_in_use',
+                              HINT = 'Something keeps using it. CALL sharded_id.recover_moves() again once it is free.';
+                END IF;
+                PERFORM pg_sleep(0.05);
+            END LOOP;
+        ELSIF c.object_type = 'publication' THEN
+            PERFORM sharded_id._remote_exec(conn, format('DROP PUBLICATION IF EXISTS %I', c.object_name));
+        ELSIF c.object_type = 'mark' THEN
+            PERFORM sharded_id._remote_exec(conn, format('DELETE FROM sharded_id.move_marks WHERE move_id = %s', c.object_name));
+        ELSIF c.object_type = 'schema' THEN
+            IF moved THEN
+                PERFORM sharded_id._move_check_copy(m);
+            END IF;
+            -- Never a schema the node holds as a shard.
+            PERFORM sharded_id._remote_exec(conn, format(
+                'SET client_min_messages = warning; DO $do$ BEGIN IF NOT EXISTS (SELECT FROM sharded_id.shards WHERE schema_name = %L) '
+                'THEN DROP SCHEMA IF EXISTS %I CASCADE; END IF; END $do$', c.object_name, c.object_name));
+        END IF;
+        DELETE FROM sharded_id.move_cleanup x
+        WHERE x.move_id = c.move_id AND x.node_name = c.node_name
+          AND x.object_type = c.object_type AND x.object_name = c.object_name;
+    END LOOP;
+    DELETE FROM sharded_id.move_cleanup x WHERE x.move_id = m.move_id;
+    UPDATE sharded_id.moves
+    SET state = 'finished', outcome = CASE WHEN moved THEN 'moved' ELSE 'rolled back' END,
+        finished_at = clock_timestamp(), updated_at = clock_timestamp()
+    WHERE move_id = m.move_id;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_cleanup(sharded_id.moves, boolean) IS
+'internal: drop what a finished or rolled-back move left on its nodes, as its cleanup records say';
+
+
+CREATE OR REPLACE PROCEDURE sharded_id.move_shard(shard_id integer, target_node text,
+                                       method text DEFAULT NULL,
+                                       dry_run boolean DEFAULT false,
+                                       cluster name DEFAULT 'sharded_id',
+                                       max_lag bigint DEFAULT 1048576,
+                                       timeout interval DEFAULT '1 hour',
+                                       freeze_timeout interval DEFAULT '10 s')
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    m sharded_id.moves;
+    unfinished bigint;
+    source text;
+    schema name;
+    versions text[];
+    wal_level text;
+    bad text;
+    steps text[];
+    step text;
+    err text;
+    err_state text;
+    err_detail text;
+    t_freeze timestamptz;
+    moved boolean;
+    recovery_err text;
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    IF shard_id IS NULL OR target_node IS NULL OR dry_run IS NULL OR cluster IS NULL
+       OR max_lag IS NULL OR timeout IS NULL OR freeze_timeout IS NULL THEN
+        RAISE EXCEPTION 'arguments of move_shard must not be null, except method'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF method IS NOT NULL AND method NOT IN ('online', 'dump') THEN
+        RAISE EXCEPTION 'move method "%" is not online or dump', method
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM sharded_id._dblink_schema();
+    -- First, whatever an earlier move of this shard left unfinished.
+    unfinished := (SELECT x.move_id FROM sharded_id.moves x
+                   WHERE x.shard_id = move_shard.shard_id AND x.finished_at IS NULL);
+    IF unfinished IS NOT NULL AND NOT dry_run THEN
+        RAISE NOTICE 'finishing move % of shard %, which did not end', unfinished, shard_id;
+        PERFORM sharded_id._move_resolve(unfinished);
+        COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    END IF;
+
+    source := (SELECT s.node_name FROM sharded_id.shard_map s WHERE s.shard_id = move_shard.shard_id);
+    IF source IS NULL THEN
+        RAISE EXCEPTION 'shard % is not in the shard map', shard_id
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    IF NOT EXISTS (SELECT FROM sharded_id.nodes n WHERE n.node_name = target_node) THEN
+        RAISE EXCEPTION 'data node "%" does not exist', target_node
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    IF source = target_node THEN
+        RAISE NOTICE 'shard % is already on node "%"', shard_id, target_node;
+        RETURN;
+    END IF;
+    PERFORM sharded_id._remote_open('shid_source', source);
+    PERFORM sharded_id._remote_open('shid_target', target_node);
+    versions := ARRAY[(SELECT e.extversion FROM pg_extension e WHERE e.extname = 'sharded_id'),
+                      sharded_id._remote('shid_source', 'SELECT extversion FROM pg_extension WHERE extname = ''sharded_id'''),
+                      sharded_id._remote('shid_target', 'SELECT extversion FROM pg_extension WHERE extname = ''sharded_id''')];
+    IF versions[2] IS DISTINCT FROM versions[1] OR versions[3] IS DISTINCT FROM versions[1] THEN
+        RAISE EXCEPTION 'sharded_id versions differ: router %, source %, target %',
+                        versions[1], coalesce(versions[2], 'none'), coalesce(versions[3], 'none')
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Run ALTER EXTENSION sharded_id UPDATE on every node and on the router.';
+    END IF;
+    schema := sharded_id._remote('shid_source', format('SELECT schema_name FROM sharded_id.shards WHERE shard_id = %s', shard_id));
+    IF schema IS NULL THEN
+        RAISE EXCEPTION 'node "%" does not hold shard %', source, shard_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'The shard map names the node, but its sharded_id.shards has no such shard.';
+    END IF;
+    IF sharded_id._remote('shid_target', format(
+           'SELECT 1 FROM sharded_id.shards WHERE shard_id = %s OR schema_name = %L UNION SELECT 1 FROM pg_namespace WHERE nspname = %L',
+           shard_id, schema, schema)) IS NOT NULL THEN
+        RAISE EXCEPTION 'node "%" already holds shard % or a schema "%"', target_node, shard_id, schema
+            USING ERRCODE = 'duplicate_object';
+    END IF;
+    wal_level := sharded_id._remote('shid_source', 'SHOW wal_level');
+    IF method IS NULL THEN
+        method := CASE WHEN wal_level = 'logical' THEN 'online' ELSE 'dump' END;
+    ELSIF method = 'online' AND wal_level <> 'logical' THEN
+        RAISE EXCEPTION 'an online move needs wal_level = logical on node "%"', source
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Set wal_level = logical there, or move with method => ''dump''.';
+    END IF;
+    IF method = 'online' THEN
+        -- Updates and deletes replicate by replica identity; unlogged
+        -- tables do not replicate at all.
+        bad := sharded_id._remote('shid_source', format(
+            'SELECT string_agg(format(''%%I'', c.relname), '', '' ORDER BY c.relname)
+             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = %L AND c.relkind = ''r''
+               AND (c.relpersistence <> ''p'' OR c.relreplident = ''n''
+                    OR (c.relreplident = ''d'' AND NOT EXISTS (SELECT FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)))',
+            schema));
+        IF bad IS NOT NULL THEN
+            RAISE EXCEPTION 'an online move needs a primary key or replica identity on every logged table'
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      DETAIL = format('These tables of schema "%s" lack one: %s.', schema, bad),
+                      HINT = 'Move with method => ''dump''.';
+        END IF;
+        steps := ARRAY['record_objects', 'create_publication', 'subscribe', 'copy', 'catch_up', 'compare', 'catch_up',
+                       'freeze', 'stop_replication', 'retire_source', 'register_target', 'switch'];
+    ELSE
+        steps := ARRAY['record_objects', 'freeze', 'copy_rows', 'retire_source', 'register_target', 'switch'];
+    END IF;
+    PERFORM sharded_id._move_check_schema('shid_source', schema);
+    IF dry_run THEN
+        RAISE NOTICE 'would move shard % (schema "%") from node "%" to node "%", method %: %',
+                     shard_id, schema, source, target_node, method, array_to_string(steps, ', ');
+        RETURN;
+    END IF;
+
+    INSERT INTO sharded_id.moves (shard_id, source_node, target_node, method, cluster, schema_name)
+    VALUES (shard_id, source, target_node, method, cluster, schema)
+    RETURNING * INTO m;
+    FOREACH step IN ARRAY steps LOOP
+        CALL sharded_id._move_journal(m.move_id, step);
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        IF step = 'freeze' THEN
+            t_freeze := clock_timestamp();
+        END IF;
+        BEGIN
+            PERFORM sharded_id._move_step(m.move_id, step, max_lag, timeout, freeze_timeout);
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS err = MESSAGE_TEXT, err_state = RETURNED_SQLSTATE, err_detail = PG_EXCEPTION_DETAIL;
+        END;
+        IF step = 'switch' OR err IS NOT NULL THEN
+            -- The switch commits with the route lock still held; writers
+            -- then find the new map.
+            UPDATE sharded_id.moves x
+            SET freeze_ms = extract(epoch FROM clock_timestamp() - t_freeze) * 1000,
+                error = CASE WHEN err IS NOT NULL THEN format('%s: %s', step, err) END
+            WHERE x.move_id = m.move_id AND (t_freeze IS NOT NULL OR err IS NOT NULL);
+            COMMIT;
+            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+            PERFORM pg_advisory_unlock(1936222578, m.shard_id)
+            FROM pg_locks l WHERE l.locktype = 'advisory' AND l.pid = pg_backend_pid()
+              AND l.classid = 1936222578 AND l.objid = m.shard_id AND l.mode = 'ExclusiveLock';
+        END IF;
+        EXIT WHEN err IS NOT NULL;
+        COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    END LOOP;
+
+    IF err IS NULL THEN
+        CALL sharded_id._move_journal(m.move_id, 'cleanup');
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        PERFORM sharded_id._move_resolve(m.move_id);
+        COMMIT;
+        SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = m.move_id;
+        RAISE NOTICE 'moved shard % (schema "%") from node "%" to node "%" by method %: write freeze % ms, high-water mark %',
+                     m.shard_id, m.schema_name, m.source_node, m.target_node, m.method,
+                     round(m.freeze_ms::numeric, 1), m.high_water;
+        RETURN;
+    END IF;
+
+    -- A step failed: finish the move or roll it back, as the nodes allow.
+    CALL sharded_id._move_journal(m.move_id, 'recover');
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    BEGIN
+        moved := sharded_id._move_resolve(m.move_id);
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS recovery_err = MESSAGE_TEXT;
+    END;
+    COMMIT;
+    IF recovery_err IS NOT NULL THEN
+        RAISE EXCEPTION 'move % of shard % to node "%" failed at step "%": %', m.move_id, m.shard_id, m.target_node, step, err
+            USING ERRCODE = err_state,
+                  DETAIL = format('Finishing or rolling back the move failed too: %s', recovery_err),
+                  HINT = 'CALL sharded_id.recover_moves() once both nodes answer.';
+    END IF;
+    IF moved THEN
+        RAISE WARNING 'move % of shard % to node "%" finished after step "%" failed: %',
+                      m.move_id, m.shard_id, m.target_node, step, err;
+        RETURN;
+    END IF;
+    RAISE EXCEPTION 'move % of shard % to node "%" failed at step "%": %', m.move_id, m.shard_id, m.target_node, step, err
+        USING ERRCODE = err_state,
+              DETAIL = coalesce(err_detail || ' ', '') || 'The move was rolled back: the shard stays on node "' || m.source_node || '".';
+END
+$$;
+
+COMMENT ON PROCEDURE sharded_id.move_shard(integer, text, text, boolean, name, bigint, interval, interval) IS
+'move a logical shard to another data node, online (logical replication) or by dump, journaled step by step in sharded_id.moves; writers through sharded_id.route wait out the switch; CALL it on the router, outside a transaction block';
+
+
+-- The same connection string without its secrets (password, sslpassword),
+-- as a keyword/value string parsed and written back by libpq's rules.
+CREATE FUNCTION sharded_id._connstr_public(connstr text)
+RETURNS text
+AS 'MODULE_PATHNAME', 'shid_connstr_public'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION sharded_id._connstr_public(text) IS
+'internal: a libpq connection string or URI as a keyword/value string without its secrets, fit for statements, catalogs and logs';
+
+
+-- The source's connection string for the target's subscription, without
+-- its password: the statement is logged, shown in pg_stat_activity, and
+-- kept in pg_subscription.subconninfo.  The target's server finds the
+-- password in its password file (passfile= in the node's connection
+-- string, or ~/.pgpass of its operating-system user) or service file.
+CREATE FUNCTION sharded_id._move_subscription_connstr(m sharded_id.moves)
+RETURNS text
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT sharded_id._connstr_public(n.connstr) FROM sharded_id.nodes n WHERE n.node_name = m.source_node
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_subscription_connstr(sharded_id.moves) IS
+'internal: the connection string a move''s subscription uses to reach the source, without its secrets';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._move_subscription_connstr(sharded_id.moves) FROM PUBLIC;
+
+-- Options of the move's subscription beyond the fixed ones: from
+-- PostgreSQL 16 on, the apply runs as the subscription's owner, as on 15,
+-- and not as each table's owner, who may not even reach the schema.
+CREATE FUNCTION sharded_id._move_subscription_options(m sharded_id.moves)
+RETURNS text
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF sharded_id._remote('shid_target', 'SHOW server_version_num')::integer >= 160000 THEN
+        RETURN ', run_as_owner = true';
+    END IF;
+    RETURN '';
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_subscription_options(sharded_id.moves) IS
+'internal: the options of a move''s subscription that depend on the target''s version';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._move_subscription_options(sharded_id.moves) FROM PUBLIC;
+
+-- One step of a move; no transaction control, so that move_shard can catch
+-- its error and commit between steps.
+CREATE OR REPLACE FUNCTION sharded_id._move_step(move_id bigint, step text, max_lag bigint,
+                                      timeout interval, freeze_timeout interval)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    m sharded_id.moves;
+    repl text := NULL;
+    ddl text;
+    state text;
+    lag bigint;
+    deadline timestamptz := clock_timestamp() + timeout;
+    t record;
+    tbl text;
+    cols text;
+    fields text;
+    batch text[];
+BEGIN
+    SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = _move_step.move_id;
+    repl := 'sharded_id_move_' || m.shard_id;
+    PERFORM sharded_id._remote_open('shid_source', m.source_node);
+    PERFORM sharded_id._remote_open('shid_target', m.target_node);
+    CASE step
+    WHEN 'record_objects' THEN
+        -- move_shard commits these before the next step creates them.
+        PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'schema', m.schema_name, 'on_failure');
+        PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'schema', m.schema_name, 'on_success');
+        IF m.method = 'online' THEN
+            PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'publication', repl, 'always');
+            PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'slot', repl, 'always');
+            PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'mark', m.move_id::text, 'always');
+            PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'subscription', repl, 'always');
+            PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'mark', m.move_id::text, 'always');
+        END IF;
+    WHEN 'create_publication' THEN
+        PERFORM sharded_id._remote_exec('shid_source', format(
+            'CREATE PUBLICATION %I FOR TABLES IN SCHEMA %I, TABLE sharded_id.move_marks', repl, m.schema_name));
+        PERFORM sharded_id._remote('shid_source', format(
+            'SELECT 1 FROM pg_create_logical_replication_slot(%L, ''pgoutput'')', repl));
+    WHEN 'subscribe' THEN
+        -- The schema without rows, and the subscription that fills it, in
+        -- one transaction of the target.
+        ddl := sharded_id._remote('shid_source', format(
+            'SELECT string_agg(s, E'';\n'') FROM sharded_id.schema_ddl(%L) s', m.schema_name));
+        PERFORM sharded_id._remote_exec('shid_target', format(
+            'BEGIN; SET LOCAL client_min_messages = warning; %s; '
+            'CREATE SUBSCRIPTION %I CONNECTION %L PUBLICATION %I WITH (create_slot = false, slot_name = %L, '
+            'copy_data = true, synchronous_commit = on, disable_on_error = true%s); COMMIT',
+            ddl, repl, sharded_id._move_subscription_connstr(m), repl, repl, sharded_id._move_subscription_options(m)));
+        UPDATE sharded_id.moves x SET sub_oid = sharded_id._remote('shid_target', format(
+            'SELECT oid FROM pg_subscription WHERE subname = %L
+             AND subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())', repl))::oid
+        WHERE x.move_id = m.move_id;
+    WHEN 'copy' THEN
+        LOOP
+            state := sharded_id._remote('shid_target', format(
+                'SELECT s.subenabled::text || '':'' || count(*) FILTER (WHERE r.srsubstate <> ''r'')
+                 FROM pg_subscription s LEFT JOIN pg_subscription_rel r ON r.srsubid = s.oid
+                 WHERE s.oid = %s GROUP BY s.subenabled', m.sub_oid));
+            EXIT WHEN state = 'true:0';
+            IF state IS NULL OR state LIKE 'false:%' THEN
+                RAISE EXCEPTION 'the subscription of move % stopped during the copy', m.move_id
+                    USING ERRCODE = 'object_not_in_prerequisite_state',
+                          HINT = 'The target''s server log says why.';
+            END IF;
+            IF clock_timestamp() > deadline THEN
+                RAISE EXCEPTION 'the copy of shard % did not finish within %', m.shard_id, timeout
+                    USING ERRCODE = 'query_canceled';
+            END IF;
+            PERFORM pg_sleep(0.05);
+        END LOOP;
+    WHEN 'catch_up' THEN
+        LOOP
+            lag := sharded_id._remote('shid_source', format(
+                'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint FROM pg_replication_slots WHERE slot_name = %L',
+                repl))::bigint;
+            IF lag IS NULL THEN
+                RAISE EXCEPTION 'replication slot "%" is gone from node "%"', repl, m.source_node
+                    USING ERRCODE = 'undefined_object';
+            END IF;
+            EXIT WHEN lag <= max_lag;
+            IF clock_timestamp() > deadline THEN
+                RAISE EXCEPTION 'the lag of the copy of shard % stayed over % bytes for %', m.shard_id, max_lag, timeout
+                    USING ERRCODE = 'query_canceled';
+            END IF;
+            PERFORM pg_sleep(0.05);
+        END LOOP;
+    WHEN 'compare' THEN
+        -- A short freeze in which both copies hold the same rows; a
+        -- snapshot of each keeps that state for the comparison after it.
+        -- Writers wait on the source's fence meanwhile.
+        PERFORM sharded_id._move_freeze_source(m, freeze_timeout);
+        PERFORM sharded_id._move_catch_up(m, freeze_timeout);
+        PERFORM sharded_id._remote_open('shid_snap_source', m.source_node);
+        PERFORM sharded_id._remote_open('shid_snap_target', m.target_node);
+        PERFORM sharded_id._remote_exec(c, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
+        FROM unnest(ARRAY['shid_snap_source', 'shid_snap_target']) c;
+        PERFORM sharded_id._remote(c, 'SELECT 1') FROM unnest(ARRAY['shid_snap_source', 'shid_snap_target']) c;
+        PERFORM sharded_id._remote_close('shid_freeze');
+        PERFORM sharded_id._move_compare(m, 'shid_snap_source', 'shid_snap_target');
+        PERFORM sharded_id._remote_close(c) FROM unnest(ARRAY['shid_snap_source', 'shid_snap_target']) c;
+    WHEN 'freeze' THEN
+        -- Writers through the router wait from here to the switch.
+        PERFORM pg_advisory_lock(1936222578, m.shard_id);
+        PERFORM sharded_id._move_freeze_source(m, freeze_timeout);
+        IF m.method = 'online' THEN
+            PERFORM sharded_id._move_catch_up(m, freeze_timeout);
+        END IF;
+    WHEN 'stop_replication' THEN
+        -- Nothing done to the old copy from now on reaches the new one.
+        PERFORM sharded_id._remote_exec('shid_target', format('ALTER SUBSCRIPTION %I DISABLE', repl));
+    WHEN 'copy_rows' THEN
+        -- The dump method: the schema, then every table's rows through
+        -- the router, in batches, read in the freeze.
+        ddl := sharded_id._remote('shid_source', format(
+            'SELECT string_agg(s, E'';\n'') FROM sharded_id.schema_ddl(%L) s', m.schema_name));
+        PERFORM sharded_id._remote_exec('shid_target', format(
+            'BEGIN; SET LOCAL client_min_messages = warning; %s; COMMIT', ddl));
+        -- Each table by oid, then its name, its insertable columns and
+        -- the same columns read from a row, each quoted on the source.
+        FOR t IN
+            SELECT * FROM unnest(sharded_id._remote_rows('shid_freeze', format(
+                'SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                 WHERE n.nspname = %L AND c.relkind = ''r'' ORDER BY c.oid', m.schema_name))) AS rel
+        LOOP
+            tbl := sharded_id._remote('shid_freeze', format('SELECT %s::regclass::text', t.rel));
+            cols := sharded_id._remote('shid_freeze', format(
+                'SELECT string_agg(quote_ident(attname), '','' ORDER BY attnum) FROM pg_attribute
+                 WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped AND attgenerated = ''''', t.rel));
+            fields := sharded_id._remote('shid_freeze', format(
+                'SELECT string_agg(''(v).'' || quote_ident(attname), '','' ORDER BY attnum) FROM pg_attribute
+                 WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped AND attgenerated = ''''', t.rel));
+            PERFORM sharded_id._remote_exec('shid_freeze', format(
+                'DECLARE shid_rows NO SCROLL CURSOR FOR SELECT r::text FROM %s r', tbl));
+            LOOP
+                batch := sharded_id._remote_rows('shid_freeze', 'FETCH 10000 FROM shid_rows');
+                EXIT WHEN batch IS NULL;
+                PERFORM sharded_id._remote_exec('shid_target', format(
+                    'INSERT INTO %1$s (%2$s) OVERRIDING SYSTEM VALUE SELECT %3$s FROM (SELECT r::%1$s AS v FROM unnest(%4$L::text[]) r) s',
+                    tbl, cols, fields, batch));
+            END LOOP;
+            PERFORM sharded_id._remote_exec('shid_freeze', 'CLOSE shid_rows');
+        END LOOP;
+        PERFORM sharded_id._move_compare(m, 'shid_freeze', 'shid_target');
+    WHEN 'retire_source' THEN
+        -- In the freezing transaction: the retirement and its high-water
+        -- mark, and a constraint that no new row passes on the old copy
+        -- (NOT VALID: no scan).  Then commit.
+        UPDATE sharded_id.moves x SET high_water = sharded_id._remote('shid_freeze', format(
+            'SELECT sharded_id.retire_shard(%s)', m.shard_id))::bigint
+        WHERE x.move_id = m.move_id;
+        PERFORM sharded_id._remote('shid_freeze', format(
+            'SELECT count(*) FROM (SELECT sharded_id._on_schema_tables(%L, '
+            '''ALTER TABLE %%s ADD CONSTRAINT sharded_id_moved CHECK (false) NOT VALID'')) f', m.schema_name));
+        PERFORM sharded_id._remote_exec('shid_freeze', 'COMMIT');
+        PERFORM sharded_id._remote_close('shid_freeze');
+    WHEN 'register_target' THEN
+        PERFORM sharded_id._move_register_target(m);
+    WHEN 'switch' THEN
+        PERFORM sharded_id._move_switch(m);
+    ELSE
+        RAISE EXCEPTION 'unknown move step "%"', step USING ERRCODE = 'internal_error';
+    END CASE;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_step(bigint, text, bigint, interval, interval) IS
+'internal: take one step of a move';

@@ -102,6 +102,16 @@ LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION sharded_id._connstr_options(text) IS
 'internal: the options a libpq connection string or URI sets, as libpq parses them, less the user and secrets (they belong in user mappings)';
 
+-- The same connection string without its secrets (password, sslpassword),
+-- as a keyword/value string parsed and written back by libpq's rules.
+CREATE FUNCTION sharded_id._connstr_public(connstr text)
+RETURNS text
+AS 'MODULE_PATHNAME', 'shid_connstr_public'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION sharded_id._connstr_public(text) IS
+'internal: a libpq connection string or URI as a keyword/value string without its secrets, fit for statements, catalogs and logs';
+
 CREATE FUNCTION sharded_id.apply_shard_map(cluster name DEFAULT 'sharded_id',
                                            connection_lifetime integer DEFAULT NULL,
                                            query_timeout integer DEFAULT NULL)
