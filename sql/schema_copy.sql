@@ -163,6 +163,7 @@ DROP AGGREGATE shard_0007.total(integer);
 CREATE OPERATOR shard_0007.=== (LEFTARG = integer, RIGHTARG = integer, FUNCTION = int4eq);
 CREATE TEXT SEARCH CONFIGURATION shard_0007.words (COPY = pg_catalog.simple);
 CREATE STATISTICS shard_0007.feel_stats ON mood, score FROM shard_0007.feelings;
+ALTER DEFAULT PRIVILEGES FOR ROLE sc_alice IN SCHEMA shard_0007 GRANT SELECT ON TABLES TO sc_reader;
 DO $$
 DECLARE
     detail text;
@@ -175,6 +176,7 @@ END $$;
 DROP OPERATOR shard_0007.=== (integer, integer);
 DROP TEXT SEARCH CONFIGURATION shard_0007.words;
 DROP STATISTICS shard_0007.feel_stats;
+ALTER DEFAULT PRIVILEGES FOR ROLE sc_alice IN SCHEMA shard_0007 REVOKE SELECT ON TABLES FROM sc_reader;
 CREATE RULE feelings_quiet AS ON DELETE TO shard_0007.log DO INSTEAD NOTHING;
 SELECT count(*) FROM sharded_id.schema_ddl('shard_0007');
 DROP RULE feelings_quiet ON shard_0007.log;

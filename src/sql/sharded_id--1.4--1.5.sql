@@ -201,6 +201,8 @@ AS $$
         UNION ALL
         SELECT 'pg_extension'::regclass, x.oid FROM pg_extension x WHERE x.extnamespace = nsp
         UNION ALL
+        SELECT 'pg_default_acl'::regclass, x.oid FROM pg_default_acl x WHERE x.defaclnamespace = nsp
+        UNION ALL
         SELECT d.classid, d.objid FROM pg_depend d
         WHERE d.deptype = 'e' AND d.objsubid = 0
           AND ((d.classid = 'pg_class'::regclass AND d.objid IN (SELECT c.oid FROM pg_class c WHERE c.relnamespace = nsp))
