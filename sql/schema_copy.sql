@@ -35,7 +35,7 @@ CREATE TABLE shard_0007.feelings (
     pair shard_0007.pair,
     ticket integer NOT NULL DEFAULT nextval('shard_0007.ticket_seq'),
     item_id bigint REFERENCES shard_0007.items (id),
-    seen integer GENERATED ALWAYS AS IDENTITY,
+    seen integer GENERATED ALWAYS AS IDENTITY (START 1000 INCREMENT 10 CACHE 5),
     note text CHECK (note <> '')
 );
 ALTER SEQUENCE shard_0007.ticket_seq OWNED BY shard_0007.feelings.ticket;
