@@ -69,10 +69,12 @@ REVOKE USAGE ON SCHEMA sharded_id FROM sid_snoop;
 -- Nodes with different passwords cannot share the cluster's user mapping.
 UPDATE sharded_id.nodes SET connstr = 'host=db2.example dbname=app user=app password=Other-pw' WHERE node_name = 's2';
 SELECT sharded_id.apply_shard_map('secret_cluster');
--- With the passwords in a password file, the mappings hold none.
+-- With the passwords in a password file, the cluster's options name the
+-- file; the mappings are left as they are (an administrator may set them).
 UPDATE sharded_id.nodes SET connstr = replace(replace(connstr, 'password=Sekr1t-pw ', 'passfile=/etc/router.pgpass '),
                                              'password=Other-pw', 'passfile=/etc/router.pgpass');
 SELECT sharded_id.apply_shard_map('secret_cluster');
+SELECT srvoptions FROM pg_foreign_server WHERE srvname = 'secret_cluster';
 SELECT srvname, umoptions FROM pg_user_mappings
 WHERE srvname IN ('secret_cluster', 'sharded_id_s1', 'sharded_id_s2') ORDER BY 1;
 

@@ -1273,8 +1273,9 @@ COMMENT ON FUNCTION sharded_id._connstr_secrets(text, boolean) IS
 'internal: the secrets (and optionally the user) of a libpq connection string, as user mapping options';
 
 
--- Bring the options of the user mapping for PUBLIC of a server to exactly
--- the wanted ones (creating the mapping if need be), in one statement.
+-- Give the user mapping for PUBLIC of a server (made if need be) the
+-- wanted options, in one statement; its other options stay, since an
+-- administrator may have set them.
 CREATE FUNCTION sharded_id._set_mapping_options(server name, wanted text[])
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
@@ -1294,15 +1295,13 @@ BEGIN
         current := '{}';
     END IF;
     FOR opt IN
-        SELECT coalesce(w.k, c.k) AS k, w.v AS wanted, c.v AS current
+        SELECT w.k, w.v AS wanted, c.v AS current
         FROM (SELECT split_part(o, '=', 1) AS k, substr(o, strpos(o, '=') + 1) AS v FROM unnest(wanted) o) w
-        FULL JOIN (SELECT split_part(o, '=', 1) AS k, substr(o, strpos(o, '=') + 1) AS v FROM unnest(current) o) c
+        LEFT JOIN (SELECT split_part(o, '=', 1) AS k, substr(o, strpos(o, '=') + 1) AS v FROM unnest(current) o) c
         ON w.k = c.k
     LOOP
         IF opt.current IS NULL THEN
             changes := changes || format('ADD %I %L', opt.k, opt.wanted);
-        ELSIF opt.wanted IS NULL THEN
-            changes := changes || format('DROP %I', opt.k);
         ELSIF opt.wanted <> opt.current THEN
             changes := changes || format('SET %I %L', opt.k, opt.wanted);
         END IF;
@@ -1314,7 +1313,7 @@ END
 $$;
 
 COMMENT ON FUNCTION sharded_id._set_mapping_options(name, text[]) IS
-'internal: give the user mapping for PUBLIC of a foreign server exactly these options';
+'internal: add or set options of the user mapping for PUBLIC of a foreign server, keeping its others';
 
 REVOKE EXECUTE ON FUNCTION sharded_id._set_mapping_options(name, text[]) FROM PUBLIC;
 
@@ -1383,7 +1382,9 @@ BEGIN
     options := options || format('connection_lifetime=%s', connection_lifetime)
                        || format('query_timeout=%s', query_timeout);
     PERFORM sharded_id._set_server_options(cluster, 'plproxy', options);
-    PERFORM sharded_id._set_mapping_options(cluster, coalesce(secrets[1]::text[], '{}'));
+    IF cardinality(secrets) = 1 THEN
+        PERFORM sharded_id._set_mapping_options(cluster, secrets[1]::text[]);
+    END IF;
 
     -- A postgres_fdw server per node, for ops queries.
     IF EXISTS (SELECT 1 FROM pg_foreign_data_wrapper WHERE fdwname = 'postgres_fdw') THEN
@@ -1392,9 +1393,13 @@ BEGIN
                 sharded_id.node_server(node.node_name), 'postgres_fdw',
                 sharded_id._connstr_options(node.connstr)
                 || ARRAY['extensions=sharded_id', 'async_capable=true']);
-            -- The node's user and password, in the server's user mapping.
-            PERFORM sharded_id._set_mapping_options(sharded_id.node_server(node.node_name),
-                                                    sharded_id._connstr_secrets(node.connstr, true));
+            -- A node's password, with the user it is for, goes to the
+            -- server's user mapping; without one, the connections log in as
+            -- the calling role, as the mapping says.
+            IF sharded_id._connstr_secrets(node.connstr) <> '{}' THEN
+                PERFORM sharded_id._set_mapping_options(sharded_id.node_server(node.node_name),
+                                                        sharded_id._connstr_secrets(node.connstr, true));
+            END IF;
         END LOOP;
         FOR ops IN SELECT * FROM sharded_id.ops_tables LOOP
             PERFORM sharded_id._attach_ops_partitions(ops.ops_table);
