@@ -1368,7 +1368,9 @@ BEGIN
                concat_ws(' ', k.contype, CASE WHEN NOT k.convalidated THEN 'not valid' END),
                concat_ws(E'\n', pg_get_constraintdef(k.oid), obj_description(k.oid, 'pg_constraint'))
         FROM pg_constraint k LEFT JOIN pg_class c ON c.oid = k.conrelid LEFT JOIN pg_type t ON t.oid = k.contypid
-        WHERE k.connamespace = nsp
+        -- NOT NULL is a column's or a domain's flag here: only some majors
+        -- keep it as a constraint as well.
+        WHERE k.connamespace = nsp AND k.contype <> 'n'
         UNION ALL
         SELECT 'trigger', c.relname::text || '.' || g.tgname, NULL::oid, NULL::aclitem[],
                'enabled ' || g.tgenabled::text,
