@@ -14,9 +14,11 @@
 --
 -- Privileges as statements: acl of object (e.g. 'TABLE s.t', 'SCHEMA s'),
 -- owned by owner, exactly: the defaults revoked, then each grant, made by
--- its grantor.  A NULL acl is the default one, and gives nothing.  With
--- columns, the column privileges of a table (nothing to revoke).
-CREATE FUNCTION sharded_id._acl_ddl(object text, acl aclitem[], owner oid, columns text DEFAULT NULL)
+-- its grantor (SET ROLE) with as_grantor, else by the owner.  A NULL acl
+-- is the default one, and gives nothing.  With columns, the column
+-- privileges of a table (nothing to revoke).
+CREATE FUNCTION sharded_id._acl_ddl(object text, acl aclitem[], owner oid, columns text DEFAULT NULL,
+                                    as_grantor boolean DEFAULT true)
 RETURNS SETOF text
 LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
@@ -29,23 +31,23 @@ AS $$
         WHERE acl IS NOT NULL AND columns IS NULL
         UNION ALL
         SELECT 2, a.grantor <> owner,
-               CASE WHEN a.grantor <> owner THEN format('SET ROLE %I; ', pg_get_userbyid(a.grantor)) ELSE '' END
+               CASE WHEN a.grantor <> owner AND as_grantor THEN format('SET ROLE %I; ', pg_get_userbyid(a.grantor)) ELSE '' END
                || format('GRANT %s ON %s TO %s%s',
                          string_agg(a.privilege_type || coalesce(' (' || columns || ')', ''), ', ' ORDER BY a.privilege_type),
                          object,
                          CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(a.grantee)) END,
                          CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END)
-               || CASE WHEN a.grantor <> owner THEN '; RESET ROLE' ELSE '' END
+               || CASE WHEN a.grantor <> owner AND as_grantor THEN '; RESET ROLE' ELSE '' END
         FROM aclexplode(acl) a
         GROUP BY a.grantor, a.grantee, a.is_grantable
     ) x
     ORDER BY step, other_grantor, s
 $$;
 
-COMMENT ON FUNCTION sharded_id._acl_ddl(text, aclitem[], oid, text) IS
-'internal: the REVOKE and GRANT statements that give an object (or columns of a table) exactly this access control list';
+COMMENT ON FUNCTION sharded_id._acl_ddl(text, aclitem[], oid, text, boolean) IS
+'internal: the REVOKE and GRANT statements that give an object (or columns of a table) this access control list, each grant made by its grantor or by the owner';
 
-REVOKE EXECUTE ON FUNCTION sharded_id._acl_ddl(text, aclitem[], oid, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._acl_ddl(text, aclitem[], oid, text, boolean) FROM PUBLIC;
 
 -- The statements that give relation dst (a qualified name) what src has
 -- beyond its columns, constraints and indexes: triggers and their enabled
@@ -63,6 +65,10 @@ DECLARE
     rel record;
     r record;
     keyword text;
+    -- The same relation again (schema_ddl), with its grants made by their
+    -- grantors; or a shard's copy of a template, whose grantors need not
+    -- reach the shard's schema: there the owner makes every grant.
+    exact boolean := dst = src::text;
 BEGIN
     SELECT c.oid, c.relkind, c.relrowsecurity, c.relforcerowsecurity, c.relowner, c.relacl
     INTO rel FROM pg_class c WHERE c.oid = src;
@@ -122,13 +128,13 @@ BEGIN
         RETURN NEXT format('ALTER %s %s OWNER TO %I', keyword, dst, pg_get_userbyid(rel.relowner));
     END IF;
     RETURN QUERY SELECT sharded_id._acl_ddl(CASE WHEN rel.relkind = 'S' THEN 'SEQUENCE ' ELSE 'TABLE ' END || dst,
-                                            rel.relacl, rel.relowner);
+                                            rel.relacl, rel.relowner, as_grantor => exact);
     FOR r IN
         SELECT att.attname, att.attacl FROM pg_attribute att
         WHERE att.attrelid = src AND att.attnum > 0 AND NOT att.attisdropped AND att.attacl IS NOT NULL
         ORDER BY att.attnum
     LOOP
-        RETURN QUERY SELECT sharded_id._acl_ddl('TABLE ' || dst, r.attacl, rel.relowner, quote_ident(r.attname));
+        RETURN QUERY SELECT sharded_id._acl_ddl('TABLE ' || dst, r.attacl, rel.relowner, quote_ident(r.attname), exact);
     END LOOP;
     FOR r IN
         SELECT d.objsubid, d.description, att.attname FROM pg_description d
