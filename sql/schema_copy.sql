@@ -39,6 +39,8 @@ CREATE TABLE shard_0007.feelings (
     note text CHECK (note <> '')
 );
 ALTER SEQUENCE shard_0007.ticket_seq OWNED BY shard_0007.feelings.ticket;
+ALTER TABLE shard_0007.feelings ALTER COLUMN note SET STORAGE EXTERNAL, ALTER COLUMN note SET COMPRESSION pglz,
+    ALTER COLUMN mood SET STATISTICS 500;
 CREATE INDEX feelings_mood ON shard_0007.feelings (mood) WHERE score > 10;
 COMMENT ON INDEX shard_0007.feelings_mood IS 'by mood';
 COMMENT ON CONSTRAINT feelings_note_check ON shard_0007.feelings IS 'no empty notes';

@@ -458,8 +458,9 @@ BEGIN
                                    r.bound, r.partition_by,
                                    coalesce(' WITH (' || array_to_string(r.reloptions, ', ') || ')', ''));
             ELSE
-                RETURN NEXT format('CREATE %sTABLE %I.%I (%s)%s%s', CASE WHEN r.relpersistence = 'u' THEN 'UNLOGGED ' ELSE '' END,
+                RETURN NEXT format('CREATE %sTABLE %I.%I (%s)%s%s%s', CASE WHEN r.relpersistence = 'u' THEN 'UNLOGGED ' ELSE '' END,
                                    schema_name, r.relname, coalesce(r.columns, ''), r.partition_by,
+                                   CASE WHEN r.am IS NOT NULL AND r.am <> 'heap' THEN ' USING ' || quote_ident(r.am) ELSE '' END,
                                    coalesce(' WITH (' || array_to_string(r.reloptions, ', ') || ')', ''));
             END IF;
         END IF;
@@ -495,6 +496,20 @@ BEGIN
         WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass
           AND s.relkind = 'S' AND s.relnamespace = nsp AND d.deptype = 'a'
         ORDER BY s.relname;
+    -- Storage, compression and statistics targets of columns that are not
+    -- the defaults.
+    RETURN QUERY
+        SELECT format('ALTER TABLE %s ALTER COLUMN %I %s', c.oid::regclass, a.attname, x.setting)
+        FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+        JOIN pg_type t ON t.oid = a.atttypid
+        CROSS JOIN LATERAL (VALUES
+            (1, CASE WHEN a.attstorage <> t.typstorage
+                     THEN 'SET STORAGE ' || CASE a.attstorage WHEN 'p' THEN 'PLAIN' WHEN 'e' THEN 'EXTERNAL'
+                                                              WHEN 'm' THEN 'MAIN' ELSE 'EXTENDED' END END),
+            (2, CASE a.attcompression WHEN 'p' THEN 'SET COMPRESSION pglz' WHEN 'l' THEN 'SET COMPRESSION lz4' END),
+            (3, CASE WHEN a.attstattarget >= 0 THEN 'SET STATISTICS ' || a.attstattarget END)) AS x(n, setting)
+        WHERE c.relnamespace = nsp AND c.relkind IN ('r', 'p', 'm') AND x.setting IS NOT NULL
+        ORDER BY c.relispartition, c.oid, a.attnum, x.n;
     -- Defaults of view columns.
     RETURN QUERY
         SELECT format('ALTER VIEW %s ALTER COLUMN %I SET DEFAULT %s', c.oid::regclass, a.attname, pg_get_expr(d.adbin, d.adrelid))
@@ -632,6 +647,7 @@ BEGIN
                       AND d.deptype IN ('a', 'i') AND c.relkind = 'S'),
                    (SELECT string_agg(concat_ws(' ', quote_ident(a.attname), format_type(a.atttypid, a.atttypmod),
                                                 a.attcollation::regcollation::text, a.attnotnull, a.attidentity, a.attgenerated,
+                                                a.attstorage, a.attcompression, a.attstattarget,
                                                 pg_get_expr(d.adbin, d.adrelid),
                                                 (SELECT string_agg(x::text, ',' ORDER BY x::text) FROM unnest(a.attacl) x),
                                                 col_description(c.oid, a.attnum)), E'\n' ORDER BY a.attnum)
