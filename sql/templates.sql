@@ -62,6 +62,27 @@ SELECT to_regclass('shard_0040.deep');
 SELECT s FROM sharded_id.schema_ddl('shard_0040') s WHERE s LIKE 'CREATE TABLE%' OR s LIKE 'CREATE POLICY%' OR s LIKE 'CREATE TRIGGER%';
 SELECT sharded_id.schema_ddl('no_such_schema');
 
+-- A grant that a grantee with the grant option made on the template: the
+-- copy gets it too, made by the copy's owner, since the grantee need not
+-- reach the shard's schema.
+CREATE ROLE tmpl_relay;
+CREATE ROLE tmpl_guest;
+GRANT USAGE ON SCHEMA tmpl TO tmpl_relay, tmpl_owner;
+SET ROLE tmpl_owner;
+GRANT SELECT ON tmpl.notes TO tmpl_relay WITH GRANT OPTION;
+SET ROLE tmpl_relay;
+GRANT SELECT ON tmpl.notes TO tmpl_guest;
+RESET ROLE;
+SELECT sharded_id.create_shard(41);
+SELECT c.oid::regclass AS copy, (SELECT string_agg(x::text, ',' ORDER BY x::text) FROM unnest(c.relacl) x) AS acl
+FROM pg_class c WHERE c.oid IN ('tmpl.notes'::regclass, 'shard_0041.notes'::regclass) ORDER BY c.oid;
+SELECT has_table_privilege('tmpl_guest', 'shard_0041.notes', 'SELECT') AS guest_reads_copy;
+SELECT sharded_id.drop_shard(41);
+REVOKE SELECT ON tmpl.notes FROM tmpl_relay CASCADE;
+REVOKE USAGE ON SCHEMA tmpl FROM tmpl_relay, tmpl_owner;
+DROP ROLE tmpl_relay;
+DROP ROLE tmpl_guest;
+
 SELECT sharded_id.drop_shard(40);
 DELETE FROM sharded_id.shard_tables WHERE template_schema = 'tmpl';
 DROP SCHEMA tmpl CASCADE;

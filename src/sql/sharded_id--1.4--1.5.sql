@@ -267,6 +267,1247 @@ COMMENT ON FUNCTION sharded_id.adopt_table(regclass, integer, name) IS
 'switch an existing bigint key (serial, bigserial or IDENTITY) to a next_id default of one shard, keeping rows and sequence; refuses ids that reach the range minted now';
 
 
+-- Issue 27: shard copies that are the same schema (schema_ddl object for
+-- object, schema_inventory, moves that check both), provisioning without
+-- superuser, and passwords out of server options and statements.
+--
+-- Privileges as statements: acl of object (e.g. 'TABLE s.t', 'SCHEMA s'),
+-- owned by owner, exactly: the defaults revoked, then each grant, made by
+-- its grantor (SET ROLE) with as_grantor, else by the owner.  A NULL acl
+-- is the default one, and gives nothing.  With columns, the column
+-- privileges of a table (nothing to revoke).
+CREATE FUNCTION sharded_id._acl_ddl(object text, acl aclitem[], owner oid, columns text DEFAULT NULL,
+                                    as_grantor boolean DEFAULT true)
+RETURNS SETOF text
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT s FROM (
+        SELECT 0 AS step, false AS other_grantor, format('REVOKE ALL ON %s FROM PUBLIC', object) AS s
+        WHERE acl IS NOT NULL AND columns IS NULL
+        UNION ALL
+        SELECT 1, false, format('REVOKE ALL ON %s FROM %I', object, pg_get_userbyid(owner))
+        WHERE acl IS NOT NULL AND columns IS NULL
+        UNION ALL
+        SELECT 2, a.grantor <> owner,
+               CASE WHEN a.grantor <> owner AND as_grantor THEN format('SET ROLE %I; ', pg_get_userbyid(a.grantor)) ELSE '' END
+               || format('GRANT %s ON %s TO %s%s',
+                         string_agg(a.privilege_type || coalesce(' (' || columns || ')', ''), ', ' ORDER BY a.privilege_type),
+                         object,
+                         CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(a.grantee)) END,
+                         CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END)
+               || CASE WHEN a.grantor <> owner AND as_grantor THEN '; RESET ROLE' ELSE '' END
+        FROM aclexplode(acl) a
+        GROUP BY a.grantor, a.grantee, a.is_grantable
+    ) x
+    ORDER BY step, other_grantor, s
+$$;
+
+COMMENT ON FUNCTION sharded_id._acl_ddl(text, aclitem[], oid, text, boolean) IS
+'internal: the REVOKE and GRANT statements that give an object (or columns of a table) this access control list, each grant made by its grantor or by the owner';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._acl_ddl(text, aclitem[], oid, text, boolean) FROM PUBLIC;
+
+-- The statements that give relation dst (a qualified name) what src has
+-- beyond its columns, constraints and indexes: triggers and their enabled
+-- state, row-level security and its policies, owner, privileges (table and
+-- column, exactly: defaults revoked first) and comments (of the relation,
+-- its columns, triggers and policies).  Names are printed under this
+-- function's search_path, so qualified; roles are read from pg_roles, so
+-- that a role without superuser can copy a table too.
+CREATE OR REPLACE FUNCTION sharded_id._relation_extras_ddl(src regclass, dst text)
+RETURNS SETOF text
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    rel record;
+    r record;
+    keyword text;
+    -- The same relation again (schema_ddl), with its grants made by their
+    -- grantors; or a shard's copy of a template, whose grantors need not
+    -- reach the shard's schema: there the owner makes every grant.
+    exact boolean := dst = src::text;
+BEGIN
+    SELECT c.oid, c.relkind, c.relrowsecurity, c.relforcerowsecurity, c.relowner, c.relacl
+    INTO rel FROM pg_class c WHERE c.oid = src;
+    keyword := CASE rel.relkind WHEN 'S' THEN 'SEQUENCE' WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW'
+                                WHEN 'f' THEN 'FOREIGN TABLE' ELSE 'TABLE' END;
+    FOR r IN
+        SELECT g.tgname, g.tgenabled, g.tgparentid, pg_get_triggerdef(g.oid) AS def,
+               (SELECT p.tgenabled FROM pg_trigger p WHERE p.oid = g.tgparentid) AS parent_enabled,
+               obj_description(g.oid, 'pg_trigger') AS description
+        FROM pg_trigger g
+        WHERE g.tgrelid = src AND NOT g.tgisinternal
+        ORDER BY g.tgname
+    LOOP
+        -- A partition's clone of its parent's trigger comes with the
+        -- parent's; only its state, where it differs, is its own.
+        IF r.tgparentid = 0 THEN
+            RETURN NEXT regexp_replace(r.def, ' ON (ONLY )?' || regexp_replace(src::text, '([^A-Za-z0-9_])', '\\\1', 'g') || ' ',
+                                       ' ON ' || dst || ' ');
+        END IF;
+        IF (r.tgparentid = 0 AND r.tgenabled <> 'O') OR (r.tgparentid <> 0 AND r.tgenabled <> r.parent_enabled) THEN
+            RETURN NEXT format('ALTER TABLE %s %s TRIGGER %I', dst,
+                               CASE r.tgenabled WHEN 'D' THEN 'DISABLE' WHEN 'R' THEN 'ENABLE REPLICA'
+                                                WHEN 'A' THEN 'ENABLE ALWAYS' ELSE 'ENABLE' END, r.tgname);
+        END IF;
+        IF r.tgparentid = 0 AND r.description IS NOT NULL THEN
+            RETURN NEXT format('COMMENT ON TRIGGER %I ON %s IS %L', r.tgname, dst, r.description);
+        END IF;
+    END LOOP;
+    IF rel.relrowsecurity THEN
+        RETURN NEXT format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY', dst);
+    END IF;
+    IF rel.relforcerowsecurity THEN
+        RETURN NEXT format('ALTER TABLE %s FORCE ROW LEVEL SECURITY', dst);
+    END IF;
+    FOR r IN
+        SELECT p.polname, p.polpermissive, p.polcmd,
+               CASE WHEN p.polroles = '{0}' THEN 'PUBLIC'
+                    ELSE (SELECT string_agg(CASE WHEN g = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(g)) END, ', '
+                                            ORDER BY pg_get_userbyid(g))
+                          FROM unnest(p.polroles) g) END AS roles,
+               pg_get_expr(p.polqual, p.polrelid) AS qual, pg_get_expr(p.polwithcheck, p.polrelid) AS chk,
+               obj_description(p.oid, 'pg_policy') AS description
+        FROM pg_policy p WHERE p.polrelid = src ORDER BY p.polname
+    LOOP
+        RETURN NEXT format('CREATE POLICY %I ON %s AS %s FOR %s TO %s%s%s', r.polname, dst,
+                           CASE WHEN r.polpermissive THEN 'PERMISSIVE' ELSE 'RESTRICTIVE' END,
+                           CASE r.polcmd WHEN 'r' THEN 'SELECT' WHEN 'a' THEN 'INSERT' WHEN 'w' THEN 'UPDATE'
+                                         WHEN 'd' THEN 'DELETE' ELSE 'ALL' END,
+                           r.roles, ' USING (' || r.qual || ')', ' WITH CHECK (' || r.chk || ')');
+        IF r.description IS NOT NULL THEN
+            RETURN NEXT format('COMMENT ON POLICY %I ON %s IS %L', r.polname, dst, r.description);
+        END IF;
+    END LOOP;
+    -- A sequence owned by a column has its table's owner, and follows it.
+    IF NOT (rel.relkind = 'S' AND EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_class'::regclass AND d.objid = src
+                                          AND d.refclassid = 'pg_class'::regclass AND d.deptype = 'a')) THEN
+        RETURN NEXT format('ALTER %s %s OWNER TO %I', keyword, dst, pg_get_userbyid(rel.relowner));
+    END IF;
+    RETURN QUERY SELECT sharded_id._acl_ddl(CASE WHEN rel.relkind = 'S' THEN 'SEQUENCE ' ELSE 'TABLE ' END || dst,
+                                            rel.relacl, rel.relowner, as_grantor => exact);
+    FOR r IN
+        SELECT att.attname, att.attacl FROM pg_attribute att
+        WHERE att.attrelid = src AND att.attnum > 0 AND NOT att.attisdropped AND att.attacl IS NOT NULL
+        ORDER BY att.attnum
+    LOOP
+        RETURN QUERY SELECT sharded_id._acl_ddl('TABLE ' || dst, r.attacl, rel.relowner, quote_ident(r.attname), exact);
+    END LOOP;
+    FOR r IN
+        SELECT d.objsubid, d.description, att.attname FROM pg_description d
+        LEFT JOIN pg_attribute att ON att.attrelid = d.objoid AND att.attnum = d.objsubid
+        WHERE d.classoid = 'pg_class'::regclass AND d.objoid = src ORDER BY d.objsubid
+    LOOP
+        IF r.objsubid = 0 THEN
+            RETURN NEXT format('COMMENT ON %s %s IS %L', keyword, dst, r.description);
+        ELSE
+            RETURN NEXT format('COMMENT ON COLUMN %s.%I IS %L', dst, r.attname, r.description);
+        END IF;
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._relation_extras_ddl(regclass, text) IS
+'internal: statements giving a copy of a relation its triggers and their state, row security, policies, owner, privileges and comments';
+
+
+-- What schema_ddl cannot make again, as descriptions: objects of kinds it
+-- does not know, members of extensions, and shapes of tables and types it
+-- does not rebuild (plain inheritance, typed tables, rules, ranges with a
+-- canonical function).
+CREATE FUNCTION sharded_id._schema_unsupported(nsp oid)
+RETURNS SETOF text
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN o.classid = 'pg_proc'::regclass
+                THEN (SELECT CASE p.prokind WHEN 'a' THEN 'aggregate ' ELSE 'routine ' END || p.oid::regprocedure::text
+                      FROM pg_proc p WHERE p.oid = o.objid)
+                ELSE pg_describe_object(o.classid, o.objid, 0) END FROM (
+        SELECT 'pg_class'::regclass::oid AS classid, c.oid AS objid FROM pg_class c
+        WHERE c.relnamespace = nsp
+          AND (c.relkind NOT IN ('r', 'p', 'v', 'm', 'S', 'c', 'i', 'I') OR c.reloftype <> 0
+               OR (NOT c.relispartition AND EXISTS (SELECT FROM pg_inherits i WHERE i.inhrelid = c.oid)))
+        UNION ALL
+        SELECT 'pg_rewrite'::regclass, w.oid FROM pg_rewrite w JOIN pg_class c ON c.oid = w.ev_class
+        WHERE c.relnamespace = nsp AND w.rulename <> '_RETURN'
+        UNION ALL
+        SELECT 'pg_proc'::regclass, p.oid FROM pg_proc p WHERE p.pronamespace = nsp AND p.prokind NOT IN ('f', 'p', 'w')
+        UNION ALL
+        SELECT 'pg_type'::regclass, t.oid FROM pg_type t
+        WHERE t.typnamespace = nsp
+          AND NOT (t.typisdefined AND (t.typtype IN ('e', 'd', 'r', 'm') OR t.typrelid <> 0
+                                       OR EXISTS (SELECT FROM pg_type e WHERE e.typarray = t.oid)))
+        UNION ALL
+        SELECT 'pg_type'::regclass, r.rngtypid FROM pg_range r JOIN pg_type t ON t.oid = r.rngtypid
+        WHERE t.typnamespace = nsp AND r.rngcanonical <> 0
+        UNION ALL
+        SELECT 'pg_operator'::regclass, x.oid FROM pg_operator x WHERE x.oprnamespace = nsp
+        UNION ALL
+        SELECT 'pg_opclass'::regclass, x.oid FROM pg_opclass x WHERE x.opcnamespace = nsp
+        UNION ALL
+        SELECT 'pg_opfamily'::regclass, x.oid FROM pg_opfamily x WHERE x.opfnamespace = nsp
+        UNION ALL
+        SELECT 'pg_statistic_ext'::regclass, x.oid FROM pg_statistic_ext x WHERE x.stxnamespace = nsp
+        UNION ALL
+        SELECT 'pg_ts_config'::regclass, x.oid FROM pg_ts_config x WHERE x.cfgnamespace = nsp
+        UNION ALL
+        SELECT 'pg_ts_dict'::regclass, x.oid FROM pg_ts_dict x WHERE x.dictnamespace = nsp
+        UNION ALL
+        SELECT 'pg_ts_parser'::regclass, x.oid FROM pg_ts_parser x WHERE x.prsnamespace = nsp
+        UNION ALL
+        SELECT 'pg_ts_template'::regclass, x.oid FROM pg_ts_template x WHERE x.tmplnamespace = nsp
+        UNION ALL
+        SELECT 'pg_collation'::regclass, x.oid FROM pg_collation x WHERE x.collnamespace = nsp
+        UNION ALL
+        SELECT 'pg_conversion'::regclass, x.oid FROM pg_conversion x WHERE x.connamespace = nsp
+        UNION ALL
+        SELECT 'pg_extension'::regclass, x.oid FROM pg_extension x WHERE x.extnamespace = nsp
+        UNION ALL
+        SELECT 'pg_default_acl'::regclass, x.oid FROM pg_default_acl x WHERE x.defaclnamespace = nsp
+        UNION ALL
+        SELECT d.classid, d.objid FROM pg_depend d
+        WHERE d.deptype = 'e' AND d.objsubid = 0
+          AND ((d.classid = 'pg_class'::regclass AND d.objid IN (SELECT c.oid FROM pg_class c WHERE c.relnamespace = nsp))
+               OR (d.classid = 'pg_proc'::regclass AND d.objid IN (SELECT p.oid FROM pg_proc p WHERE p.pronamespace = nsp))
+               OR (d.classid = 'pg_type'::regclass AND d.objid IN (SELECT t.oid FROM pg_type t WHERE t.typnamespace = nsp)))
+    ) o
+    ORDER BY 1
+$$;
+
+COMMENT ON FUNCTION sharded_id._schema_unsupported(oid) IS
+'internal: the objects of a schema that schema_ddl cannot make again, described';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._schema_unsupported(oid) FROM PUBLIC;
+
+-- The objects of a schema that schema_ddl creates one statement each
+-- (types, sequences, functions and procedures, tables and partitions,
+-- views, materialized views), with the length of the longest chain of
+-- objects of the schema each depends on: made in that order, each finds
+-- what it needs.  Defaults, domain constraints and view rules count for
+-- the object they belong to; sequence ownership, constraints, indexes,
+-- triggers and policies are made after every object, and do not count.
+CREATE FUNCTION sharded_id._schema_objects(nsp oid)
+RETURNS TABLE (classid oid, objid oid, level integer)
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH RECURSIVE
+    nodes (classid, objid) AS (
+        SELECT 'pg_type'::regclass::oid, t.oid FROM pg_type t
+        WHERE t.typnamespace = nsp AND t.typtype IN ('e', 'd', 'r')
+        UNION ALL
+        SELECT 'pg_class'::regclass::oid, c.oid FROM pg_class c
+        WHERE c.relnamespace = nsp AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'c')
+          -- not the sequences of identity columns, which their columns make
+          AND NOT (c.relkind = 'S' AND EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_class'::regclass
+                                               AND d.objid = c.oid AND d.deptype = 'i'))
+        UNION ALL
+        SELECT 'pg_proc'::regclass::oid, p.oid FROM pg_proc p
+        WHERE p.pronamespace = nsp AND p.prokind IN ('f', 'p', 'w')
+          -- not the constructors of range types, which their types make
+          AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass
+                          AND d.objid = p.oid AND d.deptype = 'i')
+    ),
+    -- Every catalog object of the schema, with the node it belongs to.
+    member (classid, objid, node_class, node_obj) AS (
+        SELECT n.classid, n.objid, n.classid, n.objid FROM nodes n
+        UNION ALL
+        SELECT 'pg_type'::regclass::oid, t.oid, 'pg_class'::regclass::oid, t.typrelid FROM pg_type t
+        WHERE t.typnamespace = nsp AND t.typrelid <> 0
+        UNION ALL
+        SELECT 'pg_type'::regclass::oid, t.typarray, 'pg_type'::regclass::oid, t.oid FROM pg_type t
+        WHERE t.typnamespace = nsp AND t.typarray <> 0 AND t.typtype IN ('e', 'd', 'r')
+        UNION ALL
+        SELECT 'pg_type'::regclass::oid, t.typarray, 'pg_class'::regclass::oid, t.typrelid FROM pg_type t
+        WHERE t.typnamespace = nsp AND t.typarray <> 0 AND t.typrelid <> 0
+        UNION ALL
+        SELECT 'pg_type'::regclass::oid, m.oid, 'pg_type'::regclass::oid, r.rngtypid
+        FROM pg_range r JOIN pg_type t ON t.oid = r.rngtypid JOIN pg_type m ON m.oid = r.rngmultitypid
+        WHERE t.typnamespace = nsp
+        UNION ALL
+        SELECT 'pg_type'::regclass::oid, m.typarray, 'pg_type'::regclass::oid, r.rngtypid
+        FROM pg_range r JOIN pg_type t ON t.oid = r.rngtypid JOIN pg_type m ON m.oid = r.rngmultitypid
+        WHERE t.typnamespace = nsp AND m.typarray <> 0
+        UNION ALL
+        SELECT 'pg_attrdef'::regclass::oid, d.oid, 'pg_class'::regclass::oid, d.adrelid
+        FROM pg_attrdef d JOIN pg_class c ON c.oid = d.adrelid WHERE c.relnamespace = nsp
+        UNION ALL
+        SELECT 'pg_constraint'::regclass::oid, k.oid, 'pg_type'::regclass::oid, k.contypid
+        FROM pg_constraint k JOIN pg_type t ON t.oid = k.contypid WHERE t.typnamespace = nsp
+        UNION ALL
+        SELECT 'pg_rewrite'::regclass::oid, w.oid, 'pg_class'::regclass::oid, w.ev_class
+        FROM pg_rewrite w JOIN pg_class c ON c.oid = w.ev_class
+        WHERE c.relnamespace = nsp AND w.rulename = '_RETURN'
+    ),
+    edges (from_class, from_obj, to_class, to_obj) AS (
+        SELECT a.node_class, a.node_obj, b.node_class, b.node_obj
+        FROM pg_depend d
+        JOIN member a ON a.classid = d.classid AND a.objid = d.objid
+        JOIN member b ON b.classid = d.refclassid AND b.objid = d.refobjid
+        WHERE d.deptype = 'n' AND (a.node_class, a.node_obj) <> (b.node_class, b.node_obj)
+        UNION
+        SELECT 'pg_class'::regclass::oid, i.inhrelid, 'pg_class'::regclass::oid, i.inhparent
+        FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+        WHERE c.relnamespace = nsp AND c.relispartition
+    ),
+    depth (classid, objid, level) AS (
+        SELECT n.classid, n.objid, 0 FROM nodes n
+        UNION
+        SELECT e.from_class, e.from_obj, depth.level + 1
+        FROM edges e JOIN depth ON e.to_class = depth.classid AND e.to_obj = depth.objid
+        -- a cycle stops one past the number of objects
+        WHERE depth.level <= (SELECT count(*) FROM nodes)
+    )
+    SELECT d.classid, d.objid, max(d.level)::integer FROM depth d GROUP BY d.classid, d.objid
+$$;
+
+COMMENT ON FUNCTION sharded_id._schema_objects(oid) IS
+'internal: the objects of a schema that schema_ddl makes one statement each, with the depth of their dependencies on each other';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._schema_objects(oid) FROM PUBLIC;
+
+-- A shard schema as the statements that make it again, empty, in another
+-- database: what a move runs on its target before the rows arrive.  In the
+-- order they must run in: the schema; its types, sequences, functions and
+-- procedures, tables and partitions, views and materialized views (these
+-- without rows), each after the objects of the schema it depends on; then
+-- constraints, indexes, replica identities, sequence ownership; triggers
+-- with their enabled state, row security, policies, owners, privileges and
+-- comments of every object; foreign keys; the schema's privileges; and a
+-- REFRESH of each materialized view that holds rows.  Function bodies are
+-- not checked as they are made (check_function_bodies), as in pg_dump: the
+-- statements run in one transaction.  An object it cannot make again is an
+-- error (0A000) that names it, never left out.  Rows and sequence
+-- positions are not part of it.  Names print qualified.
+CREATE OR REPLACE FUNCTION sharded_id.schema_ddl(schema_name name)
+RETURNS SETOF text
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    nsp oid := (SELECT n.oid FROM pg_namespace n WHERE n.nspname = schema_ddl.schema_name);
+    schema_row record;
+    unsupported text[];
+    objects record;
+    r record;
+    dc record;
+    type_name text;
+BEGIN
+    IF nsp IS NULL THEN
+        RAISE EXCEPTION 'schema "%" does not exist', schema_name
+            USING ERRCODE = 'invalid_schema_name';
+    END IF;
+    unsupported := ARRAY(SELECT sharded_id._schema_unsupported(nsp));
+    IF cardinality(unsupported) > 0 THEN
+        RAISE EXCEPTION 'schema_ddl cannot rebuild % of schema "%"', unsupported[1], schema_name
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = format('Objects it cannot make again: %s.', array_to_string(unsupported, '; ')),
+                  HINT = 'Drop these objects, or move them out of the schema, before the schema is copied.';
+    END IF;
+    IF EXISTS (SELECT FROM sharded_id._schema_objects(nsp) o
+               WHERE o.level > (SELECT count(*) FROM sharded_id._schema_objects(nsp))) THEN
+        RAISE EXCEPTION 'objects of schema "%" depend on each other in a cycle', schema_name
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'schema_ddl makes each object after those it depends on, and cannot order these.';
+    END IF;
+    SELECT n.nspowner, n.nspacl INTO schema_row FROM pg_namespace n WHERE n.oid = nsp;
+    RETURN NEXT format('CREATE SCHEMA %I AUTHORIZATION %I', schema_name, pg_get_userbyid(schema_row.nspowner));
+    -- The schema's privileges first: grantors that are not the owner of
+    -- an object make their grants as themselves, in the schema.
+    RETURN QUERY SELECT sharded_id._acl_ddl(format('SCHEMA %I', schema_name), schema_row.nspacl, schema_row.nspowner);
+    RETURN NEXT 'SET LOCAL check_function_bodies = off';
+
+    -- The objects, each after those it depends on.
+    FOR objects IN
+        SELECT o.classid, o.objid FROM sharded_id._schema_objects(nsp) o ORDER BY o.level, o.objid
+    LOOP
+        IF objects.classid = 'pg_proc'::regclass THEN
+            RETURN NEXT rtrim(pg_get_functiondef(objects.objid), E'\n');
+        ELSIF objects.classid = 'pg_type'::regclass THEN
+            SELECT t.* INTO r FROM pg_type t WHERE t.oid = objects.objid;
+            type_name := format('%I.%I', schema_name, r.typname);
+            IF r.typtype = 'e' THEN
+                RETURN NEXT format('CREATE TYPE %s AS ENUM (%s)', type_name,
+                                   (SELECT coalesce(string_agg(quote_literal(e.enumlabel), ', ' ORDER BY e.enumsortorder), '')
+                                    FROM pg_enum e WHERE e.enumtypid = r.oid));
+            ELSIF r.typtype = 'd' THEN
+                RETURN NEXT format('CREATE DOMAIN %s AS %s%s%s', type_name, format_type(r.typbasetype, r.typtypmod),
+                                   CASE WHEN r.typcollation <> (SELECT b.typcollation FROM pg_type b WHERE b.oid = r.typbasetype)
+                                        THEN ' COLLATE ' || r.typcollation::regcollation::text ELSE '' END,
+                                   coalesce(' DEFAULT ' || r.typdefault, ''));
+                FOR dc IN
+                    SELECT c.conname, pg_get_constraintdef(c.oid) AS def, c.contype FROM pg_constraint c
+                    WHERE c.contypid = r.oid ORDER BY c.conname
+                LOOP
+                    RETURN NEXT format('ALTER DOMAIN %s ADD CONSTRAINT %I %s', type_name, dc.conname, dc.def);
+                END LOOP;
+                IF r.typnotnull AND NOT EXISTS (SELECT FROM pg_constraint c WHERE c.contypid = r.oid AND c.contype = 'n') THEN
+                    RETURN NEXT format('ALTER DOMAIN %s SET NOT NULL', type_name);
+                END IF;
+            ELSIF r.typtype = 'r' THEN
+                RETURN NEXT (SELECT format('CREATE TYPE %s AS RANGE (SUBTYPE = %s, SUBTYPE_OPCLASS = %I.%I%s%s, MULTIRANGE_TYPE_NAME = %I.%I)',
+                                           type_name, format_type(g.rngsubtype, NULL), opn.nspname, opc.opcname,
+                                           CASE WHEN g.rngcollation <> 0 AND g.rngcollation <> st.typcollation
+                                                THEN ', COLLATION = ' || g.rngcollation::regcollation::text ELSE '' END,
+                                           CASE WHEN g.rngsubdiff <> 0 THEN ', SUBTYPE_DIFF = ' || g.rngsubdiff::regproc::text ELSE '' END,
+                                           mn.nspname, mt.typname)
+                             FROM pg_range g
+                             JOIN pg_type st ON st.oid = g.rngsubtype
+                             JOIN pg_opclass opc ON opc.oid = g.rngsubopc
+                             JOIN pg_namespace opn ON opn.oid = opc.opcnamespace
+                             JOIN pg_type mt ON mt.oid = g.rngmultitypid
+                             JOIN pg_namespace mn ON mn.oid = mt.typnamespace
+                             WHERE g.rngtypid = r.oid);
+            END IF;
+        ELSE
+            SELECT c.oid, c.relname, c.relkind, c.relispartition, c.relpersistence, c.reloptions,
+                   (SELECT a.amname FROM pg_am a WHERE a.oid = c.relam) AS am,
+                   pg_get_expr(c.relpartbound, c.oid) AS bound,
+                   (SELECT i.inhparent::regclass::text FROM pg_inherits i WHERE i.inhrelid = c.oid) AS parent,
+                   CASE WHEN c.relkind = 'p' THEN ' PARTITION BY ' || pg_get_partkeydef(c.oid) ELSE '' END AS partition_by,
+                   (SELECT string_agg(format('%I %s%s%s%s%s', a.attname, format_type(a.atttypid, a.atttypmod),
+                              CASE WHEN a.attcollation <> t.typcollation
+                                   THEN ' COLLATE ' || a.attcollation::regcollation::text ELSE '' END,
+                              CASE a.attgenerated WHEN 's' THEN ' GENERATED ALWAYS AS (' || pg_get_expr(d.adbin, d.adrelid) || ') STORED'
+                                                  WHEN 'v' THEN ' GENERATED ALWAYS AS (' || pg_get_expr(d.adbin, d.adrelid) || ') VIRTUAL'
+                                   ELSE coalesce(' DEFAULT ' || pg_get_expr(d.adbin, d.adrelid), '') END,
+                              CASE a.attidentity WHEN 'a' THEN ' GENERATED ALWAYS AS IDENTITY'
+                                                 WHEN 'd' THEN ' GENERATED BY DEFAULT AS IDENTITY' ELSE '' END
+                              -- the identity's sequence, under its name, with its options
+                              || coalesce((SELECT format(' (SEQUENCE NAME %I.%I INCREMENT %s MINVALUE %s MAXVALUE %s START %s CACHE %s%s)',
+                                                         schema_name, sc.relname, q.seqincrement,
+                                                         q.seqmin, q.seqmax, q.seqstart, q.seqcache,
+                                                         CASE WHEN q.seqcycle THEN ' CYCLE' ELSE '' END)
+                                           FROM pg_depend dep JOIN pg_class sc ON sc.oid = dep.objid
+                                           JOIN pg_sequence q ON q.seqrelid = sc.oid
+                                           WHERE a.attidentity <> '' AND dep.classid = 'pg_class'::regclass
+                                             AND dep.refclassid = 'pg_class'::regclass AND dep.refobjid = a.attrelid
+                                             AND dep.refobjsubid = a.attnum AND dep.deptype = 'i' AND sc.relkind = 'S'), ''),
+                              CASE WHEN a.attnotnull THEN ' NOT NULL' ELSE '' END), ', ' ORDER BY a.attnum)
+                    FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+                    LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+                    WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) AS columns,
+                   (SELECT string_agg(format('%I %s%s', a.attname, format_type(a.atttypid, a.atttypmod),
+                              CASE WHEN a.attcollation <> t.typcollation
+                                   THEN ' COLLATE ' || a.attcollation::regcollation::text ELSE '' END), ', ' ORDER BY a.attnum)
+                    FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+                    WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) AS attributes
+            INTO r FROM pg_class c WHERE c.oid = objects.objid;
+            IF r.relkind = 'S' THEN
+                RETURN NEXT (SELECT format('CREATE SEQUENCE %I.%I AS %s INCREMENT %s MINVALUE %s MAXVALUE %s START %s CACHE %s%s',
+                                           schema_name, r.relname, format_type(q.seqtypid, NULL), q.seqincrement, q.seqmin,
+                                           q.seqmax, q.seqstart, q.seqcache, CASE WHEN q.seqcycle THEN ' CYCLE' ELSE '' END)
+                             FROM pg_sequence q WHERE q.seqrelid = r.oid);
+            ELSIF r.relkind = 'c' THEN
+                RETURN NEXT format('CREATE TYPE %I.%I AS (%s)', schema_name, r.relname, coalesce(r.attributes, ''));
+            ELSIF r.relkind = 'v' THEN
+                RETURN NEXT format('CREATE VIEW %I.%I%s AS %s', schema_name, r.relname,
+                                   coalesce(' WITH (' || array_to_string(r.reloptions, ', ') || ')', ''),
+                                   rtrim(pg_get_viewdef(r.oid), ';'));
+            ELSIF r.relkind = 'm' THEN
+                RETURN NEXT format('CREATE MATERIALIZED VIEW %I.%I%s%s AS %s WITH NO DATA', schema_name, r.relname,
+                                   CASE WHEN r.am <> 'heap' THEN ' USING ' || quote_ident(r.am) ELSE '' END,
+                                   coalesce(' WITH (' || array_to_string(r.reloptions, ', ') || ')', ''),
+                                   rtrim(pg_get_viewdef(r.oid), ';'));
+            ELSIF r.relispartition THEN
+                RETURN NEXT format('CREATE TABLE %I.%I PARTITION OF %s %s%s%s', schema_name, r.relname, r.parent,
+                                   r.bound, r.partition_by,
+                                   coalesce(' WITH (' || array_to_string(r.reloptions, ', ') || ')', ''));
+            ELSE
+                RETURN NEXT format('CREATE %sTABLE %I.%I (%s)%s%s%s', CASE WHEN r.relpersistence = 'u' THEN 'UNLOGGED ' ELSE '' END,
+                                   schema_name, r.relname, coalesce(r.columns, ''), r.partition_by,
+                                   CASE WHEN r.am IS NOT NULL AND r.am <> 'heap' THEN ' USING ' || quote_ident(r.am) ELSE '' END,
+                                   coalesce(' WITH (' || array_to_string(r.reloptions, ', ') || ')', ''));
+            END IF;
+        END IF;
+    END LOOP;
+
+    -- Constraints and indexes of each table that are its own, not cloned
+    -- from a partitioned parent's (those come with the parent's).
+    RETURN QUERY
+        SELECT format('ALTER TABLE %s ADD CONSTRAINT %I %s', k.conrelid::regclass, k.conname, pg_get_constraintdef(k.oid))
+        FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
+        WHERE c.relnamespace = nsp AND k.contype IN ('p', 'u', 'x', 'c') AND k.conislocal
+        ORDER BY c.relispartition, c.oid, k.contype DESC, k.conname;
+    RETURN QUERY
+        SELECT replace(pg_get_indexdef(x.indexrelid), ' ON ONLY ', ' ON ')
+        FROM pg_index x JOIN pg_class c ON c.oid = x.indrelid
+        WHERE c.relnamespace = nsp
+          AND NOT EXISTS (SELECT FROM pg_constraint k WHERE k.conindid = x.indexrelid AND k.conrelid = x.indrelid)
+          AND NOT EXISTS (SELECT FROM pg_inherits i WHERE i.inhrelid = x.indexrelid)
+        ORDER BY c.relispartition, c.oid, x.indexrelid;
+    RETURN QUERY
+        SELECT format('ALTER TABLE %s REPLICA IDENTITY %s', c.oid::regclass,
+                      CASE c.relreplident WHEN 'f' THEN 'FULL' WHEN 'n' THEN 'NOTHING'
+                           ELSE 'USING INDEX ' || (SELECT quote_ident(ic.relname) FROM pg_index x
+                                                   JOIN pg_class ic ON ic.oid = x.indexrelid
+                                                   WHERE x.indrelid = c.oid AND x.indisreplident) END)
+        FROM pg_class c
+        WHERE c.relnamespace = nsp AND c.relkind IN ('r', 'p', 'm') AND c.relreplident <> 'd'
+        ORDER BY c.oid;
+    RETURN QUERY
+        SELECT format('ALTER SEQUENCE %s OWNED BY %s.%I', d.objid::regclass, d.refobjid::regclass, a.attname)
+        FROM pg_depend d JOIN pg_class s ON s.oid = d.objid
+        JOIN pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
+        WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass
+          AND s.relkind = 'S' AND s.relnamespace = nsp AND d.deptype = 'a'
+        ORDER BY s.relname;
+    -- Storage, compression and statistics targets of columns that are not
+    -- the defaults.
+    RETURN QUERY
+        SELECT format('ALTER TABLE %s ALTER COLUMN %I %s', c.oid::regclass, a.attname, x.setting)
+        FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+        JOIN pg_type t ON t.oid = a.atttypid
+        CROSS JOIN LATERAL (VALUES
+            (1, CASE WHEN a.attstorage <> t.typstorage
+                     THEN 'SET STORAGE ' || CASE a.attstorage WHEN 'p' THEN 'PLAIN' WHEN 'e' THEN 'EXTERNAL'
+                                                              WHEN 'm' THEN 'MAIN' ELSE 'EXTENDED' END END),
+            (2, CASE a.attcompression WHEN 'p' THEN 'SET COMPRESSION pglz' WHEN 'l' THEN 'SET COMPRESSION lz4' END),
+            (3, CASE WHEN a.attstattarget >= 0 THEN 'SET STATISTICS ' || a.attstattarget END)) AS x(n, setting)
+        WHERE c.relnamespace = nsp AND c.relkind IN ('r', 'p', 'm') AND x.setting IS NOT NULL
+        ORDER BY c.relispartition, c.oid, a.attnum, x.n;
+    -- Defaults of view columns.
+    RETURN QUERY
+        SELECT format('ALTER VIEW %s ALTER COLUMN %I SET DEFAULT %s', c.oid::regclass, a.attname, pg_get_expr(d.adbin, d.adrelid))
+        FROM pg_attrdef d JOIN pg_class c ON c.oid = d.adrelid
+        JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+        WHERE c.relnamespace = nsp AND c.relkind = 'v'
+        ORDER BY c.oid, a.attnum;
+    -- Each relation's triggers, row security, policies, owner, privileges
+    -- and comments; then those of constraints and indexes.
+    FOR r IN
+        SELECT o.objid FROM sharded_id._schema_objects(nsp) o JOIN pg_class c ON c.oid = o.objid
+        WHERE o.classid = 'pg_class'::regclass AND c.relkind <> 'c'
+        ORDER BY o.level, o.objid
+    LOOP
+        RETURN QUERY SELECT sharded_id._relation_extras_ddl(r.objid, r.objid::regclass::text);
+    END LOOP;
+    RETURN QUERY
+        SELECT format('COMMENT ON CONSTRAINT %I ON %s%s IS %L', k.conname,
+                      CASE WHEN k.contypid <> 0 THEN 'DOMAIN ' ELSE '' END,
+                      CASE WHEN k.contypid <> 0 THEN k.contypid::regtype::text ELSE k.conrelid::regclass::text END,
+                      d.description)
+        FROM pg_constraint k
+        JOIN pg_description d ON d.classoid = 'pg_constraint'::regclass AND d.objoid = k.oid AND d.objsubid = 0
+        WHERE k.connamespace = nsp AND (k.conislocal OR k.contypid <> 0)
+        ORDER BY k.conrelid, k.contypid, k.conname;
+    RETURN QUERY
+        SELECT format('COMMENT ON INDEX %s IS %L', c.oid::regclass, d.description)
+        FROM pg_class c JOIN pg_description d ON d.classoid = 'pg_class'::regclass AND d.objoid = c.oid AND d.objsubid = 0
+        WHERE c.relnamespace = nsp AND c.relkind IN ('i', 'I')
+        ORDER BY c.oid;
+    -- Owners, privileges and comments of types, functions and procedures.
+    FOR r IN
+        SELECT t.oid, t.typowner, t.typacl, t.typrelid, format('%I.%I', schema_name, t.typname) AS type_name,
+               CASE WHEN t.typtype = 'd' THEN 'DOMAIN' ELSE 'TYPE' END AS keyword
+        FROM sharded_id._schema_objects(nsp) o
+        JOIN pg_type t ON (o.classid = 'pg_type'::regclass AND t.oid = o.objid)
+                       OR (o.classid = 'pg_class'::regclass AND t.typrelid = o.objid
+                           AND (SELECT c.relkind FROM pg_class c WHERE c.oid = o.objid) = 'c')
+        ORDER BY o.level, o.objid
+    LOOP
+        RETURN NEXT format('ALTER %s %s OWNER TO %I', r.keyword, r.type_name, pg_get_userbyid(r.typowner));
+        RETURN QUERY SELECT sharded_id._acl_ddl(r.keyword || ' ' || r.type_name, r.typacl, r.typowner);
+        RETURN QUERY
+            SELECT CASE WHEN d.objsubid = 0 THEN format('COMMENT ON %s %s IS %L', r.keyword, r.type_name, d.description)
+                        ELSE format('COMMENT ON COLUMN %s.%I IS %L', r.type_name, a.attname, d.description) END
+            FROM pg_description d
+            LEFT JOIN pg_attribute a ON a.attrelid = d.objoid AND a.attnum = d.objsubid
+            WHERE (d.classoid = 'pg_type'::regclass AND d.objoid = r.oid)
+               OR (d.classoid = 'pg_class'::regclass AND d.objoid = r.typrelid AND r.typrelid <> 0)
+            ORDER BY d.objsubid;
+    END LOOP;
+    FOR r IN
+        SELECT p.oid, p.proowner, p.proacl, p.oid::regprocedure::text AS signature,
+               CASE WHEN p.prokind = 'p' THEN 'PROCEDURE' ELSE 'FUNCTION' END AS keyword
+        FROM sharded_id._schema_objects(nsp) o JOIN pg_proc p ON p.oid = o.objid
+        WHERE o.classid = 'pg_proc'::regclass
+        ORDER BY o.level, o.objid
+    LOOP
+        RETURN NEXT format('ALTER %s %s OWNER TO %I', r.keyword, r.signature, pg_get_userbyid(r.proowner));
+        RETURN QUERY SELECT sharded_id._acl_ddl(r.keyword || ' ' || r.signature, r.proacl, r.proowner);
+        RETURN QUERY
+            SELECT format('COMMENT ON %s %s IS %L', r.keyword, r.signature, d.description)
+            FROM pg_description d WHERE d.classoid = 'pg_proc'::regclass AND d.objoid = r.oid AND d.objsubid = 0;
+    END LOOP;
+    RETURN QUERY
+        SELECT format('ALTER TABLE %s ADD CONSTRAINT %I %s', k.conrelid::regclass, k.conname, pg_get_constraintdef(k.oid))
+        FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
+        WHERE c.relnamespace = nsp AND k.contype = 'f' AND k.conislocal
+        ORDER BY c.relispartition, c.oid, k.conname;
+    -- The schema's comment.
+    RETURN QUERY
+        SELECT format('COMMENT ON SCHEMA %I IS %L', schema_name, d.description)
+        FROM pg_description d WHERE d.classoid = 'pg_namespace'::regclass AND d.objoid = nsp AND d.objsubid = 0;
+    -- Materialized views that hold rows hold them again, as their owners
+    -- see them, once the rows of their tables are in.
+    RETURN QUERY
+        SELECT format('REFRESH MATERIALIZED VIEW %s', c.oid::regclass)
+        FROM sharded_id._schema_objects(nsp) o JOIN pg_class c ON c.oid = o.objid
+        WHERE o.classid = 'pg_class'::regclass AND c.relkind = 'm' AND c.relispopulated
+        ORDER BY o.level, o.objid;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id.schema_ddl(name) IS
+'the statements that make a shard schema again, without its rows, in one transaction: types, sequences, functions, procedures, tables and partitions, views and materialized views in dependency order, then constraints, indexes, triggers and their enabled state, row security, policies, owners, privileges and comments of every object and of the schema; refuses (0A000) a schema holding an object it cannot make again';
+
+
+-- A schema as a list of its objects, to compare two copies of it: one row
+-- per object, with its owner, its privileges (each grant as text, sorted;
+-- NULL for the default ones), a few flags worth reading (details), and an
+-- md5 of everything else that defines it: columns, defaults, bodies, view
+-- definitions, enabled states, options, comments.  The schema's own name
+-- is replaced by @schema@ in names and definitions, so that copies under
+-- two names compare too.
+CREATE FUNCTION sharded_id.schema_inventory(schema_name name)
+RETURNS TABLE (kind text, name text, owner name, acl text, details text, definition text)
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    nsp oid := (SELECT n.oid FROM pg_namespace n WHERE n.nspname = schema_inventory.schema_name);
+    prefix text := quote_ident(schema_name) || '.';
+BEGIN
+    IF nsp IS NULL THEN
+        RAISE EXCEPTION 'schema "%" does not exist', schema_name
+            USING ERRCODE = 'invalid_schema_name';
+    END IF;
+    RETURN QUERY
+    WITH objects (kind, name, owner, acl, details, def) AS (
+        SELECT 'schema', '', n.nspowner, n.nspacl, NULL::text,
+               obj_description(n.oid, 'pg_namespace')
+        FROM pg_namespace n WHERE n.oid = nsp
+        UNION ALL
+        SELECT CASE c.relkind WHEN 'r' THEN 'table' WHEN 'p' THEN 'partitioned table' WHEN 'v' THEN 'view'
+                              WHEN 'm' THEN 'materialized view' WHEN 'S' THEN 'sequence' WHEN 'i' THEN 'index'
+                              WHEN 'I' THEN 'partitioned index' WHEN 'c' THEN 'composite type'
+                              WHEN 'f' THEN 'foreign table' ELSE 'relation ' || c.relkind::text END,
+               c.relname::text, c.relowner, c.relacl,
+               concat_ws(' ', CASE WHEN c.relkind = 'm' THEN CASE WHEN c.relispopulated THEN 'populated' ELSE 'not populated' END END,
+                         CASE WHEN c.relrowsecurity THEN 'row security' END,
+                         CASE WHEN c.relforcerowsecurity THEN 'forced' END,
+                         CASE WHEN c.relpersistence = 'u' THEN 'unlogged' END,
+                         CASE WHEN c.relkind IN ('r', 'p') AND c.relreplident <> 'd' THEN 'replica identity ' || c.relreplident::text END),
+               concat_ws(E'\n',
+                   c.reloptions::text, (SELECT a.amname FROM pg_am a WHERE a.oid = c.relam),
+                   pg_get_partkeydef(c.oid), pg_get_expr(c.relpartbound, c.oid),
+                   (SELECT 'parent ' || i.inhparent::regclass::text FROM pg_inherits i WHERE i.inhrelid = c.oid),
+                   CASE WHEN c.relkind IN ('v', 'm') THEN pg_get_viewdef(c.oid) END,
+                   CASE WHEN c.relkind IN ('i', 'I') THEN pg_get_indexdef(c.oid) END,
+                   (SELECT concat_ws(' ', q.seqtypid::regtype, q.seqstart, q.seqincrement, q.seqmin, q.seqmax, q.seqcache, q.seqcycle)
+                    FROM pg_sequence q WHERE q.seqrelid = c.oid),
+                   (SELECT 'owned by ' || d.refobjid::regclass::text || '.' || quote_ident(a.attname) || ' ' || d.deptype::text
+                    FROM pg_depend d JOIN pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
+                    WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.refclassid = 'pg_class'::regclass
+                      AND d.deptype IN ('a', 'i') AND c.relkind = 'S'),
+                   (SELECT string_agg(concat_ws(' ', quote_ident(a.attname), format_type(a.atttypid, a.atttypmod),
+                                                a.attcollation::regcollation::text, a.attnotnull, a.attidentity, a.attgenerated,
+                                                a.attstorage, a.attcompression, a.attstattarget,
+                                                pg_get_expr(d.adbin, d.adrelid),
+                                                (SELECT string_agg(x::text, ',' ORDER BY x::text) FROM unnest(a.attacl) x),
+                                                col_description(c.oid, a.attnum)), E'\n' ORDER BY a.attnum)
+                    FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+                    WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped),
+                   obj_description(c.oid, 'pg_class'))
+        FROM pg_class c WHERE c.relnamespace = nsp
+        UNION ALL
+        SELECT 'constraint', coalesce(c.relname, t.typname)::text || '.' || k.conname, NULL::oid, NULL::aclitem[],
+               concat_ws(' ', k.contype, CASE WHEN NOT k.convalidated THEN 'not valid' END),
+               concat_ws(E'\n', pg_get_constraintdef(k.oid), obj_description(k.oid, 'pg_constraint'))
+        FROM pg_constraint k LEFT JOIN pg_class c ON c.oid = k.conrelid LEFT JOIN pg_type t ON t.oid = k.contypid
+        -- NOT NULL is a column's or a domain's flag here: only some majors
+        -- keep it as a constraint as well.
+        WHERE k.connamespace = nsp AND k.contype <> 'n'
+        UNION ALL
+        SELECT 'trigger', c.relname::text || '.' || g.tgname, NULL::oid, NULL::aclitem[],
+               'enabled ' || g.tgenabled::text,
+               concat_ws(E'\n', pg_get_triggerdef(g.oid), obj_description(g.oid, 'pg_trigger'))
+        FROM pg_trigger g JOIN pg_class c ON c.oid = g.tgrelid
+        WHERE c.relnamespace = nsp AND NOT g.tgisinternal
+        UNION ALL
+        SELECT 'policy', c.relname::text || '.' || p.polname, NULL::oid, NULL::aclitem[],
+               concat_ws(' ', p.polcmd, CASE WHEN p.polpermissive THEN 'permissive' ELSE 'restrictive' END),
+               concat_ws(E'\n', (SELECT string_agg(CASE WHEN r = 0 THEN 'PUBLIC' ELSE pg_get_userbyid(r)::text END, ',' ORDER BY 1)
+                                 FROM unnest(p.polroles) r),
+                         pg_get_expr(p.polqual, p.polrelid), pg_get_expr(p.polwithcheck, p.polrelid),
+                         obj_description(p.oid, 'pg_policy'))
+        FROM pg_policy p JOIN pg_class c ON c.oid = p.polrelid
+        WHERE c.relnamespace = nsp
+        UNION ALL
+        SELECT CASE p.prokind WHEN 'f' THEN 'function' WHEN 'p' THEN 'procedure' WHEN 'w' THEN 'window function'
+                              WHEN 'a' THEN 'aggregate' ELSE 'routine' END,
+               p.proname::text || '(' || pg_get_function_identity_arguments(p.oid) || ')', p.proowner, p.proacl,
+               CASE WHEN p.prosecdef THEN 'security definer' END,
+               concat_ws(E'\n', CASE WHEN p.prokind <> 'a' THEN pg_get_functiondef(p.oid) END,
+                         obj_description(p.oid, 'pg_proc'))
+        FROM pg_proc p WHERE p.pronamespace = nsp
+        UNION ALL
+        SELECT CASE t.typtype WHEN 'e' THEN 'enum' WHEN 'd' THEN 'domain' WHEN 'r' THEN 'range' WHEN 'm' THEN 'multirange'
+                              WHEN 'c' THEN 'type' ELSE 'type ' || t.typtype::text END,
+               t.typname::text, t.typowner, t.typacl,
+               CASE WHEN t.typnotnull THEN 'not null' END,
+               concat_ws(E'\n',
+                   (SELECT string_agg(e.enumlabel::text, ',' ORDER BY e.enumsortorder) FROM pg_enum e WHERE e.enumtypid = t.oid),
+                   CASE WHEN t.typtype = 'd' THEN concat_ws(' ', format_type(t.typbasetype, t.typtypmod), t.typcollation::regcollation::text, t.typdefault) END,
+                   (SELECT concat_ws(' ', g.rngsubtype::regtype, g.rngsubopc, g.rngcollation, g.rngsubdiff::regproc, g.rngmultitypid::regtype)
+                    FROM pg_range g WHERE g.rngtypid = t.oid),
+                   obj_description(t.oid, 'pg_type'))
+        FROM pg_type t
+        WHERE t.typnamespace = nsp
+          AND (t.typtype IN ('e', 'd', 'r', 'm', 'b', 'p')
+               OR (t.typtype = 'c' AND (SELECT c.relkind FROM pg_class c WHERE c.oid = t.typrelid) = 'c'))
+          AND NOT EXISTS (SELECT FROM pg_type e WHERE e.typarray = t.oid)
+        UNION ALL
+        SELECT 'unsupported', u, NULL::oid, NULL::aclitem[], NULL::text, NULL::text
+        FROM sharded_id._schema_unsupported(nsp) u
+    )
+    SELECT o.kind, replace(o.name, prefix, '@schema@.'), pg_get_userbyid(o.owner),
+           (SELECT string_agg(x::text, ',' ORDER BY x::text) FROM unnest(o.acl) x),
+           nullif(o.details, ''),
+           md5(replace(coalesce(o.def, ''), prefix, '@schema@.'))
+    FROM objects o
+    ORDER BY 1, 2;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id.schema_inventory(name) IS
+'every object of a schema with its owner, privileges, flags and a hash of its definition, the schema''s name replaced by @schema@: two copies of a shard are the same schema when their inventories are';
+
+REVOKE EXECUTE ON FUNCTION sharded_id.schema_inventory(name) FROM PUBLIC;
+
+-- Before a move copies anything: schema_ddl on the source must be able to
+-- make the shard's schema again, or the move is refused with its error
+-- (0A000, naming the object it cannot make).
+CREATE FUNCTION sharded_id._move_check_schema(conn text, schema_name name)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._remote(conn, format('SELECT count(*) FROM sharded_id.schema_ddl(%L)', schema_name));
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_check_schema(text, name) IS
+'internal: fail, with schema_ddl''s error, when a node cannot give a shard schema back as statements';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._move_check_schema(text, name) FROM PUBLIC;
+
+-- Before the source's copy of a moved shard is dropped: the target's
+-- materialized views are refreshed, now that their tables hold every row,
+-- and the inventories (schema_inventory) of both copies must be the same,
+-- but for the constraint that fences the old copy's tables.  A difference
+-- stops the drop, and the move with it: both copies stay.
+CREATE FUNCTION sharded_id._move_check_copy(m sharded_id.moves)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    refresh text;
+    inventory text := format(
+        'SELECT format(''%%s|%%s|%%s|%%s|%%s|%%s'', kind, name, owner, acl, details, definition) FROM sharded_id.schema_inventory(%L) '
+        'WHERE NOT (kind = ''constraint'' AND name LIKE ''%%.sharded_id\_moved'')', m.schema_name);
+    on_source text[];
+    on_target text[];
+    differences text;
+BEGIN
+    PERFORM sharded_id._remote_open('shid_check_source', m.source_node);
+    PERFORM sharded_id._remote_open('shid_check_target', m.target_node);
+    -- Dropped already, by a cleanup that was cut short before it recorded so.
+    IF sharded_id._remote('shid_check_source', format('SELECT 1 FROM pg_namespace WHERE nspname = %L', m.schema_name)) IS NULL THEN
+        RETURN;
+    END IF;
+    refresh := sharded_id._remote('shid_check_source', format(
+        'SELECT string_agg(s, ''; '') FROM sharded_id.schema_ddl(%L) s WHERE s LIKE ''REFRESH MATERIALIZED VIEW %%''',
+        m.schema_name));
+    IF refresh IS NOT NULL THEN
+        PERFORM sharded_id._remote_exec('shid_check_target', refresh);
+    END IF;
+    -- Servers of two majors may print one definition two ways: then the
+    -- objects, owners, privileges and flags are compared, not the hashes.
+    IF sharded_id._remote('shid_check_source', 'SELECT current_setting(''server_version_num'')::integer / 10000')
+       IS DISTINCT FROM sharded_id._remote('shid_check_target', 'SELECT current_setting(''server_version_num'')::integer / 10000') THEN
+        inventory := replace(inventory, ', definition)', ', '''')');
+    END IF;
+    on_source := coalesce(sharded_id._remote_rows('shid_check_source', inventory), '{}');
+    on_target := coalesce(sharded_id._remote_rows('shid_check_target', inventory), '{}');
+    SELECT string_agg(d, '; ' ORDER BY d) INTO differences FROM (
+        (SELECT 'only on the source: ' || x AS d FROM unnest(on_source) x EXCEPT SELECT 'only on the source: ' || x FROM unnest(on_target) x)
+        UNION ALL
+        (SELECT 'only on the target: ' || x FROM unnest(on_target) x EXCEPT SELECT 'only on the target: ' || x FROM unnest(on_source) x)
+    ) diff;
+    PERFORM sharded_id._remote_close(c) FROM unnest(ARRAY['shid_check_source', 'shid_check_target']) c;
+    IF differences IS NOT NULL THEN
+        RAISE EXCEPTION 'the copy of shard % on node "%" is not the same schema as its source', m.shard_id, m.target_node
+            USING ERRCODE = 'data_corrupted',
+                  DETAIL = format('Move %s keeps schema "%s" on node "%s". Differences (kind|name|owner|privileges|details|definition hash): %s.',
+                                  m.move_id, m.schema_name, m.source_node, differences),
+                  HINT = 'Make the two copies the same (sharded_id.schema_inventory on each node shows them), then CALL sharded_id.recover_moves().';
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_check_copy(sharded_id.moves) IS
+'internal: before a moved shard''s old copy is dropped, refresh the new copy''s materialized views and fail unless both copies have the same inventory';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._move_check_copy(sharded_id.moves) FROM PUBLIC;
+
+-- Drop what a move made, as move_cleanup records it: the objects of every
+-- policy but on_failure when it moved the shard, of every policy but
+-- on_success when it did not.  Each record goes once its object is gone.
+CREATE OR REPLACE FUNCTION sharded_id._move_cleanup(m sharded_id.moves, moved boolean)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    c record;
+    conn text;
+    left_slots bigint;
+    deadline timestamptz;
+BEGIN
+    FOR c IN
+        SELECT * FROM sharded_id.move_cleanup x
+        WHERE x.move_id = m.move_id AND x.policy <> CASE WHEN moved THEN 'on_failure' ELSE 'on_success' END
+        ORDER BY CASE x.object_type WHEN 'subscription' THEN 1 WHEN 'slot' THEN 2 WHEN 'publication' THEN 3
+                                    WHEN 'mark' THEN 4 ELSE 5 END, x.node_name
+    LOOP
+        conn := 'shid_cleanup_' || c.node_name;
+        PERFORM sharded_id._remote_open(conn, c.node_name);
+        IF c.object_type = 'subscription' THEN
+            IF sharded_id._remote(conn, format('SELECT 1 FROM pg_subscription WHERE subname = %L
+                   AND subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())', c.object_name)) IS NOT NULL THEN
+                PERFORM sharded_id._remote_exec(conn, format('ALTER SUBSCRIPTION %I DISABLE', c.object_name));
+                PERFORM sharded_id._remote_exec(conn, format('ALTER SUBSCRIPTION %I SET (slot_name = NONE)', c.object_name));
+                PERFORM sharded_id._remote_exec(conn, format('DROP SUBSCRIPTION %I', c.object_name));
+            END IF;
+        ELSIF c.object_type = 'slot' THEN
+            -- The move's slot and its table-copy slots, whose walsenders are
+            -- ended first.
+            deadline := clock_timestamp() + interval '10 s';
+            LOOP
+                left_slots := sharded_id._remote(conn, format(
+                    'WITH s AS (SELECT * FROM pg_replication_slots WHERE slot_name = %L OR (%s <> 0 AND slot_name LIKE %L)), '
+                    't AS (SELECT pg_terminate_backend(active_pid) FROM s WHERE active_pid IS NOT NULL), '
+                    'd AS (SELECT pg_drop_replication_slot(slot_name) FROM s WHERE NOT active) '
+                    'SELECT (SELECT count(*) FROM s) - (SELECT count(*) FROM d) + 0 * (SELECT count(*) FROM t)',
+                    c.object_name, coalesce(m.sub_oid, 0), format('pg\_%s\_sync\_%%', coalesce(m.sub_oid, 0))))::bigint;
+                EXIT WHEN left_slots = 0;
+                IF clock_timestamp() > deadline THEN
+                    RAISE EXCEPTION 'could not drop replication slot "%" on node "%"', c.object_name, c.node_name
+                        USING ERRCODE = 'object_in_use',
+                              HINT = 'Something keeps using it. CALL sharded_id.recover_moves() again once it is free.';
+                END IF;
+                PERFORM pg_sleep(0.05);
+            END LOOP;
+        ELSIF c.object_type = 'publication' THEN
+            PERFORM sharded_id._remote_exec(conn, format('DROP PUBLICATION IF EXISTS %I', c.object_name));
+        ELSIF c.object_type = 'mark' THEN
+            PERFORM sharded_id._remote_exec(conn, format('DELETE FROM sharded_id.move_marks WHERE move_id = %s', c.object_name));
+        ELSIF c.object_type = 'schema' THEN
+            IF moved THEN
+                PERFORM sharded_id._move_check_copy(m);
+            END IF;
+            -- Never a schema the node holds as a shard.
+            PERFORM sharded_id._remote_exec(conn, format(
+                'SET client_min_messages = warning; DO $do$ BEGIN IF NOT EXISTS (SELECT FROM sharded_id.shards WHERE schema_name = %L) '
+                'THEN DROP SCHEMA IF EXISTS %I CASCADE; END IF; END $do$', c.object_name, c.object_name));
+        END IF;
+        DELETE FROM sharded_id.move_cleanup x
+        WHERE x.move_id = c.move_id AND x.node_name = c.node_name
+          AND x.object_type = c.object_type AND x.object_name = c.object_name;
+    END LOOP;
+    DELETE FROM sharded_id.move_cleanup x WHERE x.move_id = m.move_id;
+    UPDATE sharded_id.moves
+    SET state = 'finished', outcome = CASE WHEN moved THEN 'moved' ELSE 'rolled back' END,
+        finished_at = clock_timestamp(), updated_at = clock_timestamp()
+    WHERE move_id = m.move_id;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_cleanup(sharded_id.moves, boolean) IS
+'internal: drop what a finished or rolled-back move left on its nodes, as its cleanup records say';
+
+
+-- The same connection string without its secrets (password, sslpassword),
+-- as a keyword/value string parsed and written back by libpq's rules.
+CREATE FUNCTION sharded_id._connstr_public(connstr text)
+RETURNS text
+AS 'MODULE_PATHNAME', 'shid_connstr_public'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION sharded_id._connstr_public(text) IS
+'internal: a libpq connection string or URI as a keyword/value string without its secrets, fit for statements, catalogs and logs';
+
+
+-- The source's connection string for the target's subscription, without
+-- its password: the statement is logged, shown in pg_stat_activity, and
+-- kept in pg_subscription.subconninfo.  The target's server finds the
+-- password in its password file (passfile= in the node's connection
+-- string, or ~/.pgpass of its operating-system user) or service file.
+CREATE FUNCTION sharded_id._move_subscription_connstr(m sharded_id.moves)
+RETURNS text
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT sharded_id._connstr_public(n.connstr) FROM sharded_id.nodes n WHERE n.node_name = m.source_node
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_subscription_connstr(sharded_id.moves) IS
+'internal: the connection string a move''s subscription uses to reach the source, without its secrets';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._move_subscription_connstr(sharded_id.moves) FROM PUBLIC;
+
+-- Options of the move's subscription beyond the fixed ones: from
+-- PostgreSQL 16 on, the apply runs as the subscription's owner, as on 15,
+-- and not as each table's owner, who may not even reach the schema.
+CREATE FUNCTION sharded_id._move_subscription_options(m sharded_id.moves)
+RETURNS text
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF sharded_id._remote('shid_target', 'SHOW server_version_num')::integer >= 160000 THEN
+        RETURN ', run_as_owner = true';
+    END IF;
+    RETURN '';
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_subscription_options(sharded_id.moves) IS
+'internal: the options of a move''s subscription that depend on the target''s version';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._move_subscription_options(sharded_id.moves) FROM PUBLIC;
+
+-- One step of a move; no transaction control, so that move_shard can catch
+-- its error and commit between steps.
+CREATE OR REPLACE FUNCTION sharded_id._move_step(move_id bigint, step text, max_lag bigint,
+                                      timeout interval, freeze_timeout interval)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    m sharded_id.moves;
+    repl text := NULL;
+    ddl text;
+    state text;
+    lag bigint;
+    deadline timestamptz := clock_timestamp() + timeout;
+    t record;
+    tbl text;
+    cols text;
+    fields text;
+    batch text[];
+BEGIN
+    SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = _move_step.move_id;
+    repl := 'sharded_id_move_' || m.shard_id;
+    PERFORM sharded_id._remote_open('shid_source', m.source_node);
+    PERFORM sharded_id._remote_open('shid_target', m.target_node);
+    CASE step
+    WHEN 'record_objects' THEN
+        -- move_shard commits these before the next step creates them.
+        PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'schema', m.schema_name, 'on_failure');
+        PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'schema', m.schema_name, 'on_success');
+        IF m.method = 'online' THEN
+            PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'publication', repl, 'always');
+            PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'slot', repl, 'always');
+            PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'mark', m.move_id::text, 'always');
+            PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'subscription', repl, 'always');
+            PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'mark', m.move_id::text, 'always');
+        END IF;
+    WHEN 'create_publication' THEN
+        PERFORM sharded_id._remote_exec('shid_source', format(
+            'CREATE PUBLICATION %I FOR TABLES IN SCHEMA %I, TABLE sharded_id.move_marks', repl, m.schema_name));
+        PERFORM sharded_id._remote('shid_source', format(
+            'SELECT 1 FROM pg_create_logical_replication_slot(%L, ''pgoutput'')', repl));
+    WHEN 'subscribe' THEN
+        -- The schema without rows, and the subscription that fills it, in
+        -- one transaction of the target.
+        ddl := sharded_id._remote('shid_source', format(
+            'SELECT string_agg(s, E'';\n'') FROM sharded_id.schema_ddl(%L) s', m.schema_name));
+        PERFORM sharded_id._remote_exec('shid_target', format(
+            'BEGIN; SET LOCAL client_min_messages = warning; %s; '
+            'CREATE SUBSCRIPTION %I CONNECTION %L PUBLICATION %I WITH (create_slot = false, slot_name = %L, '
+            'copy_data = true, synchronous_commit = on, disable_on_error = true%s); COMMIT',
+            ddl, repl, sharded_id._move_subscription_connstr(m), repl, repl, sharded_id._move_subscription_options(m)));
+        UPDATE sharded_id.moves x SET sub_oid = sharded_id._remote('shid_target', format(
+            'SELECT oid FROM pg_subscription WHERE subname = %L
+             AND subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())', repl))::oid
+        WHERE x.move_id = m.move_id;
+    WHEN 'copy' THEN
+        LOOP
+            state := sharded_id._remote('shid_target', format(
+                'SELECT s.subenabled::text || '':'' || count(*) FILTER (WHERE r.srsubstate <> ''r'')
+                 FROM pg_subscription s LEFT JOIN pg_subscription_rel r ON r.srsubid = s.oid
+                 WHERE s.oid = %s GROUP BY s.subenabled', m.sub_oid));
+            EXIT WHEN state = 'true:0';
+            IF state IS NULL OR state LIKE 'false:%' THEN
+                RAISE EXCEPTION 'the subscription of move % stopped during the copy', m.move_id
+                    USING ERRCODE = 'object_not_in_prerequisite_state',
+                          HINT = 'The target''s server log says why.';
+            END IF;
+            IF clock_timestamp() > deadline THEN
+                RAISE EXCEPTION 'the copy of shard % did not finish within %', m.shard_id, timeout
+                    USING ERRCODE = 'query_canceled';
+            END IF;
+            PERFORM pg_sleep(0.05);
+        END LOOP;
+    WHEN 'catch_up' THEN
+        LOOP
+            lag := sharded_id._remote('shid_source', format(
+                'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint FROM pg_replication_slots WHERE slot_name = %L',
+                repl))::bigint;
+            IF lag IS NULL THEN
+                RAISE EXCEPTION 'replication slot "%" is gone from node "%"', repl, m.source_node
+                    USING ERRCODE = 'undefined_object';
+            END IF;
+            EXIT WHEN lag <= max_lag;
+            IF clock_timestamp() > deadline THEN
+                RAISE EXCEPTION 'the lag of the copy of shard % stayed over % bytes for %', m.shard_id, max_lag, timeout
+                    USING ERRCODE = 'query_canceled';
+            END IF;
+            PERFORM pg_sleep(0.05);
+        END LOOP;
+    WHEN 'compare' THEN
+        -- A short freeze in which both copies hold the same rows; a
+        -- snapshot of each keeps that state for the comparison after it.
+        -- Writers wait on the source's fence meanwhile.
+        PERFORM sharded_id._move_freeze_source(m, freeze_timeout);
+        PERFORM sharded_id._move_catch_up(m, freeze_timeout);
+        PERFORM sharded_id._remote_open('shid_snap_source', m.source_node);
+        PERFORM sharded_id._remote_open('shid_snap_target', m.target_node);
+        PERFORM sharded_id._remote_exec(c, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
+        FROM unnest(ARRAY['shid_snap_source', 'shid_snap_target']) c;
+        PERFORM sharded_id._remote(c, 'SELECT 1') FROM unnest(ARRAY['shid_snap_source', 'shid_snap_target']) c;
+        PERFORM sharded_id._remote_close('shid_freeze');
+        PERFORM sharded_id._move_compare(m, 'shid_snap_source', 'shid_snap_target');
+        PERFORM sharded_id._remote_close(c) FROM unnest(ARRAY['shid_snap_source', 'shid_snap_target']) c;
+    WHEN 'freeze' THEN
+        -- Writers through the router wait from here to the switch.
+        PERFORM pg_advisory_lock(1936222578, m.shard_id);
+        PERFORM sharded_id._move_freeze_source(m, freeze_timeout);
+        IF m.method = 'online' THEN
+            PERFORM sharded_id._move_catch_up(m, freeze_timeout);
+        END IF;
+    WHEN 'stop_replication' THEN
+        -- Nothing done to the old copy from now on reaches the new one.
+        PERFORM sharded_id._remote_exec('shid_target', format('ALTER SUBSCRIPTION %I DISABLE', repl));
+    WHEN 'copy_rows' THEN
+        -- The dump method: the schema, then every table's rows through
+        -- the router, in batches, read in the freeze.
+        ddl := sharded_id._remote('shid_source', format(
+            'SELECT string_agg(s, E'';\n'') FROM sharded_id.schema_ddl(%L) s', m.schema_name));
+        PERFORM sharded_id._remote_exec('shid_target', format(
+            'BEGIN; SET LOCAL client_min_messages = warning; %s; COMMIT', ddl));
+        -- Each table by oid, then its name, its insertable columns and
+        -- the same columns read from a row, each quoted on the source.
+        FOR t IN
+            SELECT * FROM unnest(sharded_id._remote_rows('shid_freeze', format(
+                'SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                 WHERE n.nspname = %L AND c.relkind = ''r'' ORDER BY c.oid', m.schema_name))) AS rel
+        LOOP
+            tbl := sharded_id._remote('shid_freeze', format('SELECT %s::regclass::text', t.rel));
+            cols := sharded_id._remote('shid_freeze', format(
+                'SELECT string_agg(quote_ident(attname), '','' ORDER BY attnum) FROM pg_attribute
+                 WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped AND attgenerated = ''''', t.rel));
+            fields := sharded_id._remote('shid_freeze', format(
+                'SELECT string_agg(''(v).'' || quote_ident(attname), '','' ORDER BY attnum) FROM pg_attribute
+                 WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped AND attgenerated = ''''', t.rel));
+            PERFORM sharded_id._remote_exec('shid_freeze', format(
+                'DECLARE shid_rows NO SCROLL CURSOR FOR SELECT r::text FROM %s r', tbl));
+            LOOP
+                batch := sharded_id._remote_rows('shid_freeze', 'FETCH 10000 FROM shid_rows');
+                EXIT WHEN batch IS NULL;
+                PERFORM sharded_id._remote_exec('shid_target', format(
+                    'INSERT INTO %1$s (%2$s) OVERRIDING SYSTEM VALUE SELECT %3$s FROM (SELECT r::%1$s AS v FROM unnest(%4$L::text[]) r) s',
+                    tbl, cols, fields, batch));
+            END LOOP;
+            PERFORM sharded_id._remote_exec('shid_freeze', 'CLOSE shid_rows');
+        END LOOP;
+        PERFORM sharded_id._move_compare(m, 'shid_freeze', 'shid_target');
+    WHEN 'retire_source' THEN
+        -- In the freezing transaction: the retirement and its high-water
+        -- mark, and a constraint that no new row passes on the old copy
+        -- (NOT VALID: no scan).  Then commit.
+        UPDATE sharded_id.moves x SET high_water = sharded_id._remote('shid_freeze', format(
+            'SELECT sharded_id.retire_shard(%s)', m.shard_id))::bigint
+        WHERE x.move_id = m.move_id;
+        PERFORM sharded_id._remote('shid_freeze', format(
+            'SELECT count(*) FROM (SELECT sharded_id._on_schema_tables(%L, '
+            '''ALTER TABLE %%s ADD CONSTRAINT sharded_id_moved CHECK (false) NOT VALID'')) f', m.schema_name));
+        PERFORM sharded_id._remote_exec('shid_freeze', 'COMMIT');
+        PERFORM sharded_id._remote_close('shid_freeze');
+    WHEN 'register_target' THEN
+        PERFORM sharded_id._move_register_target(m);
+    WHEN 'switch' THEN
+        PERFORM sharded_id._move_switch(m);
+    ELSE
+        RAISE EXCEPTION 'unknown move step "%"', step USING ERRCODE = 'internal_error';
+    END CASE;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_step(bigint, text, bigint, interval, interval) IS
+'internal: take one step of a move';
+
+
+-- The secrets of a connection string (password, sslpassword), and with
+-- with_user its user, as 'keyword=value' sorted by keyword: the options of
+-- a user mapping, which PostgreSQL shows to no other role.
+CREATE FUNCTION sharded_id._connstr_secrets(connstr text, with_user boolean DEFAULT false)
+RETURNS text[]
+AS 'MODULE_PATHNAME', 'shid_connstr_secrets'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION sharded_id._connstr_secrets(text, boolean) IS
+'internal: the secrets (and optionally the user) of a libpq connection string, as user mapping options';
+
+
+-- Give the user mapping for PUBLIC of a server (made if need be) the
+-- wanted options, in one statement; its other options stay, since an
+-- administrator may have set them.
+CREATE FUNCTION sharded_id._set_mapping_options(server name, wanted text[])
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    current text[];
+    changes text[] := '{}';
+    opt record;
+BEGIN
+    -- pg_user_mappings shows the options of the mapping for PUBLIC to the
+    -- server's owner, who may not read pg_user_mapping.
+    SELECT coalesce(u.umoptions, '{}') INTO current
+    FROM pg_user_mappings u WHERE u.srvname = server AND u.umuser = 0;
+    IF NOT FOUND THEN
+        EXECUTE format('CREATE USER MAPPING FOR PUBLIC SERVER %I', server);
+        current := '{}';
+    END IF;
+    FOR opt IN
+        SELECT w.k, w.v AS wanted, c.v AS current
+        FROM (SELECT split_part(o, '=', 1) AS k, substr(o, strpos(o, '=') + 1) AS v FROM unnest(wanted) o) w
+        LEFT JOIN (SELECT split_part(o, '=', 1) AS k, substr(o, strpos(o, '=') + 1) AS v FROM unnest(current) o) c
+        ON w.k = c.k
+    LOOP
+        IF opt.current IS NULL THEN
+            changes := changes || format('ADD %I %L', opt.k, opt.wanted);
+        ELSIF opt.wanted <> opt.current THEN
+            changes := changes || format('SET %I %L', opt.k, opt.wanted);
+        END IF;
+    END LOOP;
+    IF cardinality(changes) > 0 THEN
+        EXECUTE format('ALTER USER MAPPING FOR PUBLIC SERVER %I OPTIONS (%s)', server, array_to_string(changes, ', '));
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._set_mapping_options(name, text[]) IS
+'internal: add or set options of the user mapping for PUBLIC of a foreign server, keeping its others';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._set_mapping_options(name, text[]) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION sharded_id.apply_shard_map(cluster name DEFAULT 'sharded_id',
+                                           connection_lifetime integer DEFAULT NULL,
+                                           query_timeout integer DEFAULT NULL)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    map_layout text := (SELECT c.layout FROM sharded_id.current_settings() c);
+    max_count integer := (SELECT l.max_shard + 1 FROM sharded_id.layouts() l WHERE l.name = map_layout);
+    shard_count integer;
+    options text[];
+    secrets text[];
+    node record;
+    ops record;
+BEGIN
+    PERFORM sharded_id.check_shard(m.shard_id, map_layout) FROM sharded_id.shard_map m;
+    SELECT count(*) INTO shard_count FROM sharded_id.shard_map;
+    IF shard_count = 0 OR shard_count > max_count OR (shard_count & (shard_count - 1)) <> 0 THEN
+        RAISE EXCEPTION 'the shard map holds % shards', shard_count
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('PL/Proxy needs a power of two between 1 and %s partitions, one per logical shard of layout "%s".',
+                                  max_count, map_layout);
+    END IF;
+    IF (SELECT max(shard_id) FROM sharded_id.shard_map) <> shard_count - 1 THEN
+        RAISE EXCEPTION 'the shard map does not hold shards 0 to %', shard_count - 1
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'Partition n of the cluster serves logical shard n, so every shard from 0 up needs a node.';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_foreign_data_wrapper WHERE fdwname = 'plproxy') THEN
+        RAISE EXCEPTION 'foreign-data wrapper "plproxy" does not exist'
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'Run CREATE EXTENSION plproxy on the router first.';
+    END IF;
+
+    -- The PL/Proxy cluster: partition n is logical shard n.  Its options
+    -- are readable by every role, so they hold no secret: a password goes
+    -- to the cluster's user mapping for PUBLIC, which PL/Proxy adds to
+    -- every partition's connection string and PostgreSQL shows to no other
+    -- role, or comes from a password file or service file.
+    SELECT array_agg(format('p%s=%s', m.shard_id, sharded_id._connstr_public(n.connstr)) ORDER BY m.shard_id)
+    INTO options
+    FROM sharded_id.shard_map m JOIN sharded_id.nodes n USING (node_name);
+    SELECT array_agg(DISTINCT sharded_id._connstr_secrets(n.connstr)::text) FILTER (WHERE sharded_id._connstr_secrets(n.connstr) <> '{}')
+    INTO secrets
+    FROM sharded_id.shard_map m JOIN sharded_id.nodes n USING (node_name);
+    IF cardinality(secrets) > 1 THEN
+        RAISE EXCEPTION 'the data nodes of cluster "%" have different passwords', cluster
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'PL/Proxy takes one user mapping per cluster, and passwords stay out of the cluster''s options, which every role can read.',
+                  HINT = 'Give the nodes one password, or keep the passwords in a password file (passfile=) or service file of the router''s server and out of sharded_id.nodes.';
+    END IF;
+    -- Settings not given keep their value, or start at 1800 s and none.
+    SELECT coalesce(apply_shard_map.connection_lifetime,
+                    (SELECT split_part(o, '=', 2)::integer
+                     FROM pg_foreign_server s, unnest(s.srvoptions) o
+                     WHERE s.srvname = cluster AND o LIKE 'connection\_lifetime=%'), 1800),
+           coalesce(apply_shard_map.query_timeout,
+                    (SELECT split_part(o, '=', 2)::integer
+                     FROM pg_foreign_server s, unnest(s.srvoptions) o
+                     WHERE s.srvname = cluster AND o LIKE 'query\_timeout=%'), 0)
+    INTO connection_lifetime, query_timeout;
+    options := options || format('connection_lifetime=%s', connection_lifetime)
+                       || format('query_timeout=%s', query_timeout);
+    PERFORM sharded_id._set_server_options(cluster, 'plproxy', options);
+    IF cardinality(secrets) = 1 THEN
+        PERFORM sharded_id._set_mapping_options(cluster, secrets[1]::text[]);
+    END IF;
+
+    -- A postgres_fdw server per node, for ops queries.
+    IF EXISTS (SELECT 1 FROM pg_foreign_data_wrapper WHERE fdwname = 'postgres_fdw') THEN
+        FOR node IN SELECT * FROM sharded_id.nodes ORDER BY node_name LOOP
+            PERFORM sharded_id._set_server_options(
+                sharded_id.node_server(node.node_name), 'postgres_fdw',
+                sharded_id._connstr_options(node.connstr)
+                || ARRAY['extensions=sharded_id', 'async_capable=true']);
+            -- A node's password, with the user it is for, goes to the
+            -- server's user mapping; without one, the connections log in as
+            -- the calling role, as the mapping says.
+            IF sharded_id._connstr_secrets(node.connstr) <> '{}' THEN
+                PERFORM sharded_id._set_mapping_options(sharded_id.node_server(node.node_name),
+                                                        sharded_id._connstr_secrets(node.connstr, true));
+            END IF;
+        END LOOP;
+        FOR ops IN SELECT * FROM sharded_id.ops_tables LOOP
+            PERFORM sharded_id._attach_ops_partitions(ops.ops_table);
+        END LOOP;
+    END IF;
+    RETURN shard_count;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id.apply_shard_map(name, integer, integer) IS
+'create or update the PL/Proxy cluster (one partition per logical shard), the postgres_fdw server of each node and the ops tables from the shard map';
+
 CREATE OR REPLACE PROCEDURE sharded_id.move_shard(shard_id integer, target_node text,
                                        method text DEFAULT NULL,
                                        dry_run boolean DEFAULT false,
@@ -392,6 +1633,7 @@ BEGIN
     ELSE
         steps := ARRAY['record_objects', 'freeze', 'copy_rows', 'retire_source', 'register_target', 'switch'];
     END IF;
+    PERFORM sharded_id._move_check_schema('shid_source', schema);
     IF dry_run THEN
         RAISE NOTICE 'would move shard % (schema "%") from node "%" to node "%", method %: %',
                      shard_id, schema, source, target_node, method, array_to_string(steps, ', ');

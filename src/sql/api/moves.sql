@@ -555,6 +555,9 @@ BEGIN
         ELSIF c.object_type = 'mark' THEN
             PERFORM sharded_id._remote_exec(conn, format('DELETE FROM sharded_id.move_marks WHERE move_id = %s', c.object_name));
         ELSIF c.object_type = 'schema' THEN
+            IF moved THEN
+                PERFORM sharded_id._move_check_copy(m);
+            END IF;
             -- Never a schema the node holds as a shard.
             PERFORM sharded_id._remote_exec(conn, format(
                 'SET client_min_messages = warning; DO $do$ BEGIN IF NOT EXISTS (SELECT FROM sharded_id.shards WHERE schema_name = %L) '
@@ -689,8 +692,8 @@ BEGIN
         PERFORM sharded_id._remote_exec('shid_target', format(
             'BEGIN; SET LOCAL client_min_messages = warning; %s; '
             'CREATE SUBSCRIPTION %I CONNECTION %L PUBLICATION %I WITH (create_slot = false, slot_name = %L, '
-            'copy_data = true, synchronous_commit = on, disable_on_error = true); COMMIT',
-            ddl, repl, (SELECT n.connstr FROM sharded_id.nodes n WHERE n.node_name = m.source_node), repl, repl));
+            'copy_data = true, synchronous_commit = on, disable_on_error = true%s); COMMIT',
+            ddl, repl, sharded_id._move_subscription_connstr(m), repl, repl, sharded_id._move_subscription_options(m)));
         UPDATE sharded_id.moves x SET sub_oid = sharded_id._remote('shid_target', format(
             'SELECT oid FROM pg_subscription WHERE subname = %L
              AND subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())', repl))::oid
@@ -936,6 +939,7 @@ BEGIN
     ELSE
         steps := ARRAY['record_objects', 'freeze', 'copy_rows', 'retire_source', 'register_target', 'switch'];
     END IF;
+    PERFORM sharded_id._move_check_schema('shid_source', schema);
     IF dry_run THEN
         RAISE NOTICE 'would move shard % (schema "%") from node "%" to node "%", method %: %',
                      shard_id, schema, source, target_node, method, array_to_string(steps, ', ');
@@ -1150,3 +1154,121 @@ REVOKE EXECUTE ON PROCEDURE sharded_id.move_shard(integer, text, text, boolean, 
 REVOKE EXECUTE ON PROCEDURE sharded_id.recover_moves() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.rebalance_plan(text[]) FROM PUBLIC;
 REVOKE EXECUTE ON PROCEDURE sharded_id.rebalance(text[], text, boolean, name) FROM PUBLIC;
+
+--
+-- A move copies the whole schema, and drops nothing it did not copy.
+--
+
+-- Before a move copies anything: schema_ddl on the source must be able to
+-- make the shard's schema again, or the move is refused with its error
+-- (0A000, naming the object it cannot make).
+CREATE FUNCTION sharded_id._move_check_schema(conn text, schema_name name)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._remote(conn, format('SELECT count(*) FROM sharded_id.schema_ddl(%L)', schema_name));
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_check_schema(text, name) IS
+'internal: fail, with schema_ddl''s error, when a node cannot give a shard schema back as statements';
+
+-- Before the source's copy of a moved shard is dropped: the target's
+-- materialized views are refreshed, now that their tables hold every row,
+-- and the inventories (schema_inventory) of both copies must be the same,
+-- but for the constraint that fences the old copy's tables.  A difference
+-- stops the drop, and the move with it: both copies stay.
+CREATE FUNCTION sharded_id._move_check_copy(m sharded_id.moves)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    refresh text;
+    inventory text := format(
+        'SELECT format(''%%s|%%s|%%s|%%s|%%s|%%s'', kind, name, owner, acl, details, definition) FROM sharded_id.schema_inventory(%L) '
+        'WHERE NOT (kind = ''constraint'' AND name LIKE ''%%.sharded_id\_moved'')', m.schema_name);
+    on_source text[];
+    on_target text[];
+    differences text;
+BEGIN
+    PERFORM sharded_id._remote_open('shid_check_source', m.source_node);
+    PERFORM sharded_id._remote_open('shid_check_target', m.target_node);
+    -- Dropped already, by a cleanup that was cut short before it recorded so.
+    IF sharded_id._remote('shid_check_source', format('SELECT 1 FROM pg_namespace WHERE nspname = %L', m.schema_name)) IS NULL THEN
+        RETURN;
+    END IF;
+    refresh := sharded_id._remote('shid_check_source', format(
+        'SELECT string_agg(s, ''; '') FROM sharded_id.schema_ddl(%L) s WHERE s LIKE ''REFRESH MATERIALIZED VIEW %%''',
+        m.schema_name));
+    IF refresh IS NOT NULL THEN
+        PERFORM sharded_id._remote_exec('shid_check_target', refresh);
+    END IF;
+    -- Servers of two majors may print one definition two ways: then the
+    -- objects, owners, privileges and flags are compared, not the hashes.
+    IF sharded_id._remote('shid_check_source', 'SELECT current_setting(''server_version_num'')::integer / 10000')
+       IS DISTINCT FROM sharded_id._remote('shid_check_target', 'SELECT current_setting(''server_version_num'')::integer / 10000') THEN
+        inventory := replace(inventory, ', definition)', ', '''')');
+    END IF;
+    on_source := coalesce(sharded_id._remote_rows('shid_check_source', inventory), '{}');
+    on_target := coalesce(sharded_id._remote_rows('shid_check_target', inventory), '{}');
+    SELECT string_agg(d, '; ' ORDER BY d) INTO differences FROM (
+        (SELECT 'only on the source: ' || x AS d FROM unnest(on_source) x EXCEPT SELECT 'only on the source: ' || x FROM unnest(on_target) x)
+        UNION ALL
+        (SELECT 'only on the target: ' || x FROM unnest(on_target) x EXCEPT SELECT 'only on the target: ' || x FROM unnest(on_source) x)
+    ) diff;
+    PERFORM sharded_id._remote_close(c) FROM unnest(ARRAY['shid_check_source', 'shid_check_target']) c;
+    IF differences IS NOT NULL THEN
+        RAISE EXCEPTION 'the copy of shard % on node "%" is not the same schema as its source', m.shard_id, m.target_node
+            USING ERRCODE = 'data_corrupted',
+                  DETAIL = format('Move %s keeps schema "%s" on node "%s". Differences (kind|name|owner|privileges|details|definition hash): %s.',
+                                  m.move_id, m.schema_name, m.source_node, differences),
+                  HINT = 'Make the two copies the same (sharded_id.schema_inventory on each node shows them), then CALL sharded_id.recover_moves().';
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_check_copy(sharded_id.moves) IS
+'internal: before a moved shard''s old copy is dropped, refresh the new copy''s materialized views and fail unless both copies have the same inventory';
+
+-- The source's connection string for the target's subscription, without
+-- its password: the statement is logged, shown in pg_stat_activity, and
+-- kept in pg_subscription.subconninfo.  The target's server finds the
+-- password in its password file (passfile= in the node's connection
+-- string, or ~/.pgpass of its operating-system user) or service file.
+CREATE FUNCTION sharded_id._move_subscription_connstr(m sharded_id.moves)
+RETURNS text
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT sharded_id._connstr_public(n.connstr) FROM sharded_id.nodes n WHERE n.node_name = m.source_node
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_subscription_connstr(sharded_id.moves) IS
+'internal: the connection string a move''s subscription uses to reach the source, without its secrets';
+
+-- Options of the move's subscription beyond the fixed ones: from
+-- PostgreSQL 16 on, the apply runs as the subscription's owner, as on 15,
+-- and not as each table's owner, who may not even reach the schema.
+CREATE FUNCTION sharded_id._move_subscription_options(m sharded_id.moves)
+RETURNS text
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF sharded_id._remote('shid_target', 'SHOW server_version_num')::integer >= 160000 THEN
+        RETURN ', run_as_owner = true';
+    END IF;
+    RETURN '';
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_subscription_options(sharded_id.moves) IS
+'internal: the options of a move''s subscription that depend on the target''s version';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._move_subscription_connstr(sharded_id.moves) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_subscription_options(sharded_id.moves) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_check_schema(text, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_check_copy(sharded_id.moves) FROM PUBLIC;

@@ -102,6 +102,69 @@ LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION sharded_id._connstr_options(text) IS
 'internal: the options a libpq connection string or URI sets, as libpq parses them, less the user and secrets (they belong in user mappings)';
 
+-- The same connection string without its secrets (password, sslpassword),
+-- as a keyword/value string parsed and written back by libpq's rules.
+CREATE FUNCTION sharded_id._connstr_public(connstr text)
+RETURNS text
+AS 'MODULE_PATHNAME', 'shid_connstr_public'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION sharded_id._connstr_public(text) IS
+'internal: a libpq connection string or URI as a keyword/value string without its secrets, fit for statements, catalogs and logs';
+
+-- The secrets of a connection string (password, sslpassword), and with
+-- with_user its user, as 'keyword=value' sorted by keyword: the options of
+-- a user mapping, which PostgreSQL shows to no other role.
+CREATE FUNCTION sharded_id._connstr_secrets(connstr text, with_user boolean DEFAULT false)
+RETURNS text[]
+AS 'MODULE_PATHNAME', 'shid_connstr_secrets'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION sharded_id._connstr_secrets(text, boolean) IS
+'internal: the secrets (and optionally the user) of a libpq connection string, as user mapping options';
+
+-- Give the user mapping for PUBLIC of a server (made if need be) the
+-- wanted options, in one statement; its other options stay, since an
+-- administrator may have set them.
+CREATE FUNCTION sharded_id._set_mapping_options(server name, wanted text[])
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    current text[];
+    changes text[] := '{}';
+    opt record;
+BEGIN
+    -- pg_user_mappings shows the options of the mapping for PUBLIC to the
+    -- server's owner, who may not read pg_user_mapping.
+    SELECT coalesce(u.umoptions, '{}') INTO current
+    FROM pg_user_mappings u WHERE u.srvname = server AND u.umuser = 0;
+    IF NOT FOUND THEN
+        EXECUTE format('CREATE USER MAPPING FOR PUBLIC SERVER %I', server);
+        current := '{}';
+    END IF;
+    FOR opt IN
+        SELECT w.k, w.v AS wanted, c.v AS current
+        FROM (SELECT split_part(o, '=', 1) AS k, substr(o, strpos(o, '=') + 1) AS v FROM unnest(wanted) o) w
+        LEFT JOIN (SELECT split_part(o, '=', 1) AS k, substr(o, strpos(o, '=') + 1) AS v FROM unnest(current) o) c
+        ON w.k = c.k
+    LOOP
+        IF opt.current IS NULL THEN
+            changes := changes || format('ADD %I %L', opt.k, opt.wanted);
+        ELSIF opt.wanted <> opt.current THEN
+            changes := changes || format('SET %I %L', opt.k, opt.wanted);
+        END IF;
+    END LOOP;
+    IF cardinality(changes) > 0 THEN
+        EXECUTE format('ALTER USER MAPPING FOR PUBLIC SERVER %I OPTIONS (%s)', server, array_to_string(changes, ', '));
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._set_mapping_options(name, text[]) IS
+'internal: add or set options of the user mapping for PUBLIC of a foreign server, keeping its others';
+
 CREATE FUNCTION sharded_id.apply_shard_map(cluster name DEFAULT 'sharded_id',
                                            connection_lifetime integer DEFAULT NULL,
                                            query_timeout integer DEFAULT NULL)
@@ -114,6 +177,7 @@ DECLARE
     max_count integer := (SELECT l.max_shard + 1 FROM sharded_id.layouts() l WHERE l.name = map_layout);
     shard_count integer;
     options text[];
+    secrets text[];
     node record;
     ops record;
 BEGIN
@@ -136,10 +200,23 @@ BEGIN
                   HINT = 'Run CREATE EXTENSION plproxy on the router first.';
     END IF;
 
-    -- The PL/Proxy cluster: partition n is logical shard n.
-    SELECT array_agg(format('p%s=%s', m.shard_id, n.connstr) ORDER BY m.shard_id)
+    -- The PL/Proxy cluster: partition n is logical shard n.  Its options
+    -- are readable by every role, so they hold no secret: a password goes
+    -- to the cluster's user mapping for PUBLIC, which PL/Proxy adds to
+    -- every partition's connection string and PostgreSQL shows to no other
+    -- role, or comes from a password file or service file.
+    SELECT array_agg(format('p%s=%s', m.shard_id, sharded_id._connstr_public(n.connstr)) ORDER BY m.shard_id)
     INTO options
     FROM sharded_id.shard_map m JOIN sharded_id.nodes n USING (node_name);
+    SELECT array_agg(DISTINCT sharded_id._connstr_secrets(n.connstr)::text) FILTER (WHERE sharded_id._connstr_secrets(n.connstr) <> '{}')
+    INTO secrets
+    FROM sharded_id.shard_map m JOIN sharded_id.nodes n USING (node_name);
+    IF cardinality(secrets) > 1 THEN
+        RAISE EXCEPTION 'the data nodes of cluster "%" have different passwords', cluster
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'PL/Proxy takes one user mapping per cluster, and passwords stay out of the cluster''s options, which every role can read.',
+                  HINT = 'Give the nodes one password, or keep the passwords in a password file (passfile=) or service file of the router''s server and out of sharded_id.nodes.';
+    END IF;
     -- Settings not given keep their value, or start at 1800 s and none.
     SELECT coalesce(apply_shard_map.connection_lifetime,
                     (SELECT split_part(o, '=', 2)::integer
@@ -153,6 +230,9 @@ BEGIN
     options := options || format('connection_lifetime=%s', connection_lifetime)
                        || format('query_timeout=%s', query_timeout);
     PERFORM sharded_id._set_server_options(cluster, 'plproxy', options);
+    IF cardinality(secrets) = 1 THEN
+        PERFORM sharded_id._set_mapping_options(cluster, secrets[1]::text[]);
+    END IF;
 
     -- A postgres_fdw server per node, for ops queries.
     IF EXISTS (SELECT 1 FROM pg_foreign_data_wrapper WHERE fdwname = 'postgres_fdw') THEN
@@ -161,6 +241,13 @@ BEGIN
                 sharded_id.node_server(node.node_name), 'postgres_fdw',
                 sharded_id._connstr_options(node.connstr)
                 || ARRAY['extensions=sharded_id', 'async_capable=true']);
+            -- A node's password, with the user it is for, goes to the
+            -- server's user mapping; without one, the connections log in as
+            -- the calling role, as the mapping says.
+            IF sharded_id._connstr_secrets(node.connstr) <> '{}' THEN
+                PERFORM sharded_id._set_mapping_options(sharded_id.node_server(node.node_name),
+                                                        sharded_id._connstr_secrets(node.connstr, true));
+            END IF;
         END LOOP;
         FOR ops IN SELECT * FROM sharded_id.ops_tables LOOP
             PERFORM sharded_id._attach_ops_partitions(ops.ops_table);
@@ -240,6 +327,7 @@ COMMENT ON FUNCTION sharded_id.create_ops_table(regclass, name, name) IS
 'a table over every shard''s copy of a sharded table: partitioned on sharded_id.shard_id(id), one postgres_fdw partition per shard';
 
 REVOKE EXECUTE ON FUNCTION sharded_id._set_server_options(name, name, text[]) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._set_mapping_options(name, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.apply_shard_map(name, integer, integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._attach_ops_partitions(regclass) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.create_ops_table(regclass, name, name) FROM PUBLIC;
