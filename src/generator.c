@@ -1085,8 +1085,10 @@ shid_reset_stats(PG_FUNCTION_ARGS)
  * (SHID_LEASE_MS) after the clock was kept.  It never repeats an id that
  * runs beside it: the clock is read after the generation is bumped, so every
  * id returned before carries a time the clock has reached, or one a slot
- * took at most a lease ahead under load, and a slot within a lease of the
- * clock stays where it is.  No slot goes below its shard's floor, nor below
+ * took at most a lease ahead under load, and a slot at most a lease ahead of
+ * the clock stays exactly as it is (were it marked full, callers whose clock
+ * reading is older would move it a millisecond on, and resets in a row
+ * would push it ahead without bound).  No slot goes below its shard's floor, nor below
  * a floor that 1.4 raised server-wide.  Returns the time new ids of slots
  * without a floor start after.
  *
@@ -1126,11 +1128,21 @@ shid_reset_ceiling(PG_FUNCTION_ARGS)
 
 		SpinLockAcquire(&slot->mutex);
 		target = Max(base, slot->floor_ms);
-		if (slot->ms > target && slot->ms <= now_ms + SHID_LEASE_MS)
+		if (slot->ms >= target && slot->ms <= now_ms + SHID_LEASE_MS)
+		{
+			/*
+			 * At or less than a lease ahead of the clock: ids there may be in
+			 * use; the slot stays as it is, values taken and all, so that
+			 * resets in a row cannot push it ahead either.
+			 */
 			target = slot->ms;
-		/* Full at the new millisecond: the next value comes after it. */
-		shid_slot_reset(slot, target);
-		slot->used = slot->capacity;
+		}
+		else
+		{
+			/* Full at the new millisecond: the next value comes after it. */
+			shid_slot_reset(slot, target);
+			slot->used = slot->capacity;
+		}
 		/* A slot at its floor is covered by the floor, not the ceiling. */
 		if (target > slot->floor_ms)
 			top = Max(top, target);
@@ -1305,11 +1317,14 @@ shid_lower_floor(PG_FUNCTION_ARGS)
 		SpinLockAcquire(&slot->mutex);
 		old_floor = slot->floor_ms;
 		slot->floor_ms = 0;
-		/* As in reset_ceiling: ids within a lease of the clock stay taken. */
-		if (slot->ms > now_ms && slot->ms <= now_ms + SHID_LEASE_MS)
+		/* As in reset_ceiling: a slot within a lease of the clock stays. */
+		if (slot->ms >= now_ms && slot->ms <= now_ms + SHID_LEASE_MS)
 			now_ms = slot->ms;
-		shid_slot_reset(slot, now_ms);
-		slot->used = slot->capacity;
+		else
+		{
+			shid_slot_reset(slot, now_ms);
+			slot->used = slot->capacity;
+		}
 		SpinLockRelease(&slot->mutex);
 		LWLockRelease(shid_ceiling->lock);
 		/* Any claim still covering the old floor is made again. */
