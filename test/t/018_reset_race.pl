@@ -5,7 +5,7 @@
 # key for 30 s, in counter mode and in seed mode (a sequence with a cache),
 # while another client calls reset_ceiling() in a loop.  Every insert must
 # commit: a repeated id would fail its transaction with a duplicate key and
-# abort the client.
+# abort the client.  Afterwards the shard still mints at the clock.
 use strict;
 use warnings;
 use FindBin;
@@ -63,6 +63,10 @@ for my $mode ([ 'counter', 'sharded_id.next_id(5)' ], [ 'seed', q{sharded_id.nex
 	diag("$name mode: " . ($minted // 0) * 50 . " ids minted beside $resets resets");
 	is($node->safe_psql('postgres', "SELECT count(*) FROM ${name}_ids WHERE sharded_id.shard_id(id) <> 5"), 0,
 		"$name mode: every id carries shard 5");
+	# Resets in a row must not push the shard ahead of the clock either.
+	my $lead = $node->safe_psql('postgres', q{SELECT round(extract(epoch FROM
+		sharded_id.created_at(sharded_id.next_id(5)) - clock_timestamp()) * 1000)});
+	cmp_ok($lead, '<', 1000, "$name mode: afterwards shard 5 mints less than a lease ahead of the clock ($lead ms)");
 }
 
 done_testing();
