@@ -202,3 +202,20 @@ SELECT pg_temp.sqlstate_of($$SELECT sharded_id.next_id(61)$$) AS retired_after_c
 CREATE TABLE pg_temp.legacy (id bigserial PRIMARY KEY);
 SELECT pg_temp.sqlstate_of($$SELECT sharded_id.adopt_table('pg_temp.legacy', 61)$$) AS adopt_refused;
 SELECT sharded_id.shard_id(sharded_id.next_id(58)) AS never_given_away_mints;
+-- create_shard takes a shard the server gave away back, in any database.
+SELECT sharded_id.create_shard(61) AS taken_back;
+SELECT sharded_id.shard_id(sharded_id.next_id(61)) AS mints_again;
+SELECT count(*) AS not_retired FROM sharded_id.floors() WHERE shard_id = 61 AND retired;
+SELECT sharded_id.drop_shard(61) IS NOT NULL AS dropped_again;
+
+-- Only a superuser forces a floor past the clock's bound.
+CREATE ROLE own_admin;
+GRANT USAGE ON SCHEMA sharded_id TO own_admin;
+GRANT EXECUTE ON FUNCTION sharded_id.raise_floor(integer, bigint, text, boolean) TO own_admin;
+SET ROLE own_admin;
+SELECT pg_temp.sqlstate_of(format('SELECT sharded_id.raise_floor(56, %s, force => true)',
+                                  sharded_id.encode('2046-06-01', 56, 0))) AS forced_by_non_superuser;
+RESET ROLE;
+SELECT count(*) AS no_floor_for_56 FROM sharded_id.floors() WHERE shard_id = 56;
+DROP OWNED BY own_admin;
+DROP ROLE own_admin;

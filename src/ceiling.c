@@ -395,6 +395,7 @@ shid_ceiling_shmem_init(LWLock *lock)
 		shid_ceiling->ref_wall_ms = shid_clock_ms();
 		shid_ceiling->ref_mono_ms = shid_monotonic_ms();
 		shid_ceiling->marker_known = false;
+		shid_ceiling->unsettled_states = 0;
 		shid_ceiling->writes = 0;
 		shid_ceiling->write_us = 0;
 	}
@@ -414,26 +415,27 @@ shid_ceiling_register_rmgr(void)
 
 /*
  * WAL-log a record of the "sharded_id" resource manager, unless the settings
- * turn it off.  As in nextval_internal, the transaction gets an xid first,
+ * turn it off (sharded_id.wal_log_ceiling only for ceiling records: with
+ * always, as for the states of shards, only a resource manager id of 0).  As in nextval_internal, the transaction gets an xid first,
  * so that its commit flushes the record and waits for a synchronous
  * standby.
  */
-void
-shid_wal_log(uint8 info, const char *data, uint32 len)
+XLogRecPtr
+shid_wal_log(uint8 info, const char *data, uint32 len, bool always)
 {
-	if (shid_wal_rmgr_id == 0 || !shid_wal_log_ceiling)
-		return;
+	if (shid_wal_rmgr_id == 0 || (!always && !shid_wal_log_ceiling))
+		return InvalidXLogRecPtr;
 	if (IsTransactionState())
 		(void) GetTopTransactionId();
 	XLogBeginInsert();
 	XLogRegisterData(unconstify(char *, data), len);
-	(void) XLogInsert((RmgrId) shid_wal_rmgr_id, info);
+	return XLogInsert((RmgrId) shid_wal_rmgr_id, info);
 }
 
 static void
 shid_log_ceiling(uint8 info, int64 ceiling)
 {
-	shid_wal_log(info, (const char *) &ceiling, sizeof(ceiling));
+	(void) shid_wal_log(info, (const char *) &ceiling, sizeof(ceiling), false);
 }
 
 /* Push the durable ceiling to at least ms + SHID_LEASE_MS.  Lock held. */
@@ -448,6 +450,9 @@ shid_raise_ceiling(int64 ms)
 	shid_log_ceiling(XLOG_SHID_CEILING, ceiling);
 	shid_write_ceiling(ceiling);
 	pg_atomic_write_u64(&shid_ceiling->ceiling_ms, (uint64) ceiling);
+	/* Every half second of minting: settle the states of shards (floors.c). */
+	if (shid_ceiling->unsettled_states > 0 && !RecoveryInProgress())
+		shid_settle_states();
 }
 
 /*

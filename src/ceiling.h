@@ -18,6 +18,7 @@
 #include "postgres.h"
 
 #include "layout.h"
+#include "access/xlogdefs.h"
 #include "port/atomics.h"
 #include "storage/lwlock.h"
 #include "utils/timestamp.h"
@@ -58,6 +59,8 @@ typedef struct ShidCeiling
 	int64		ref_wall_ms;	/* wall clock at the last write ... */
 	int64		ref_mono_ms;	/* ... and the monotonic clock then */
 	bool		marker_known;	/* the marker file is known to exist */
+	int			unsettled_states;	/* shard states waiting on an xid
+									 * (floors.c) */
 	int64		writes;			/* statistics: writes of the state file ... */
 	int64		write_us;		/* ... and the time they took */
 } ShidCeiling;
@@ -75,7 +78,7 @@ extern void shid_check_clock_slow(int64 now_ms);
 extern int64 shid_ceiling_reset_begin(void);
 extern void shid_ceiling_reset_end(int64 ceiling, int64 floor_ms);
 extern void shid_ceiling_bump_generation(void);
-extern void shid_wal_log(uint8 info, const char *data, uint32 len);
+extern XLogRecPtr shid_wal_log(uint8 info, const char *data, uint32 len, bool always);
 extern void shid_write_durably(const char *tmppath, const char *path,
 							   const char *text, size_t len);
 extern int64 shid_monotonic_ms(void);

@@ -43,7 +43,13 @@
  * Locking rules: the states live in a shared hash table guarded by the
  * ceiling's LWLock (ceiling.c), shared to read, exclusive to change and to
  * write the file.  It is taken after the generator's slot table lock when
- * both are held, and before a slot's spinlock.
+ * both are held, and before a slot's spinlock; a change and the slot's
+ * copy of it are made under one hold of it.
+ *
+ * Settling: a state records the xid of its last ownership change until
+ * that transaction has ended; every later change of any state, and every
+ * raise of the ceiling while some state waits, keeps only the outcome, so
+ * that no state outlives the commit log's memory of its xid.
  *
  *-------------------------------------------------------------------------
  */
@@ -208,6 +214,8 @@ shid_read_states(int max_shards)
 		state->pad = 0;
 		state->pad2 = 0;
 		state->xid = FullTransactionIdFromU64((uint64) xid);
+		if (FullTransactionIdIsValid(state->xid))
+			shid_ceiling->unsettled_states++;
 		line = strchr(line, '\n');
 		if (line == NULL)
 			break;
@@ -301,33 +309,97 @@ shid_shard_state_retired(const ShidShardState *state)
 }
 
 /*
+ * WAL-log a shard's new state and flush the record, before the file that
+ * holds it is written: redo then knows the state's xid, so that no other
+ * transaction is handed that xid after a crash, and never rewinds the file.
+ */
+static void
+shid_log_state(const ShidShardState *state)
+{
+	XLogRecPtr	lsn = shid_wal_log(XLOG_SHID_SHARD, (const char *) state, sizeof(*state), true);
+
+	if (!XLogRecPtrIsInvalid(lsn))
+		XLogFlush(lsn);
+}
+
+/*
+ * Settle every state whose last change has committed or aborted: keep only
+ * its outcome, so that no state waits on a transaction whose status the
+ * commit log may one day no longer hold.  Each settled state is WAL-logged;
+ * the caller writes the file.  Returns how many were settled.  The caller
+ * holds the ceiling lock exclusively.
+ */
+static int
+shid_settle_states_locked(const ShidShardKey *skip)
+{
+	HASH_SEQ_STATUS status;
+	ShidShardState *state;
+	int			settled = 0;
+	int			unsettled = 0;
+
+	hash_seq_init(&status, shid_states);
+	while ((state = hash_seq_search(&status)) != NULL)
+	{
+		if (!FullTransactionIdIsValid(state->xid) ||
+			(skip != NULL && memcmp(&state->key, skip, sizeof(*skip)) == 0))
+			continue;
+		if (shid_xid_committed(state->xid) < 0)
+		{
+			unsettled++;
+			continue;
+		}
+		state->retired = shid_shard_state_retired(state);
+		state->prev_retired = state->retired;
+		state->xid = InvalidFullTransactionId;
+		shid_log_state(state);
+		settled++;
+	}
+	shid_ceiling->unsettled_states = unsettled;
+	return settled;
+}
+
+/*
+ * From the ceiling's raises (ceiling.c), which a minting server makes every
+ * half second: settle what can be settled, if anything waits.  The caller
+ * holds the ceiling lock exclusively.
+ */
+void
+shid_settle_states(void)
+{
+	if (shid_ceiling->unsettled_states > 0 && shid_settle_states_locked(NULL) > 0)
+	{
+		/* Remove what says nothing any more. */
+		HASH_SEQ_STATUS status;
+		ShidShardState *state;
+
+		hash_seq_init(&status, shid_states);
+		while ((state = hash_seq_search(&status)) != NULL)
+			if (shid_state_empty(state))
+				(void) hash_search(shid_states, &state->key, HASH_REMOVE, NULL);
+		shid_write_states();
+	}
+}
+
+/*
  * Change a shard's state, durably: floor_ms becomes its floor if it is
  * higher (or, with lower, whatever it is; 0 removes the floor); owner
  * retires it or takes it back in the current (sub)transaction, or
- * SHID_KEEP_OWNER.  WAL-logged with an xid, then written to the file, then
- * applied; an error on the way changes nothing in shared memory.  The
- * caller updates the shard's slot afterwards.  With generation, does
- * nothing and returns false if a reset or a lowering bumped the generation
- * since the caller read it.
- *
- * Locks: the ceiling lock, exclusively.
+ * SHID_KEEP_OWNER.  The entry is reserved first, so that a full table
+ * fails before anything is logged; then the state is WAL-logged with an
+ * xid and flushed, written to the file with every other state (those that
+ * settled, settled), and applied.  An error on the way leaves shared memory
+ * as it was.  The caller holds the ceiling lock exclusively, and updates the
+ * shard's slot before it releases it.
  */
-bool
-shid_shard_change(const ShidShardKey *key, int64 floor_ms, bool lower, int owner,
-				  const uint32 *generation)
+void
+shid_shard_change_locked(const ShidShardKey *key, int64 floor_ms, bool lower, int owner)
 {
 	ShidShardState *state;
 	ShidShardState before;
 	ShidShardState after;
 	bool		found;
 
-	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
-	if (generation != NULL &&
-		pg_atomic_read_u32(&shid_ceiling->generation) != *generation)
-	{
-		LWLockRelease(shid_ceiling->lock);
-		return false;
-	}
+	Assert(LWLockHeldByMeInMode(shid_ceiling->lock, LW_EXCLUSIVE));
 	state = hash_search(shid_states, key, HASH_FIND, NULL);
 	if (state != NULL)
 		memcpy(&before, state, sizeof(before));
@@ -357,41 +429,41 @@ shid_shard_change(const ShidShardKey *key, int64 floor_ms, bool lower, int owner
 	/* Nothing changes, or nothing is to be kept of a shard with no state. */
 	if (memcmp(&before, &after, sizeof(after)) == 0 ||
 		(state == NULL && shid_state_empty(&after)))
-	{
-		LWLockRelease(shid_ceiling->lock);
-		return true;
-	}
+		return;
 
-	shid_wal_log(XLOG_SHID_SHARD, (char *) &after, sizeof(after));
-	/* Apply, write, and put the state before back if the write fails. */
+	/* Reserve the entry before anything is logged. */
 	state = hash_search(shid_states, key, HASH_ENTER_NULL, &found);
 	if (state == NULL)
-	{
-		LWLockRelease(shid_ceiling->lock);
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("too many shards with a floor or a retirement"),
+				 errdetail("This server keeps the state of at most sharded_id.max_shards shards."),
 				 errhint("Raise sharded_id.max_shards and restart the server.")));
-	}
-	memcpy(state, &after, sizeof(after));
+	if (!found)
+		memcpy(state, &before, sizeof(before));
+
 	PG_TRY();
 	{
+		shid_log_state(&after);
+		memcpy(state, &after, sizeof(after));
+		if (FullTransactionIdIsValid(after.xid))
+			shid_ceiling->unsettled_states++;
+		(void) shid_settle_states_locked(key);
 		if (shid_state_empty(state))
 			(void) hash_search(shid_states, key, HASH_REMOVE, NULL);
 		shid_write_states();
 	}
 	PG_CATCH();
 	{
+		/* Whatever was logged, WAL replay never weakens: floors only
+		 * rise, and a retirement holds only once its xid commits. */
 		state = hash_search(shid_states, key, HASH_ENTER, &found);
 		memcpy(state, &before, sizeof(before));
-		if (!found && shid_state_empty(state))
+		if (shid_state_empty(state))
 			(void) hash_search(shid_states, key, HASH_REMOVE, NULL);
-		LWLockRelease(shid_ceiling->lock);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	LWLockRelease(shid_ceiling->lock);
-	return true;
 }
 
 /* A copy of every state, for floors(); returns how many. */
@@ -430,9 +502,15 @@ shid_floors_redo(XLogReaderState *record)
 	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
 	state = hash_search(shid_states, &rec.key, HASH_ENTER_NULL, &found);
 	if (state == NULL)
-		elog(PANIC, "sharded_id redo: no room for the state of shard %d; raise sharded_id.max_shards",
-			 rec.key.shard);
+		ereport(FATAL,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("too many shards with a floor or a retirement to replay"),
+				 errdetail("The WAL holds the state of shard %d, and this server keeps the state of at most sharded_id.max_shards shards.",
+						   rec.key.shard),
+				 errhint("Raise sharded_id.max_shards to at least the primary's setting and restart the server.")));
 	memcpy(state, &rec, sizeof(rec));
+	if (FullTransactionIdIsValid(rec.xid))
+		shid_ceiling->unsettled_states++;
 	if (shid_state_empty(state))
 		(void) hash_search(shid_states, &rec.key, HASH_REMOVE, NULL);
 	shid_write_states();

@@ -49,8 +49,9 @@ extern Size shid_floors_shmem_size(int max_shards);
 extern void shid_floors_shmem_init(int max_shards);
 extern bool shid_shard_state(const ShidShardKey *key, ShidShardState *state);
 extern bool shid_shard_state_retired(const ShidShardState *state);
-extern bool shid_shard_change(const ShidShardKey *key, int64 floor_ms,
-							  bool lower, int owner, const uint32 *generation);
+extern void shid_shard_change_locked(const ShidShardKey *key, int64 floor_ms,
+									 bool lower, int owner);
+extern void shid_settle_states(void);
 extern int	shid_shard_states(ShidShardState **states);
 extern void shid_floors_redo(XLogReaderState *record);
 extern void shid_floors_desc(StringInfo buf, XLogReaderState *record);

@@ -75,6 +75,7 @@
 
 #include "access/htup_details.h"
 #include "access/rmgr.h"
+#include "access/xact.h"
 #include "access/xlog.h"
 #include "ceiling.h"
 #include "commands/sequence.h"
@@ -824,31 +825,37 @@ shid_mint_slot(const ShidLayout *layout, int32 shard, ShidSlot *slot)
 }
 
 /*
- * Raise the shard's floor to floor_ms, durably, and the slot's copy of it;
- * with lower, set it to floor_ms whatever it was.  Returns false, changing
- * nothing, if a reset or a lowering bumped the generation since the
- * caller read it (generation NULL: no check).  With move, a slot below the
- * floor moves to it, full, so that the next value comes after it.
+ * Raise the shard's floor to floor_ms, durably, and the slot's copy of it,
+ * under one hold of the ceiling lock, so that no lowering comes between
+ * them.  Returns false, changing nothing, if a reset or a lowering bumped
+ * the generation since the caller read it (generation NULL: no check).
+ * With move, a slot below the floor moves to it, full, so that the next
+ * value comes after it.
  *
- * Locks: the ceiling lock (in floors.c), then the slot's spinlock.
+ * Locks: the ceiling lock, then the slot's spinlock.
  */
 static bool
-shid_set_shard_floor(ShidSlot *slot, int64 floor_ms, bool lower, bool move,
+shid_set_shard_floor(ShidSlot *slot, int64 floor_ms, bool move,
 					 const uint32 *generation)
 {
-	if (!shid_shard_change(&slot->key, floor_ms, lower, SHID_KEEP_OWNER, generation))
+	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
+	if (generation != NULL &&
+		pg_atomic_read_u32(&shid_ceiling->generation) != *generation)
+	{
+		LWLockRelease(shid_ceiling->lock);
 		return false;
+	}
+	shid_shard_change_locked(&slot->key, floor_ms, false, SHID_KEEP_OWNER);
+	/* The slot's copy follows under the same hold of the lock. */
 	SpinLockAcquire(&slot->mutex);
-	if (lower)
-		slot->floor_ms = floor_ms;
-	else
-		slot->floor_ms = Max(slot->floor_ms, floor_ms);
+	slot->floor_ms = Max(slot->floor_ms, floor_ms);
 	if (move && slot->ms <= floor_ms)
 	{
 		shid_slot_reset(slot, floor_ms);
 		slot->used = slot->capacity;
 	}
 	SpinLockRelease(&slot->mutex);
+	LWLockRelease(shid_ceiling->lock);
 	return true;
 }
 
@@ -862,7 +869,7 @@ static pg_noinline void
 shid_cover_shard_slow(ShidSlot *slot, int64 ms, int64 floor_ms, uint32 generation)
 {
 	if (floor_ms > 0 && ms > shid_clock_ms() + SHID_LEASE_MS)
-		(void) shid_set_shard_floor(slot, ms + SHID_LEASE_MS, false, false, &generation);
+		(void) shid_set_shard_floor(slot, ms + SHID_LEASE_MS, false, &generation);
 	else
 		shid_cover_slow(ms, generation);
 }
@@ -1237,9 +1244,9 @@ shid_floor_checked(const ShidLayout *layout, int32 shard, int64 id, bool force,
  * sharded_id.shards), then the shard's slot is moved to that millisecond,
  * full.  No other shard's ids move.  For a shard whose rows come from
  * another server: a move, a restore.  The id must carry the shard, and, but
- * with force, lie no more than sharded_id.max_clock_jump ahead of the
- * clock.  Returns the floor: the largest id of the shard in that
- * millisecond.
+ * with force (superusers only), lie no more than sharded_id.max_clock_jump
+ * ahead of the clock.  Returns the floor: the largest id of the shard in
+ * that millisecond.
  *
  * Locks: the ceiling lock, then the slot's spinlock.
  */
@@ -1250,10 +1257,19 @@ shid_raise_floor(PG_FUNCTION_ARGS)
 	const ShidLayout *layout = shid_layout_arg(fcinfo, 2);
 	int32		shard = PG_GETARG_INT32(0);
 	bool		force = PG_NARGS() > 3 && !PG_ARGISNULL(3) && PG_GETARG_BOOL(3);
-	int64		floor_ms = shid_floor_checked(layout, shard, PG_GETARG_INT64(1), force, NULL);
-	ShidSlot   *slot = shid_admin_slot(layout, shard, "raise the floor of a shard");
+	int64		floor_ms;
+	ShidSlot   *slot;
 
-	(void) shid_set_shard_floor(slot, floor_ms, false, true, NULL);
+	/* Only a superuser may push a shard's ids past the clock's bound. */
+	if (force && !superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be superuser to force the floor of a shard"),
+				 errdetail("A forced floor may carry the shard's ids years ahead, and only a superuser can lower it again.")));
+	floor_ms = shid_floor_checked(layout, shard, PG_GETARG_INT64(1), force, NULL);
+	slot = shid_admin_slot(layout, shard, "raise the floor of a shard");
+
+	(void) shid_set_shard_floor(slot, floor_ms, true, NULL);
 	PG_RETURN_INT64(shid_pack(layout, floor_ms, shard, shid_seq_capacity(layout) - 1));
 }
 
@@ -1298,7 +1314,6 @@ shid_lower_floor(PG_FUNCTION_ARGS)
 	const ShidLayout *layout = shid_layout_arg(fcinfo, 1);
 	int32		shard = PG_GETARG_INT32(0);
 	ShidSlot   *slot;
-	uint32		generation;
 	int64		now_ms;
 	int64		old_floor;
 
@@ -1308,34 +1323,33 @@ shid_lower_floor(PG_FUNCTION_ARGS)
 				 errmsg("must be superuser to lower the floor of a shard")));
 	slot = shid_admin_slot(layout, shard, "lower the floor of a shard");
 
-	for (;;)
+	/*
+	 * One hold of the ceiling lock: the generation is bumped first, so that
+	 * any claim above the old floor not yet returned is made again, and no
+	 * floor raise of an older generation lands after this.
+	 */
+	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
+	shid_ceiling_bump_generation();
+	now_ms = Max(shid_clock_ms(), Max(shid_ceiling->raised_floor_ms, shid_ceiling->floor_ms));
+	shid_shard_change_locked(&slot->key, 0, true, SHID_KEEP_OWNER);
+	SpinLockAcquire(&slot->mutex);
+	old_floor = slot->floor_ms;
+	slot->floor_ms = 0;
+	/* As in reset_ceiling: a slot within a lease of the clock stays. */
+	if (slot->ms >= now_ms && slot->ms <= now_ms + SHID_LEASE_MS)
+		now_ms = slot->ms;
+	else
 	{
-		LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
-		shid_ceiling_bump_generation();
-		generation = pg_atomic_read_u32(&shid_ceiling->generation);
-		now_ms = Max(shid_clock_ms(), shid_ceiling->raised_floor_ms);
-		SpinLockAcquire(&slot->mutex);
-		old_floor = slot->floor_ms;
-		slot->floor_ms = 0;
-		/* As in reset_ceiling: a slot within a lease of the clock stays. */
-		if (slot->ms >= now_ms && slot->ms <= now_ms + SHID_LEASE_MS)
-			now_ms = slot->ms;
-		else
-		{
-			shid_slot_reset(slot, now_ms);
-			slot->used = slot->capacity;
-		}
-		SpinLockRelease(&slot->mutex);
-		LWLockRelease(shid_ceiling->lock);
-		/* Any claim still covering the old floor is made again. */
-		if (shid_shard_change(&slot->key, 0, true, SHID_KEEP_OWNER, &generation))
-			break;
+		shid_slot_reset(slot, now_ms);
+		slot->used = slot->capacity;
 	}
+	SpinLockRelease(&slot->mutex);
+	LWLockRelease(shid_ceiling->lock);
 	ereport(WARNING,
 			(errmsg("lowered the floor of shard %d to the clock", shard),
 			 errdetail("New ids of the shard start after %s; the floor was %s. Ids of the shard with a time between the two, minted here or on the server the shard came from, may be minted again.",
 					   pstrdup(timestamptz_to_str(shid_unix_ms_to_timestamptz(now_ms))),
-					   old_floor > 0 ? timestamptz_to_str(shid_unix_ms_to_timestamptz(old_floor)) : "not set"),
+					   old_floor > 0 ? pstrdup(timestamptz_to_str(shid_unix_ms_to_timestamptz(old_floor))) : "not set"),
 			 errhint("Lower a floor only when no stored id of the shard carries a time after the clock.")));
 	PG_RETURN_TIMESTAMPTZ(shid_unix_ms_to_timestamptz(now_ms));
 }
@@ -1427,7 +1441,11 @@ shid_retire_shard(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	slot = shid_admin_slot(layout, PG_GETARG_INT32(0), "retire a shard");
 	shid_owner_prepare();
-	(void) shid_shard_change(&slot->key, 0, false, SHID_RETIRE, NULL);
+	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
+	shid_shard_change_locked(&slot->key, 0, false, SHID_RETIRE);
+	LWLockRelease(shid_ceiling->lock);
+	/* A move relies on the commit: flush it, whatever synchronous_commit. */
+	ForceSyncCommit();
 	SpinLockAcquire(&slot->mutex);
 	prev = slot->owner;
 	slot->owner = SHID_OWNER_RETIRED;
@@ -1458,7 +1476,10 @@ shid_own_shard(PG_FUNCTION_ARGS)
 		PG_RETURN_VOID();
 	slot = shid_admin_slot(layout, PG_GETARG_INT32(0), "create a shard");
 	shid_owner_prepare();
-	(void) shid_shard_change(&slot->key, 0, false, SHID_OWN, NULL);
+	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
+	shid_shard_change_locked(&slot->key, 0, false, SHID_OWN);
+	LWLockRelease(shid_ceiling->lock);
+	ForceSyncCommit();
 	shid_owner_remember(slot, SHID_OWNER_UNKNOWN, SHID_OWNER_MINTS);
 	PG_RETURN_VOID();
 }

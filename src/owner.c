@@ -25,12 +25,16 @@
  *	 - A retirement (_retire_shard) stores RETIRED at once and reads the
  *	   slot's high-water mark under the same hold of the slot's spinlock, so
  *	   no id above that mark is minted here afterwards.  If its transaction
- *	   or subtransaction aborts, the state before comes back.  An
- *	   uncommitted retirement already refuses: the fence fails closed.
- *	 - A take-back (_own_shard) stores MINTS when its transaction commits;
- *	   until then the shard stays refused.  A committing retirement stores
- *	   nothing more, so a take-back that committed in between (a move
- *	   between two databases of one server, which share the slot) stands.
+ *	   or subtransaction aborts, the state becomes UNKNOWN again, and the
+ *	   next mint reads the server's state, where the aborted change no
+ *	   longer counts but any other since does.  An uncommitted retirement
+ *	   already refuses: the fence fails closed.
+ *	 - A take-back (_own_shard) makes the state UNKNOWN when its
+ *	   transaction commits; until then the shard stays refused.  The next
+ *	   mint reads the server's state, where the take-back now holds unless
+ *	   a retirement came after it.  A committing retirement stores nothing
+ *	   more, so a take-back that committed in between (a move between two
+ *	   databases of one server, which share the slot) stands.
  *
  * Locking rules: a slot's owner state changes only under the slot's
  * spinlock (shid_slot_set_owner, generator.c); the minter reads it under
@@ -115,7 +119,13 @@ shid_owner_remember(ShidSlot *slot, uint8 prev, uint8 at_commit)
 	change->level = GetCurrentTransactionNestLevel();
 }
 
-/* Undo the changes made at nesting level "level" or deeper, newest first. */
+/*
+ * Undo the changes made at nesting level "level" or deeper, newest first.
+ * A retirement that aborts leaves the slot's state unknown, not the state
+ * before it: another transaction may have changed the shard since, and the
+ * next mint reads the truth from the server's state of the shard, where
+ * this retirement's aborted xid no longer counts.
+ */
 static void
 shid_owner_undo(int level)
 {
@@ -124,36 +134,22 @@ shid_owner_undo(int level)
 		ShidOwnerChange *change = &shid_changes[--shid_nchanges];
 
 		if (change->at_commit == SHID_OWNER_RETIRED)
-			(void) shid_slot_set_owner(change->slot, change->prev, false);
+			(void) shid_slot_set_owner(change->slot, SHID_OWNER_UNKNOWN, false);
 	}
 }
 
 /*
- * At commit, the take-backs take effect.  A retirement took effect when it
- * was made and is not applied again: another transaction may have taken the
- * slot back since (the shard moved between two databases of this server,
- * which share the slot).  A take-back followed by a retirement of the same
- * slot in this transaction stays retired.
+ * At commit, a take-back leaves the slot's state unknown, and the next mint
+ * reads it from the server's state of the shard, where the take-back's xid
+ * has now committed, unless a retirement changed the shard after it.  A
+ * retirement took effect when it was made and stays.
  */
 static void
 shid_owner_commit(void)
 {
-	int			retirements = 0;
-
 	for (int i = 0; i < shid_nchanges; i++)
-		retirements += shid_changes[i].at_commit == SHID_OWNER_RETIRED;
-	for (int i = shid_nchanges - 1; i >= 0; i--)
-	{
-		bool		retired_later = false;
-
-		if (shid_changes[i].at_commit != SHID_OWNER_MINTS)
-			continue;
-		for (int j = i + 1; retirements > 0 && j < shid_nchanges && !retired_later; j++)
-			retired_later = shid_changes[j].slot == shid_changes[i].slot &&
-				shid_changes[j].at_commit == SHID_OWNER_RETIRED;
-		if (!retired_later)
-			(void) shid_slot_set_owner(shid_changes[i].slot, SHID_OWNER_MINTS, false);
-	}
+		if (shid_changes[i].at_commit == SHID_OWNER_MINTS)
+			(void) shid_slot_set_owner(shid_changes[i].slot, SHID_OWNER_UNKNOWN, false);
 	shid_nchanges = 0;
 }
 

@@ -108,86 +108,6 @@ $$;
 COMMENT ON FUNCTION sharded_id.raise_floors() IS
 'raise the floor of every shard of the catalog over the largest id its tables hold, as after a restore on another server, once every shard''s ids pass raise_floor''s checks; returns how many shards hold ids';
 
-CREATE OR REPLACE FUNCTION sharded_id._provision(shard_id integer, schema_name name)
-RETURNS name
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    shard record;
-    cfg record;
-    seq regclass;
-    t sharded_id.shard_tables;
-    adopted boolean := false;
-    top_id bigint;
-BEGIN
-    SELECT * INTO cfg FROM sharded_id.current_settings();
-    SELECT * INTO shard FROM sharded_id.shards s WHERE s.shard_id = _provision.shard_id;
-    IF FOUND AND shard.schema_name <> coalesce(_provision.schema_name, shard.schema_name) THEN
-        RAISE EXCEPTION 'shard % already exists in schema "%"', shard_id, shard.schema_name
-            USING ERRCODE = 'duplicate_object';
-    ELSIF NOT FOUND THEN
-        PERFORM sharded_id.check_shard(shard_id, cfg.layout);
-        PERFORM sharded_id._check_adoptable(coalesce(_provision.schema_name, sharded_id.shard_schema(shard_id)));
-        -- A schema with rows raises the floor over them below: check first.
-        PERFORM sharded_id._check_floors(shard_id, coalesce(_provision.schema_name, sharded_id.shard_schema(shard_id)), cfg.layout);
-        INSERT INTO sharded_id.shards (shard_id, schema_name, layout, mode)
-        VALUES (shard_id, coalesce(_provision.schema_name, sharded_id.shard_schema(shard_id)), cfg.layout, cfg.mode)
-        RETURNING * INTO shard;
-        -- This server mints for the shard again, from the commit on.
-        DELETE FROM sharded_id.retired_shards r WHERE r.shard_id = _provision.shard_id;
-        PERFORM sharded_id._own_shard(shard.shard_id, shard.layout);
-        adopted := true;
-    END IF;
-
-    EXECUTE format('CREATE SCHEMA IF NOT EXISTS %I', shard.schema_name);
-    -- Seed mode takes the sequence fields from the shard's id_seq; counter
-    -- mode needs none.
-    IF shard.mode = 'seed' THEN
-        EXECUTE format('CREATE SEQUENCE IF NOT EXISTS %I.id_seq', shard.schema_name);
-        seq := format('%I.id_seq', shard.schema_name)::regclass;
-        IF (SELECT relkind FROM pg_class WHERE oid = seq) <> 'S' THEN
-            RAISE EXCEPTION '"%" is not a sequence', seq
-                USING ERRCODE = 'wrong_object_type',
-                      DETAIL = format('Shard %s takes the sequence fields of its ids from %s.', shard.shard_id, seq);
-        END IF;
-        EXECUTE format('COMMENT ON SEQUENCE %s IS %L', seq,
-                       format('sequence fields of the ids of shard %s', shard.shard_id));
-    END IF;
-
-    -- The zero-argument next_id() of the seed, with a SQL-standard body bound
-    -- at creation, which the planner inlines.
-    IF to_regprocedure(format('%I.next_id()', shard.schema_name)) IS NULL THEN
-        EXECUTE format('CREATE FUNCTION %I.next_id() RETURNS bigint LANGUAGE sql VOLATILE PARALLEL UNSAFE '
-                       'BEGIN ATOMIC SELECT %s; END',
-                       shard.schema_name, sharded_id._next_id_call(shard.shard_id, seq, shard.layout));
-        EXECUTE format('COMMENT ON FUNCTION %I.next_id() IS %L', shard.schema_name,
-                       format('new id for shard %s', shard.shard_id));
-    END IF;
-
-    FOR t IN SELECT * FROM sharded_id.shard_tables ORDER BY position LOOP
-        PERFORM sharded_id._copy_table(t, shard.shard_id, shard.schema_name, seq, shard.layout);
-    END LOOP;
-    FOR t IN SELECT * FROM sharded_id.shard_tables ORDER BY position LOOP
-        PERFORM sharded_id._copy_foreign_keys(t, shard.schema_name);
-    END LOOP;
-
-    -- A schema adopted with rows (a move, a restore) holds ids that another
-    -- server minted, maybe with a clock ahead of this one: new ids go above
-    -- the largest.
-    IF adopted THEN
-        top_id := sharded_id.shard_max_id(shard.shard_id);
-        IF top_id >= 0 THEN
-            PERFORM sharded_id.raise_floor(shard.shard_id, top_id, shard.layout);
-        END IF;
-    END IF;
-    RETURN shard.schema_name;
-END
-$$;
-
-COMMENT ON FUNCTION sharded_id._provision(integer, name) IS
-'internal: create whatever a shard schema is missing';
-
 REVOKE EXECUTE ON FUNCTION sharded_id._check_floors(integer, name, text) FROM PUBLIC;
 CREATE OR REPLACE FUNCTION sharded_id.adopt_table(tbl regclass, shard_id integer, id_column name DEFAULT 'id')
 RETURNS text
@@ -1713,3 +1633,97 @@ $$;
 COMMENT ON PROCEDURE sharded_id.move_shard(integer, text, text, boolean, name, bigint, interval, interval) IS
 'move a logical shard to another data node, online (logical replication) or by dump, journaled step by step in sharded_id.moves; writers through sharded_id.route wait out the switch; CALL it on the router, outside a transaction block';
 
+CREATE OR REPLACE FUNCTION sharded_id._provision(shard_id integer, schema_name name)
+RETURNS name
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    shard record;
+    cfg record;
+    seq regclass;
+    t sharded_id.shard_tables;
+    adopted boolean := false;
+    top_id bigint;
+BEGIN
+    SELECT * INTO cfg FROM sharded_id.current_settings();
+    SELECT * INTO shard FROM sharded_id.shards s WHERE s.shard_id = _provision.shard_id;
+    IF FOUND AND shard.schema_name <> coalesce(_provision.schema_name, shard.schema_name) THEN
+        RAISE EXCEPTION 'shard % already exists in schema "%"', shard_id, shard.schema_name
+            USING ERRCODE = 'duplicate_object';
+    ELSIF FOUND AND EXISTS (SELECT 1 FROM sharded_id.floors() f
+                            WHERE f.shard_id = shard.shard_id AND f.layout = shard.layout AND f.retired) THEN
+        -- In this database's catalog, but the server gave it away (from
+        -- another database, or before an update to 1.5): take it back here,
+        -- with its floor over its rows.
+        PERFORM sharded_id._check_floors(shard.shard_id, shard.schema_name, shard.layout);
+        DELETE FROM sharded_id.retired_shards r WHERE r.shard_id = _provision.shard_id;
+        PERFORM sharded_id._own_shard(shard.shard_id, shard.layout);
+        adopted := true;
+    ELSIF NOT FOUND THEN
+        PERFORM sharded_id.check_shard(shard_id, cfg.layout);
+        PERFORM sharded_id._check_adoptable(coalesce(_provision.schema_name, sharded_id.shard_schema(shard_id)));
+        -- A schema with rows raises the floor over them below: check first.
+        PERFORM sharded_id._check_floors(shard_id, coalesce(_provision.schema_name, sharded_id.shard_schema(shard_id)), cfg.layout);
+        INSERT INTO sharded_id.shards (shard_id, schema_name, layout, mode)
+        VALUES (shard_id, coalesce(_provision.schema_name, sharded_id.shard_schema(shard_id)), cfg.layout, cfg.mode)
+        RETURNING * INTO shard;
+        -- This server mints for the shard again, from the commit on.
+        DELETE FROM sharded_id.retired_shards r WHERE r.shard_id = _provision.shard_id;
+        PERFORM sharded_id._own_shard(shard.shard_id, shard.layout);
+        adopted := true;
+    END IF;
+
+    EXECUTE format('CREATE SCHEMA IF NOT EXISTS %I', shard.schema_name);
+    -- Seed mode takes the sequence fields from the shard's id_seq; counter
+    -- mode needs none.
+    IF shard.mode = 'seed' THEN
+        EXECUTE format('CREATE SEQUENCE IF NOT EXISTS %I.id_seq', shard.schema_name);
+        seq := format('%I.id_seq', shard.schema_name)::regclass;
+        IF (SELECT relkind FROM pg_class WHERE oid = seq) <> 'S' THEN
+            RAISE EXCEPTION '"%" is not a sequence', seq
+                USING ERRCODE = 'wrong_object_type',
+                      DETAIL = format('Shard %s takes the sequence fields of its ids from %s.', shard.shard_id, seq);
+        END IF;
+        EXECUTE format('COMMENT ON SEQUENCE %s IS %L', seq,
+                       format('sequence fields of the ids of shard %s', shard.shard_id));
+    END IF;
+
+    -- The zero-argument next_id() of the seed, with a SQL-standard body bound
+    -- at creation, which the planner inlines.
+    IF to_regprocedure(format('%I.next_id()', shard.schema_name)) IS NULL THEN
+        EXECUTE format('CREATE FUNCTION %I.next_id() RETURNS bigint LANGUAGE sql VOLATILE PARALLEL UNSAFE '
+                       'BEGIN ATOMIC SELECT %s; END',
+                       shard.schema_name, sharded_id._next_id_call(shard.shard_id, seq, shard.layout));
+        EXECUTE format('COMMENT ON FUNCTION %I.next_id() IS %L', shard.schema_name,
+                       format('new id for shard %s', shard.shard_id));
+    END IF;
+
+    FOR t IN SELECT * FROM sharded_id.shard_tables ORDER BY position LOOP
+        PERFORM sharded_id._copy_table(t, shard.shard_id, shard.schema_name, seq, shard.layout);
+    END LOOP;
+    FOR t IN SELECT * FROM sharded_id.shard_tables ORDER BY position LOOP
+        PERFORM sharded_id._copy_foreign_keys(t, shard.schema_name);
+    END LOOP;
+
+    -- A schema adopted with rows (a move, a restore) holds ids that another
+    -- server minted, maybe with a clock ahead of this one: new ids go above
+    -- the largest.
+    IF adopted THEN
+        top_id := sharded_id.shard_max_id(shard.shard_id);
+        IF top_id >= 0 THEN
+            PERFORM sharded_id.raise_floor(shard.shard_id, top_id, shard.layout);
+        END IF;
+    END IF;
+    RETURN shard.schema_name;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._provision(integer, name) IS
+'internal: create whatever a shard schema is missing';
+
+
+-- Retirements belong to the server from 1.5 on: every shard this database's
+-- catalog records as given away is given away by the server, for every
+-- database of it (nothing to do where sharded_id is not preloaded).
+SELECT count(sharded_id._retire_shard(r.shard_id, r.layout)) FROM sharded_id.retired_shards r;

@@ -554,6 +554,15 @@ BEGIN
     IF FOUND AND shard.schema_name <> coalesce(_provision.schema_name, shard.schema_name) THEN
         RAISE EXCEPTION 'shard % already exists in schema "%"', shard_id, shard.schema_name
             USING ERRCODE = 'duplicate_object';
+    ELSIF FOUND AND EXISTS (SELECT 1 FROM sharded_id.floors() f
+                            WHERE f.shard_id = shard.shard_id AND f.layout = shard.layout AND f.retired) THEN
+        -- In this database's catalog, but the server gave it away (from
+        -- another database, or before an update to 1.5): take it back here,
+        -- with its floor over its rows.
+        PERFORM sharded_id._check_floors(shard.shard_id, shard.schema_name, shard.layout);
+        DELETE FROM sharded_id.retired_shards r WHERE r.shard_id = _provision.shard_id;
+        PERFORM sharded_id._own_shard(shard.shard_id, shard.layout);
+        adopted := true;
     ELSIF NOT FOUND THEN
         PERFORM sharded_id.check_shard(shard_id, cfg.layout);
         PERFORM sharded_id._check_adoptable(coalesce(_provision.schema_name, sharded_id.shard_schema(shard_id)));
