@@ -7,3 +7,902 @@
 -- 1.5: the guarantees of 1.4 hold off the tested paths, where operators and
 -- applications go.
 --
+
+--
+-- Issue 26: moves that lose nothing under concurrency, cancellation,
+-- retries and clock steps.  A move holds its shard's move lock for its
+-- whole life; the route and move locks are tags pg_advisory_lock() cannot
+-- take; connections are named by move, role and node and closed on every
+-- way out; a cancel ends the freeze at once; catch-up marks are counters,
+-- published only with their own move; the dump copy fires no user trigger
+-- or rule; row security is off on every connection of a move.
+--
+-- The route lock's tag changed (src/route.c): a move running on 1.4 code
+-- while the library is replaced holds the old tag, so update with no move
+-- running.
+--
+CREATE OR REPLACE FUNCTION sharded_id._remote_open(conn text, node text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    dblink name := sharded_id._dblink_schema();
+    dsn text;
+    open boolean;
+    alive boolean;
+BEGIN
+    EXECUTE format('SELECT $1 = ANY (coalesce(%I.dblink_get_connections(), ''{}''))', dblink) INTO open USING conn;
+    IF open THEN
+        EXECUTE format('SELECT count(*) = 1 FROM %I.dblink($1, ''SELECT 1'', false) AS r(v int)', dblink)
+        INTO alive USING conn;
+        IF alive THEN
+            RETURN;
+        END IF;
+        EXECUTE format('SELECT %I.dblink_disconnect($1)', dblink) USING conn;
+    END IF;
+    SELECT CASE WHEN EXISTS (SELECT FROM pg_foreign_server s JOIN pg_foreign_data_wrapper w ON w.oid = s.srvfdw
+                             WHERE s.srvname = sharded_id.node_server(n.node_name) AND w.fdwname = 'postgres_fdw')
+                THEN sharded_id.node_server(n.node_name)::text ELSE n.connstr END
+    INTO dsn FROM sharded_id.nodes n WHERE n.node_name = node;
+    IF dsn IS NULL THEN
+        RAISE EXCEPTION 'data node "%" does not exist', node
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    EXECUTE format('SELECT %I.dblink_connect($1, $2)', dblink) USING conn, dsn;
+    EXECUTE format('SELECT %I.dblink_exec($1, ''SET row_security = off'')', dblink) USING conn;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._remote_open(text, text) IS
+'internal: open a named dblink connection to a data node, with row_security off, unless it is open and answers';
+
+
+CREATE OR REPLACE FUNCTION sharded_id._remote_close_all(prefix text)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    dblink name := sharded_id._dblink_schema();
+    conns text[];
+    c text;
+BEGIN
+    EXECUTE format('SELECT coalesce(%I.dblink_get_connections(), ''{}'')', dblink) INTO conns;
+    FOREACH c IN ARRAY conns LOOP
+        IF left(c, length(prefix)) = prefix THEN
+            EXECUTE format('SELECT %I.dblink_disconnect($1)', dblink) USING c;
+        END IF;
+    END LOOP;
+    RETURN cardinality(conns);
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._remote_close_all(text) IS
+'internal: close every dblink connection of the session whose name starts with a prefix';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._remote_close_all(text) FROM PUBLIC;
+
+
+CREATE OR REPLACE FUNCTION sharded_id._move_conn(move_id bigint, role text, node text)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT format('sharded_id_%s_%s_%s', coalesce(move_id::text, 'new'), role, node)
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_conn(bigint, text, text) IS
+'internal: the dblink connection name of a move, a role and a node';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._move_conn(bigint, text, text) FROM PUBLIC;
+
+
+CREATE OR REPLACE FUNCTION sharded_id._move_open(m sharded_id.moves, role text)
+RETURNS text
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    node text := CASE WHEN role IN ('target', 'snap_target') THEN m.target_node ELSE m.source_node END;
+    conn text := sharded_id._move_conn(m.move_id, role, node);
+BEGIN
+    PERFORM sharded_id._remote_open(conn, node);
+    RETURN conn;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_open(sharded_id.moves, text) IS
+'internal: open, or check and reuse, the connection of a move in a role, and return its name';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._move_open(sharded_id.moves, text) FROM PUBLIC;
+
+
+CREATE OR REPLACE FUNCTION sharded_id._move_claim(shard_id integer)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    holder integer;
+    running bigint;
+BEGIN
+    IF sharded_id._lock_shard(shard_id, 'move', false) THEN
+        RETURN;
+    END IF;
+    holder := (SELECT l.pid FROM pg_locks l
+               WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                 AND l.classid = 1936222573 AND l.objid = _move_claim.shard_id AND l.objsubid = 3 AND l.granted
+               LIMIT 1);
+    running := (SELECT x.move_id FROM sharded_id.moves x WHERE x.shard_id = _move_claim.shard_id AND x.finished_at IS NULL);
+    RAISE EXCEPTION 'move % of shard % is running in backend %', coalesce(running::text, '(not yet journaled)'), shard_id,
+                    coalesce(holder::text, '(gone)')
+        USING ERRCODE = 'lock_not_available',
+              DETAIL = 'A move holds its shard''s move lock from its start to its end, and nothing else may finish or roll it back meanwhile.',
+              HINT = 'Wait for that move to end, or cancel it with pg_cancel_backend, then try again.';
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_claim(integer) IS
+'internal: take a shard''s move lock for this session, or fail naming the move and the backend running it';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._move_claim(integer) FROM PUBLIC;
+
+
+CREATE OR REPLACE FUNCTION sharded_id._lock_shard(shard integer, kind text, wait boolean)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'shid_lock_shard'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION sharded_id._lock_shard(integer, text, boolean) IS
+'internal: take a shard''s route or move lock in exclusive mode as a session lock, released at the latest when a transaction aborts';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._lock_shard(integer, text, boolean) FROM PUBLIC;
+
+
+CREATE OR REPLACE FUNCTION sharded_id._unlock_shard(shard integer, kind text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'shid_unlock_shard'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION sharded_id._unlock_shard(integer, text) IS
+'internal: release a shard''s route or move lock taken by _lock_shard';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._unlock_shard(integer, text) FROM PUBLIC;
+
+
+CREATE OR REPLACE PROCEDURE sharded_id._move_journal(move_id bigint, step text)
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    INSERT INTO sharded_id.move_steps (move_id, step_no, step)
+    SELECT _move_journal.move_id, coalesce(max(s.step_no), 0) + 1, _move_journal.step
+    FROM sharded_id.move_steps s WHERE s.move_id = _move_journal.move_id;
+    UPDATE sharded_id.moves m SET state = step, updated_at = clock_timestamp()
+    WHERE m.move_id = _move_journal.move_id;
+    COMMIT;
+END
+$$;
+
+COMMENT ON PROCEDURE sharded_id._move_journal(bigint, text) IS
+'internal: journal and commit the step a move is about to take';
+
+
+CREATE OR REPLACE FUNCTION sharded_id._move_hold(point text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF current_setting('sharded_id.move_hold', true) = point THEN
+        PERFORM pg_advisory_lock_shared(1936222579, 0);
+        PERFORM pg_advisory_unlock_shared(1936222579, 0);
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_hold(text) IS
+'internal: pause a move at a point named by sharded_id.move_hold, for fault-injection tests';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._move_hold(text) FROM PUBLIC;
+
+
+CREATE OR REPLACE FUNCTION sharded_id._move_freeze_source(m sharded_id.moves, lock_timeout interval)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    frz text := sharded_id._move_conn(m.move_id, 'freeze', m.source_node);
+BEGIN
+    PERFORM sharded_id._remote_close(frz);
+    PERFORM sharded_id._remote_open(frz, m.source_node);
+    PERFORM sharded_id._remote_exec(frz, format('BEGIN; SET LOCAL lock_timeout = %L',
+                                    (extract(epoch FROM lock_timeout) * 1000)::bigint || 'ms'));
+    PERFORM sharded_id._remote(frz, format(
+        'SELECT 1 FROM (SELECT pg_advisory_xact_lock(1936222564, %s)) l, '
+        '(SELECT FROM sharded_id.shards WHERE shard_id = %s FOR UPDATE) s', m.shard_id, m.shard_id));
+    PERFORM sharded_id._remote(frz, format(
+        'SELECT 1 FROM (SELECT sharded_id._on_schema_tables(%L, ''LOCK TABLE %%s IN EXCLUSIVE MODE'')) l', m.schema_name));
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_freeze_source(sharded_id.moves, interval) IS
+'internal: open the freezing transaction of a move on its source';
+
+
+CREATE OR REPLACE FUNCTION sharded_id._move_catch_up(m sharded_id.moves, timeout interval)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    src text := sharded_id._move_open(m, 'source');
+    tgt text := sharded_id._move_open(m, 'target');
+    mark bigint;
+    polls bigint := 0;
+    max_polls bigint := greatest(1, (extract(epoch FROM timeout) * 1000)::bigint);
+BEGIN
+    mark := sharded_id._remote(src, format(
+        'INSERT INTO sharded_id.move_marks VALUES (%s, 1) ON CONFLICT (move_id) DO UPDATE SET mark = move_marks.mark + 1 RETURNING mark',
+        m.move_id))::bigint;
+    WHILE coalesce(sharded_id._remote(tgt, format(
+              'SELECT mark FROM sharded_id.move_marks WHERE move_id = %s', m.move_id))::bigint, 0) < mark LOOP
+        polls := polls + 1;
+        IF polls > max_polls THEN
+            RAISE EXCEPTION 'the target did not catch up with the source within %', timeout
+                USING ERRCODE = 'lock_not_available';
+        END IF;
+        IF sharded_id._remote(tgt, format(
+               'SELECT subenabled FROM pg_subscription WHERE oid = %s', m.sub_oid)) IS DISTINCT FROM 't' THEN
+            RAISE EXCEPTION 'the subscription of move % stopped', m.move_id
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      HINT = 'The target''s server log says why.';
+        END IF;
+        PERFORM pg_sleep(0.001);
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_catch_up(sharded_id.moves, interval) IS
+'internal: wait until a move''s target has applied everything its source committed';
+
+
+CREATE OR REPLACE FUNCTION sharded_id._move_register_target(m sharded_id.moves)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    src text := sharded_id._move_open(m, 'source');
+    tgt text := sharded_id._move_open(m, 'target');
+BEGIN
+    -- Nothing mints for the retired copy, so its sequences stay put.
+    PERFORM sharded_id._remote_exec(tgt, format(
+        'BEGIN; SET LOCAL client_min_messages = warning; %s '
+        'SELECT sharded_id.create_shard(%s, %L); '
+        'SELECT sharded_id.raise_floor(s.shard_id, %s, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %s AND %s IS NOT NULL; '
+        'COMMIT',
+        coalesce(sharded_id._move_setvals(src, m.schema_name), ''), m.shard_id, m.schema_name, coalesce(m.high_water::text, 'NULL'), m.shard_id,
+        coalesce(m.high_water::text, 'NULL')));
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_register_target(sharded_id.moves) IS
+'internal: make a move''s target the owner of the shard, its ids above the source''s high-water mark';
+
+
+CREATE OR REPLACE FUNCTION sharded_id._move_cleanup(m sharded_id.moves, moved boolean)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    c record;
+    conn text;
+    left_slots bigint;
+    deadline timestamptz;
+BEGIN
+    FOR c IN
+        SELECT * FROM sharded_id.move_cleanup x
+        WHERE x.move_id = m.move_id AND x.policy <> CASE WHEN moved THEN 'on_failure' ELSE 'on_success' END
+        ORDER BY CASE x.object_type WHEN 'subscription' THEN 1 WHEN 'slot' THEN 2 WHEN 'publication' THEN 3
+                                    WHEN 'mark' THEN 4 ELSE 5 END, x.node_name
+    LOOP
+        conn := sharded_id._move_conn(m.move_id, 'cleanup', c.node_name);
+        PERFORM sharded_id._remote_open(conn, c.node_name);
+        IF c.object_type = 'subscription' THEN
+            IF sharded_id._remote(conn, format('SELECT 1 FROM pg_subscription WHERE subname = %L
+                   AND subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())', c.object_name)) IS NOT NULL THEN
+                PERFORM sharded_id._remote_exec(conn, format('ALTER SUBSCRIPTION %I DISABLE', c.object_name));
+                PERFORM sharded_id._remote_exec(conn, format('ALTER SUBSCRIPTION %I SET (slot_name = NONE)', c.object_name));
+                PERFORM sharded_id._remote_exec(conn, format('DROP SUBSCRIPTION %I', c.object_name));
+            END IF;
+        ELSIF c.object_type = 'slot' THEN
+            -- The move's slot and its table-copy slots, whose walsenders are
+            -- ended first.
+            deadline := clock_timestamp() + interval '10 s';
+            LOOP
+                left_slots := sharded_id._remote(conn, format(
+                    'WITH s AS (SELECT * FROM pg_replication_slots WHERE slot_name = %L OR (%s <> 0 AND slot_name LIKE %L)), '
+                    't AS (SELECT pg_terminate_backend(active_pid) FROM s WHERE active_pid IS NOT NULL), '
+                    'd AS (SELECT pg_drop_replication_slot(slot_name) FROM s WHERE NOT active) '
+                    'SELECT (SELECT count(*) FROM s) - (SELECT count(*) FROM d) + 0 * (SELECT count(*) FROM t)',
+                    c.object_name, coalesce(m.sub_oid, 0), format('pg\_%s\_sync\_%%', coalesce(m.sub_oid, 0))))::bigint;
+                EXIT WHEN left_slots = 0;
+                IF clock_timestamp() > deadline THEN
+                    RAISE EXCEPTION 'could not drop replication slot "%" on node "%"', c.object_name, c.node_name
+                        USING ERRCODE = 'object_in_use',
+                              HINT = 'Something keeps using it. CALL sharded_id.recover_moves() again once it is free.';
+                END IF;
+                PERFORM pg_sleep(0.05);
+            END LOOP;
+        ELSIF c.object_type = 'publication' THEN
+            PERFORM sharded_id._remote_exec(conn, format('DROP PUBLICATION IF EXISTS %I', c.object_name));
+        ELSIF c.object_type = 'mark' THEN
+            PERFORM sharded_id._remote_exec(conn, format('DELETE FROM sharded_id.move_marks WHERE move_id = %s', c.object_name));
+        ELSIF c.object_type = 'schema' THEN
+            -- Never a schema the node holds as a shard.
+            PERFORM sharded_id._remote_exec(conn, format(
+                'SET client_min_messages = warning; DO $do$ BEGIN IF NOT EXISTS (SELECT FROM sharded_id.shards WHERE schema_name = %L) '
+                'THEN DROP SCHEMA IF EXISTS %I CASCADE; END IF; END $do$', c.object_name, c.object_name));
+        END IF;
+        DELETE FROM sharded_id.move_cleanup x
+        WHERE x.move_id = c.move_id AND x.node_name = c.node_name
+          AND x.object_type = c.object_type AND x.object_name = c.object_name;
+    END LOOP;
+    DELETE FROM sharded_id.move_cleanup x WHERE x.move_id = m.move_id;
+    UPDATE sharded_id.moves
+    SET state = 'finished', outcome = CASE WHEN moved THEN 'moved' ELSE 'rolled back' END,
+        finished_at = clock_timestamp(), updated_at = clock_timestamp()
+    WHERE move_id = m.move_id;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_cleanup(sharded_id.moves, boolean) IS
+'internal: drop what a finished or rolled-back move left on its nodes, as its cleanup records say';
+
+
+CREATE OR REPLACE FUNCTION sharded_id._move_resolve(move_id bigint)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    m sharded_id.moves;
+    routed_to text;
+    src text;
+    tgt text;
+    source_owns boolean;
+    target_owns boolean;
+BEGIN
+    SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = _move_resolve.move_id FOR UPDATE;
+    IF m.finished_at IS NOT NULL THEN
+        RETURN m.outcome = 'moved';
+    END IF;
+    -- Fresh connections: the move's own may have died with a node, and
+    -- its freeze, if any, ends here.
+    PERFORM sharded_id._remote_close_all(format('sharded_id_%s_', m.move_id));
+    routed_to := (SELECT s.node_name FROM sharded_id.shard_map s WHERE s.shard_id = m.shard_id);
+    IF routed_to = m.target_node THEN
+        PERFORM sharded_id._move_cleanup(m, true);
+        RETURN true;
+    END IF;
+    src := sharded_id._move_open(m, 'source');
+    tgt := sharded_id._move_open(m, 'target');
+    source_owns := sharded_id._remote(src, format(
+        'SELECT 1 FROM sharded_id.shards WHERE shard_id = %s', m.shard_id)) IS NOT NULL;
+    target_owns := sharded_id._remote(tgt, format(
+        'SELECT 1 FROM sharded_id.shards WHERE shard_id = %s', m.shard_id)) IS NOT NULL;
+    IF source_owns AND target_owns THEN
+        RAISE EXCEPTION 'shard % is registered on both "%" and "%"', m.shard_id, m.source_node, m.target_node
+            USING ERRCODE = 'data_corrupted',
+                  DETAIL = format('Move %s cannot tell which copy to keep.', m.move_id),
+                  HINT = 'Retire the copy that is not current with sharded_id.retire_shard, then recover again.';
+    ELSIF source_owns THEN
+        PERFORM sharded_id._move_cleanup(m, false);
+        RETURN false;
+    END IF;
+    IF NOT target_owns THEN
+        -- Retired on the source: the copy is complete, since the source
+        -- retires only after the target caught up and replication stopped.
+        m.high_water := sharded_id._remote(src, format(
+            'SELECT high_water FROM sharded_id.retired_shards WHERE shard_id = %s', m.shard_id))::bigint;
+        UPDATE sharded_id.moves x SET high_water = m.high_water WHERE x.move_id = m.move_id;
+        IF m.method = 'online' THEN
+            PERFORM sharded_id._remote_exec(tgt, format(
+                'ALTER SUBSCRIPTION %I DISABLE', 'sharded_id_move_' || m.shard_id))
+            WHERE sharded_id._remote(tgt, format(
+                'SELECT 1 FROM pg_subscription WHERE subname = %L AND subenabled', 'sharded_id_move_' || m.shard_id)) IS NOT NULL;
+        END IF;
+        PERFORM sharded_id._move_register_target(m);
+    END IF;
+    PERFORM sharded_id._move_switch(m);
+    PERFORM sharded_id._move_cleanup(m, true);
+    RETURN true;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_resolve(bigint) IS
+'internal: finish or roll back an interrupted move, from its journal and the state of its nodes';
+
+
+CREATE OR REPLACE FUNCTION sharded_id._move_step(move_id bigint, step text, max_lag bigint,
+                                      timeout interval, freeze_timeout interval)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    m sharded_id.moves;
+    repl text := NULL;
+    ddl text;
+    state text;
+    lag bigint;
+    deadline timestamptz := clock_timestamp() + timeout;
+    t record;
+    tbl text;
+    cols text;
+    fields text;
+    batch text[];
+    src text;
+    tgt text;
+    frz text;
+    snaps text[];
+    saved_lock_timeout text;
+BEGIN
+    SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = _move_step.move_id;
+    repl := 'sharded_id_move_' || m.shard_id;
+    src := sharded_id._move_open(m, 'source');
+    tgt := sharded_id._move_open(m, 'target');
+    frz := sharded_id._move_conn(m.move_id, 'freeze', m.source_node);
+    CASE step
+    WHEN 'record_objects' THEN
+        -- move_shard commits these before the next step creates them.
+        PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'schema', m.schema_name, 'on_failure');
+        PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'schema', m.schema_name, 'on_success');
+        IF m.method = 'online' THEN
+            PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'publication', repl, 'always');
+            PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'slot', repl, 'always');
+            PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'mark', m.move_id::text, 'always');
+            PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'subscription', repl, 'always');
+            PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'mark', m.move_id::text, 'always');
+        END IF;
+    WHEN 'create_publication' THEN
+        PERFORM sharded_id._remote_exec(src, format(
+            'CREATE PUBLICATION %I FOR TABLES IN SCHEMA %I, TABLE sharded_id.move_marks WHERE (move_id = %s)',
+            repl, m.schema_name, m.move_id));
+        PERFORM sharded_id._remote(src, format(
+            'SELECT 1 FROM pg_create_logical_replication_slot(%L, ''pgoutput'')', repl));
+    WHEN 'subscribe' THEN
+        -- The schema without rows, and the subscription that fills it, in
+        -- one transaction of the target.
+        ddl := sharded_id._remote(src, format(
+            'SELECT string_agg(s, E'';\n'') FROM sharded_id.schema_ddl(%L) s', m.schema_name));
+        PERFORM sharded_id._remote_exec(tgt, format(
+            'BEGIN; SET LOCAL client_min_messages = warning; %s; '
+            'CREATE SUBSCRIPTION %I CONNECTION %L PUBLICATION %I WITH (create_slot = false, slot_name = %L, '
+            'copy_data = true, synchronous_commit = on, disable_on_error = true); COMMIT',
+            ddl, repl, (SELECT n.connstr FROM sharded_id.nodes n WHERE n.node_name = m.source_node), repl, repl));
+        UPDATE sharded_id.moves x SET sub_oid = sharded_id._remote(tgt, format(
+            'SELECT oid FROM pg_subscription WHERE subname = %L
+             AND subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())', repl))::oid
+        WHERE x.move_id = m.move_id;
+    WHEN 'copy' THEN
+        LOOP
+            state := sharded_id._remote(tgt, format(
+                'SELECT s.subenabled::text || '':'' || count(*) FILTER (WHERE r.srsubstate <> ''r'')
+                 FROM pg_subscription s LEFT JOIN pg_subscription_rel r ON r.srsubid = s.oid
+                 WHERE s.oid = %s GROUP BY s.subenabled', m.sub_oid));
+            EXIT WHEN state = 'true:0';
+            IF state IS NULL OR state LIKE 'false:%' THEN
+                RAISE EXCEPTION 'the subscription of move % stopped during the copy', m.move_id
+                    USING ERRCODE = 'object_not_in_prerequisite_state',
+                          HINT = 'The target''s server log says why.';
+            END IF;
+            IF clock_timestamp() > deadline THEN
+                RAISE EXCEPTION 'the copy of shard % did not finish within %', m.shard_id, timeout
+                    USING ERRCODE = 'lock_not_available';
+            END IF;
+            PERFORM pg_sleep(0.05);
+        END LOOP;
+    WHEN 'catch_up' THEN
+        LOOP
+            lag := sharded_id._remote(src, format(
+                'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint FROM pg_replication_slots WHERE slot_name = %L',
+                repl))::bigint;
+            IF lag IS NULL THEN
+                RAISE EXCEPTION 'replication slot "%" is gone from node "%"', repl, m.source_node
+                    USING ERRCODE = 'undefined_object';
+            END IF;
+            EXIT WHEN lag <= max_lag;
+            IF clock_timestamp() > deadline THEN
+                RAISE EXCEPTION 'the lag of the copy of shard % stayed over % bytes for %', m.shard_id, max_lag, timeout
+                    USING ERRCODE = 'lock_not_available';
+            END IF;
+            PERFORM pg_sleep(0.05);
+        END LOOP;
+    WHEN 'compare' THEN
+        -- A short freeze in which both copies hold the same rows; a
+        -- snapshot of each keeps that state for the comparison after it.
+        -- Writers wait on the source's fence meanwhile.
+        PERFORM sharded_id._move_freeze_source(m, freeze_timeout);
+        PERFORM sharded_id._move_catch_up(m, freeze_timeout);
+        snaps := ARRAY[sharded_id._move_open(m, 'snap_source'), sharded_id._move_open(m, 'snap_target')];
+        PERFORM sharded_id._remote_exec(c, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY') FROM unnest(snaps) c;
+        PERFORM sharded_id._remote(c, 'SELECT 1') FROM unnest(snaps) c;
+        PERFORM sharded_id._remote_close(frz);
+        PERFORM sharded_id._move_compare(m, snaps[1], snaps[2]);
+        PERFORM sharded_id._remote_close(c) FROM unnest(snaps) c;
+    WHEN 'freeze' THEN
+        -- Writers through the router wait from here to the switch; the
+        -- move waits at most freeze_timeout for the ones in flight.
+        saved_lock_timeout := current_setting('lock_timeout');
+        PERFORM pg_catalog.set_config('lock_timeout', (extract(epoch FROM freeze_timeout) * 1000)::bigint || 'ms', true);
+        PERFORM sharded_id._lock_shard(m.shard_id, 'route', true);
+        PERFORM pg_catalog.set_config('lock_timeout', saved_lock_timeout, true);
+        PERFORM sharded_id._move_freeze_source(m, freeze_timeout);
+        IF m.method = 'online' THEN
+            PERFORM sharded_id._move_catch_up(m, freeze_timeout);
+        END IF;
+    WHEN 'stop_replication' THEN
+        -- Nothing done to the old copy from now on reaches the new one.
+        PERFORM sharded_id._remote_exec(tgt, format('ALTER SUBSCRIPTION %I DISABLE', repl));
+    WHEN 'copy_rows' THEN
+        -- The dump method: the schema, then every table's rows through
+        -- the router, in batches, read in the freeze, and written as they
+        -- are: with the target in replica mode, as logical replication
+        -- and pg_restore --disable-triggers do, no user trigger or rule
+        -- fires on them.
+        ddl := sharded_id._remote(src, format(
+            'SELECT string_agg(s, E'';\n'') FROM sharded_id.schema_ddl(%L) s', m.schema_name));
+        PERFORM sharded_id._remote_exec(tgt, format(
+            'BEGIN; SET LOCAL client_min_messages = warning; %s; COMMIT', ddl));
+        -- Each table by oid, then its name, its insertable columns and
+        -- the same columns read from a row, each quoted on the source.
+        FOR t IN
+            SELECT * FROM unnest(sharded_id._remote_rows(frz, format(
+                'SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                 WHERE n.nspname = %L AND c.relkind = ''r'' ORDER BY c.oid', m.schema_name))) AS rel
+        LOOP
+            tbl := sharded_id._remote(frz, format('SELECT %s::regclass::text', t.rel));
+            cols := sharded_id._remote(frz, format(
+                'SELECT string_agg(quote_ident(attname), '','' ORDER BY attnum) FROM pg_attribute
+                 WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped AND attgenerated = ''''', t.rel));
+            fields := sharded_id._remote(frz, format(
+                'SELECT string_agg(''(v).'' || quote_ident(attname), '','' ORDER BY attnum) FROM pg_attribute
+                 WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped AND attgenerated = ''''', t.rel));
+            PERFORM sharded_id._remote_exec(frz, format(
+                'DECLARE shid_rows NO SCROLL CURSOR FOR SELECT r::text FROM %s r', tbl));
+            LOOP
+                batch := sharded_id._remote_rows(frz, 'FETCH 10000 FROM shid_rows');
+                EXIT WHEN batch IS NULL;
+                PERFORM sharded_id._remote_exec(tgt, format(
+                    'SET session_replication_role = replica; '
+                    'INSERT INTO %1$s (%2$s) OVERRIDING SYSTEM VALUE SELECT %3$s FROM (SELECT r::%1$s AS v FROM unnest(%4$L::text[]) r) s; '
+                    'RESET session_replication_role',
+                    tbl, cols, fields, batch));
+            END LOOP;
+            PERFORM sharded_id._remote_exec(frz, 'CLOSE shid_rows');
+        END LOOP;
+        PERFORM sharded_id._move_compare(m, frz, tgt);
+    WHEN 'retire_source' THEN
+        -- In the freezing transaction: the retirement and its high-water
+        -- mark, and a constraint that no new row passes on the old copy
+        -- (NOT VALID: no scan).  Then commit.
+        UPDATE sharded_id.moves x SET high_water = sharded_id._remote(frz, format(
+            'SELECT sharded_id.retire_shard(%s)', m.shard_id))::bigint
+        WHERE x.move_id = m.move_id;
+        PERFORM sharded_id._remote(frz, format(
+            'SELECT count(*) FROM (SELECT sharded_id._on_schema_tables(%L, '
+            '''ALTER TABLE %%s ADD CONSTRAINT sharded_id_moved CHECK (false) NOT VALID'')) f', m.schema_name));
+        PERFORM sharded_id._remote_exec(frz, 'COMMIT');
+        PERFORM sharded_id._remote_close(frz);
+        PERFORM sharded_id._move_hold('retired');
+    WHEN 'register_target' THEN
+        PERFORM sharded_id._move_register_target(m);
+        PERFORM sharded_id._move_hold('registered');
+    WHEN 'switch' THEN
+        PERFORM sharded_id._move_switch(m);
+    ELSE
+        RAISE EXCEPTION 'unknown move step "%"', step USING ERRCODE = 'internal_error';
+    END CASE;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_step(bigint, text, bigint, interval, interval) IS
+'internal: take one step of a move';
+
+
+CREATE OR REPLACE PROCEDURE sharded_id.move_shard(shard_id integer, target_node text,
+                                       method text DEFAULT NULL,
+                                       dry_run boolean DEFAULT false,
+                                       cluster name DEFAULT 'sharded_id',
+                                       max_lag bigint DEFAULT 1048576,
+                                       timeout interval DEFAULT '1 hour',
+                                       freeze_timeout interval DEFAULT '10 s')
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    m sharded_id.moves;
+    unfinished bigint;
+    source text;
+    schema name;
+    versions text[];
+    wal_level text;
+    bad text;
+    src text;
+    tgt text;
+    n text;
+    steps text[];
+    step text;
+    err text;
+    err_state text;
+    err_detail text;
+    t_freeze timestamptz;
+    moved boolean;
+    recovery_err text;
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    IF shard_id IS NULL OR target_node IS NULL OR dry_run IS NULL OR cluster IS NULL
+       OR max_lag IS NULL OR timeout IS NULL OR freeze_timeout IS NULL THEN
+        RAISE EXCEPTION 'arguments of move_shard must not be null, except method'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF method IS NOT NULL AND method NOT IN ('online', 'dump') THEN
+        RAISE EXCEPTION 'move method "%" is not online or dump', method
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM sharded_id._dblink_schema();
+    -- Nothing of an earlier call in this session is reused: its
+    -- connections close.  Then the shard's move lock, for this move's
+    -- whole life: a move of the shard running in another session stops
+    -- this one here.
+    PERFORM sharded_id._remote_close_all('sharded_id_');
+    IF NOT dry_run THEN
+        PERFORM sharded_id._move_claim(shard_id);
+    END IF;
+    -- First, whatever an earlier move of this shard left unfinished.
+    unfinished := (SELECT x.move_id FROM sharded_id.moves x
+                   WHERE x.shard_id = move_shard.shard_id AND x.finished_at IS NULL);
+    IF unfinished IS NOT NULL AND NOT dry_run THEN
+        RAISE NOTICE 'finishing move % of shard %, which did not end', unfinished, shard_id;
+        PERFORM sharded_id._move_resolve(unfinished);
+        COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        PERFORM sharded_id._remote_close_all('sharded_id_');
+    END IF;
+
+    BEGIN
+        source := (SELECT s.node_name FROM sharded_id.shard_map s WHERE s.shard_id = move_shard.shard_id);
+        IF source IS NULL THEN
+            RAISE EXCEPTION 'shard % is not in the shard map', shard_id
+                USING ERRCODE = 'undefined_object';
+        END IF;
+        IF NOT EXISTS (SELECT FROM sharded_id.nodes x WHERE x.node_name = target_node) THEN
+            RAISE EXCEPTION 'data node "%" does not exist', target_node
+                USING ERRCODE = 'undefined_object';
+        END IF;
+        IF source = target_node THEN
+            RAISE NOTICE 'shard % is already on node "%"', shard_id, target_node;
+            steps := '{}';
+        ELSE
+            src := sharded_id._move_conn(NULL, 'source', source);
+            tgt := sharded_id._move_conn(NULL, 'target', target_node);
+            PERFORM sharded_id._remote_open(src, source);
+            PERFORM sharded_id._remote_open(tgt, target_node);
+            versions := ARRAY[(SELECT e.extversion FROM pg_extension e WHERE e.extname = 'sharded_id'),
+                              sharded_id._remote(src, 'SELECT extversion FROM pg_extension WHERE extname = ''sharded_id'''),
+                              sharded_id._remote(tgt, 'SELECT extversion FROM pg_extension WHERE extname = ''sharded_id''')];
+            IF versions[2] IS DISTINCT FROM versions[1] OR versions[3] IS DISTINCT FROM versions[1] THEN
+                RAISE EXCEPTION 'sharded_id versions differ: router %, source %, target %',
+                                versions[1], coalesce(versions[2], 'none'), coalesce(versions[3], 'none')
+                    USING ERRCODE = 'object_not_in_prerequisite_state',
+                          HINT = 'Run ALTER EXTENSION sharded_id UPDATE on every node and on the router.';
+            END IF;
+            schema := sharded_id._remote(src, format('SELECT schema_name FROM sharded_id.shards WHERE shard_id = %s', shard_id));
+            IF schema IS NULL THEN
+                RAISE EXCEPTION 'node "%" does not hold shard %', source, shard_id
+                    USING ERRCODE = 'object_not_in_prerequisite_state',
+                          DETAIL = 'The shard map names the node, but its sharded_id.shards has no such shard.';
+            END IF;
+            IF sharded_id._remote(tgt, format(
+                   'SELECT 1 FROM sharded_id.shards WHERE shard_id = %s OR schema_name = %L UNION SELECT 1 FROM pg_namespace WHERE nspname = %L',
+                   shard_id, schema, schema)) IS NOT NULL THEN
+                RAISE EXCEPTION 'node "%" already holds shard % or a schema "%"', target_node, shard_id, schema
+                    USING ERRCODE = 'duplicate_object';
+            END IF;
+            -- Rows are copied and compared with row security off: a mover
+            -- subject to it would fail half-way, or copy only what it sees.
+            bad := sharded_id._remote(src, format(
+                'SELECT string_agg(format(''%%I'', c.relname), '', '' ORDER BY c.relname)
+                 FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
+                 WHERE s.nspname = %L AND c.relkind IN (''r'', ''p'') AND c.relrowsecurity', schema));
+            IF bad IS NOT NULL THEN
+                FOREACH n IN ARRAY ARRAY[source, target_node] LOOP
+                    IF sharded_id._remote(CASE WHEN n = source THEN src ELSE tgt END,
+                           'SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user') IS DISTINCT FROM 't' THEN
+                        RAISE EXCEPTION 'the role that moves shard % on node "%" cannot bypass row security', shard_id, n
+                            USING ERRCODE = 'insufficient_privilege',
+                                  DETAIL = format('Tables of schema "%s" have row security: %s. A move copies and compares every row, which row security would filter.', schema, bad),
+                                  HINT = 'Reach the nodes as a superuser or a role with BYPASSRLS.';
+                    END IF;
+                END LOOP;
+            END IF;
+            wal_level := sharded_id._remote(src, 'SHOW wal_level');
+            IF method IS NULL THEN
+                method := CASE WHEN wal_level = 'logical' THEN 'online' ELSE 'dump' END;
+            ELSIF method = 'online' AND wal_level <> 'logical' THEN
+                RAISE EXCEPTION 'an online move needs wal_level = logical on node "%"', source
+                    USING ERRCODE = 'object_not_in_prerequisite_state',
+                          HINT = 'Set wal_level = logical there, or move with method => ''dump''.';
+            END IF;
+            IF method = 'online' THEN
+                -- Updates and deletes replicate by replica identity; unlogged
+                -- tables do not replicate at all.
+                bad := sharded_id._remote(src, format(
+                    'SELECT string_agg(format(''%%I'', c.relname), '', '' ORDER BY c.relname)
+                     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                     WHERE n.nspname = %L AND c.relkind = ''r''
+                       AND (c.relpersistence <> ''p'' OR c.relreplident = ''n''
+                            OR (c.relreplident = ''d'' AND NOT EXISTS (SELECT FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)))',
+                    schema));
+                IF bad IS NOT NULL THEN
+                    RAISE EXCEPTION 'an online move needs a primary key or replica identity on every logged table'
+                        USING ERRCODE = 'object_not_in_prerequisite_state',
+                              DETAIL = format('These tables of schema "%s" lack one: %s.', schema, bad),
+                              HINT = 'Move with method => ''dump''.';
+                END IF;
+                steps := ARRAY['record_objects', 'create_publication', 'subscribe', 'copy', 'catch_up', 'compare', 'catch_up',
+                               'freeze', 'stop_replication', 'retire_source', 'register_target', 'switch'];
+            ELSE
+                steps := ARRAY['record_objects', 'freeze', 'copy_rows', 'retire_source', 'register_target', 'switch'];
+            END IF;
+            IF dry_run THEN
+                RAISE NOTICE 'would move shard % (schema "%") from node "%" to node "%", method %: %',
+                             shard_id, schema, source, target_node, method, array_to_string(steps, ', ');
+                steps := '{}';
+            END IF;
+        END IF;
+    EXCEPTION WHEN OTHERS OR query_canceled THEN
+        PERFORM sharded_id._remote_close_all('sharded_id_');
+        PERFORM sharded_id._unlock_shard(move_shard.shard_id, 'move');
+        RAISE;
+    END;
+    PERFORM sharded_id._remote_close_all('sharded_id_');
+    IF steps = '{}' THEN
+        PERFORM sharded_id._unlock_shard(shard_id, 'move');
+        RETURN;
+    END IF;
+
+    INSERT INTO sharded_id.moves (shard_id, source_node, target_node, method, cluster, schema_name)
+    VALUES (shard_id, source, target_node, method, cluster, schema)
+    RETURNING * INTO m;
+    FOREACH step IN ARRAY steps LOOP
+        CALL sharded_id._move_journal(m.move_id, step);
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        IF step = 'freeze' THEN
+            t_freeze := clock_timestamp();
+        END IF;
+        BEGIN
+            PERFORM sharded_id._move_hold(step);
+            PERFORM sharded_id._move_step(m.move_id, step, max_lag, timeout, freeze_timeout);
+        EXCEPTION WHEN OTHERS OR query_canceled THEN
+            GET STACKED DIAGNOSTICS err = MESSAGE_TEXT, err_state = RETURNED_SQLSTATE, err_detail = PG_EXCEPTION_DETAIL;
+            -- At once: the source's freeze ends (closing its connection
+            -- rolls it back, unless the retirement committed).
+            PERFORM sharded_id._remote_close(sharded_id._move_conn(m.move_id, 'freeze', m.source_node));
+        END;
+        IF err_state = '57014' THEN
+            -- A cancel or statement_timeout: stop here, the writers free
+            -- to go on, the journal saying where, and nothing left open.
+            -- recover_moves (or the next move_shard of the shard) finishes
+            -- the move or rolls it back.
+            PERFORM sharded_id._remote_close_all('sharded_id_');
+            PERFORM sharded_id._unlock_shard(m.shard_id, 'route');
+            UPDATE sharded_id.moves x SET error = format('%s: %s', step, err), updated_at = clock_timestamp()
+            WHERE x.move_id = m.move_id;
+            COMMIT;
+            PERFORM sharded_id._unlock_shard(m.shard_id, 'move');
+            RAISE EXCEPTION 'move % of shard % to node "%" was canceled at step "%": %', m.move_id, m.shard_id, m.target_node, step, err
+                USING ERRCODE = 'query_canceled',
+                      DETAIL = 'The move is unfinished; writers to the shard go on.',
+                      HINT = 'CALL sharded_id.recover_moves() to finish it or roll it back.';
+        END IF;
+        IF step = 'switch' OR err IS NOT NULL THEN
+            -- The switch commits with the route lock still held; writers
+            -- then find the new map.
+            UPDATE sharded_id.moves x
+            SET freeze_ms = extract(epoch FROM clock_timestamp() - t_freeze) * 1000,
+                error = CASE WHEN err IS NOT NULL THEN format('%s: %s', step, err) END
+            WHERE x.move_id = m.move_id AND (t_freeze IS NOT NULL OR err IS NOT NULL);
+            COMMIT;
+            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+            PERFORM sharded_id._unlock_shard(m.shard_id, 'route');
+        END IF;
+        EXIT WHEN err IS NOT NULL;
+        COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    END LOOP;
+
+    IF err IS NULL THEN
+        CALL sharded_id._move_journal(m.move_id, 'cleanup');
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        PERFORM sharded_id._move_hold('cleanup');
+        PERFORM sharded_id._move_resolve(m.move_id);
+        COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        PERFORM sharded_id._remote_close_all('sharded_id_');
+        PERFORM sharded_id._unlock_shard(m.shard_id, 'move');
+        SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = m.move_id;
+        RAISE NOTICE 'moved shard % (schema "%") from node "%" to node "%" by method %: write freeze % ms, high-water mark %',
+                     m.shard_id, m.schema_name, m.source_node, m.target_node, m.method,
+                     round(m.freeze_ms::numeric, 1), m.high_water;
+        RETURN;
+    END IF;
+
+    -- A step failed: finish the move or roll it back, as the nodes allow.
+    CALL sharded_id._move_journal(m.move_id, 'recover');
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    BEGIN
+        moved := sharded_id._move_resolve(m.move_id);
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS recovery_err = MESSAGE_TEXT;
+    END;
+    COMMIT;
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    PERFORM sharded_id._remote_close_all('sharded_id_');
+    PERFORM sharded_id._unlock_shard(m.shard_id, 'route');
+    PERFORM sharded_id._unlock_shard(m.shard_id, 'move');
+    IF recovery_err IS NOT NULL THEN
+        RAISE EXCEPTION 'move % of shard % to node "%" failed at step "%": %', m.move_id, m.shard_id, m.target_node, step, err
+            USING ERRCODE = err_state,
+                  DETAIL = format('Finishing or rolling back the move failed too: %s', recovery_err),
+                  HINT = 'CALL sharded_id.recover_moves() once both nodes answer.';
+    END IF;
+    IF moved THEN
+        RAISE WARNING 'move % of shard % to node "%" finished after step "%" failed: %',
+                      m.move_id, m.shard_id, m.target_node, step, err;
+        RETURN;
+    END IF;
+    RAISE EXCEPTION 'move % of shard % to node "%" failed at step "%": %', m.move_id, m.shard_id, m.target_node, step, err
+        USING ERRCODE = err_state,
+              DETAIL = coalesce(err_detail || ' ', '') || 'The move was rolled back: the shard stays on node "' || m.source_node || '".';
+END
+$$;
+
+COMMENT ON PROCEDURE sharded_id.move_shard(integer, text, text, boolean, name, bigint, interval, interval) IS
+'move a logical shard to another data node, online (logical replication) or by dump, journaled step by step in sharded_id.moves; writers through sharded_id.route wait out the switch; CALL it on the router, outside a transaction block';
+
+
+CREATE OR REPLACE PROCEDURE sharded_id.recover_moves()
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    m record;
+    moved boolean;
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    PERFORM sharded_id._dblink_schema();
+    PERFORM sharded_id._remote_close_all('sharded_id_');
+    FOR m IN SELECT x.move_id, x.shard_id, x.state FROM sharded_id.moves x WHERE x.finished_at IS NULL ORDER BY x.move_id LOOP
+        -- Never a move that is still running in another session.
+        PERFORM sharded_id._move_claim(m.shard_id);
+        CALL sharded_id._move_journal(m.move_id, 'recover');
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        moved := sharded_id._move_resolve(m.move_id);
+        RAISE NOTICE 'move % of shard %, interrupted at step "%": %', m.move_id, m.shard_id, m.state,
+                     CASE WHEN moved THEN 'finished' ELSE 'rolled back' END;
+        COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        PERFORM sharded_id._remote_close_all('sharded_id_');
+        PERFORM sharded_id._unlock_shard(m.shard_id, 'move');
+    END LOOP;
+END
+$$;
+
+COMMENT ON PROCEDURE sharded_id.recover_moves() IS
+'finish or roll back every move that did not end (a crash, a failed step, a cancel), from the journal and what the nodes hold, and fail on a move still running in another session; CALL it on the router';
+
+-- End of issue 26.
