@@ -21,6 +21,21 @@
 -- while the library is replaced holds the old tag, so update with no move
 -- running.
 --
+
+-- On every node: which move retired each shard the node gave away, written
+-- in the transaction that retires it.  Recovery rolls a move forward only
+-- when its source names it here.
+CREATE TABLE sharded_id.move_retirements (
+    shard_id integer PRIMARY KEY CHECK (shard_id >= 0),
+    move_id bigint NOT NULL,
+    retired_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+COMMENT ON TABLE sharded_id.move_retirements IS
+'on a node: the move (of the router''s journal) that retired each shard this node gave away';
+
+SELECT pg_catalog.pg_extension_config_dump('sharded_id.move_retirements', '');
+
 CREATE OR REPLACE FUNCTION sharded_id._remote_open(conn text, node text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
@@ -293,6 +308,23 @@ COMMENT ON FUNCTION sharded_id._move_register_target(sharded_id.moves) IS
 'internal: make a move''s target the owner of the shard, its ids above the source''s high-water mark';
 
 
+CREATE OR REPLACE FUNCTION sharded_id._move_switch(m sharded_id.moves)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    LOCK TABLE sharded_id.shard_map IN EXCLUSIVE MODE;
+    UPDATE sharded_id.shard_map SET node_name = m.target_node WHERE shard_id = m.shard_id;
+    PERFORM sharded_id.apply_shard_map(m.cluster);
+    UPDATE sharded_id.moves SET state = 'switched', updated_at = clock_timestamp() WHERE move_id = m.move_id;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_switch(sharded_id.moves) IS
+'internal: the router''s switch of a shard to its new node';
+
+
 CREATE OR REPLACE FUNCTION sharded_id._move_cleanup(m sharded_id.moves, moved boolean)
 RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
@@ -374,6 +406,7 @@ DECLARE
     routed_to text;
     src text;
     tgt text;
+    retired_by bigint;
     source_owns boolean;
     target_owns boolean;
 BEGIN
@@ -404,9 +437,22 @@ BEGIN
         PERFORM sharded_id._move_cleanup(m, false);
         RETURN false;
     END IF;
+    -- Retired on the source: forward only if the source says this move
+    -- retired it, and the copy holds what the retired source holds (the
+    -- source retires only after the target caught up and replication
+    -- stopped).  Otherwise change nothing.
+    retired_by := sharded_id._remote(src, format(
+        'SELECT move_id FROM sharded_id.move_retirements WHERE shard_id = %s', m.shard_id))::bigint;
+    IF retired_by IS DISTINCT FROM m.move_id THEN
+        RAISE EXCEPTION 'move % of shard % can be neither finished nor rolled back: node "%" no longer owns the shard, but the move did not retire it',
+                        m.move_id, m.shard_id, m.source_node
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = CASE WHEN retired_by IS NULL THEN 'No move retired it there: it was retired or dropped otherwise.'
+                                ELSE format('Move %s retired it there.', retired_by) END || ' Recovery changed nothing.',
+                  HINT = 'Find the node that holds the shard''s rows, register the shard there, point the shard map at it, and then recover again.';
+    END IF;
+    PERFORM sharded_id._move_compare(m, src, tgt);
     IF NOT target_owns THEN
-        -- Retired on the source: the copy is complete, since the source
-        -- retires only after the target caught up and replication stopped.
         m.high_water := sharded_id._remote(src, format(
             'SELECT high_water FROM sharded_id.retired_shards WHERE shard_id = %s', m.shard_id))::bigint;
         UPDATE sharded_id.moves x SET high_water = m.high_water WHERE x.move_id = m.move_id;
@@ -594,6 +640,10 @@ BEGIN
         UPDATE sharded_id.moves x SET high_water = sharded_id._remote(frz, format(
             'SELECT sharded_id.retire_shard(%s)', m.shard_id))::bigint
         WHERE x.move_id = m.move_id;
+        PERFORM sharded_id._remote_exec(frz, format(
+            'INSERT INTO sharded_id.move_retirements AS r (shard_id, move_id) VALUES (%s, %s) '
+            'ON CONFLICT (shard_id) DO UPDATE SET move_id = excluded.move_id, retired_at = excluded.retired_at',
+            m.shard_id, m.move_id));
         PERFORM sharded_id._remote(frz, format(
             'SELECT count(*) FROM (SELECT sharded_id._on_schema_tables(%L, '
             '''ALTER TABLE %%s ADD CONSTRAINT sharded_id_moved CHECK (false) NOT VALID'')) f', m.schema_name));
@@ -904,5 +954,41 @@ $$;
 
 COMMENT ON PROCEDURE sharded_id.recover_moves() IS
 'finish or roll back every move that did not end (a crash, a failed step, a cancel), from the journal and what the nodes hold, and fail on a move still running in another session; CALL it on the router';
+
+
+CREATE OR REPLACE PROCEDURE sharded_id.rebalance(nodes text[] DEFAULT NULL, method text DEFAULT NULL,
+                                      dry_run boolean DEFAULT false, cluster name DEFAULT 'sharded_id')
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    p record;
+    total integer;
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    total := (SELECT count(*) FROM sharded_id.rebalance_plan(nodes));
+    IF total = 0 THEN
+        RAISE NOTICE 'the shards are balanced: nothing to move';
+        RETURN;
+    END IF;
+    -- Every shard of the plan first, so that a move running in another
+    -- session stops the rebalance before it moves anything.
+    IF NOT dry_run THEN
+        PERFORM sharded_id._dblink_schema();
+        PERFORM sharded_id._move_claim(x.shard_id) FROM sharded_id.rebalance_plan(nodes) x ORDER BY x.move_no;
+    END IF;
+    FOR p IN SELECT * FROM sharded_id.rebalance_plan(nodes) ORDER BY move_no LOOP
+        IF dry_run THEN
+            RAISE NOTICE 'move %/%: shard % from node "%" to node "%"', p.move_no, total, p.shard_id, p.source_node, p.target_node;
+        ELSE
+            RAISE NOTICE 'move %/%: shard % from node "%" to node "%"', p.move_no, total, p.shard_id, p.source_node, p.target_node;
+            CALL sharded_id.move_shard(p.shard_id, p.target_node, method => method, cluster => cluster);
+            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        END IF;
+    END LOOP;
+END
+$$;
+
+COMMENT ON PROCEDURE sharded_id.rebalance(text[], text, boolean, name) IS
+'even the shards out over the listed data nodes (NULL: all), moving one shard at a time with move_shard; a node left out is drained; CALL it on the router';
 
 -- End of issue 26.

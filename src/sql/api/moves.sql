@@ -53,6 +53,20 @@ CREATE TABLE sharded_id.move_marks (
 COMMENT ON TABLE sharded_id.move_marks IS
 'on a node: catch-up marks of the moves it is the source or target of (replicated with the shard)';
 
+-- On every node: which move retired each shard the node gave away, written
+-- in the transaction that retires it.  Recovery rolls a move forward only
+-- when its source names it here.
+CREATE TABLE sharded_id.move_retirements (
+    shard_id integer PRIMARY KEY CHECK (shard_id >= 0),
+    move_id bigint NOT NULL,
+    retired_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+COMMENT ON TABLE sharded_id.move_retirements IS
+'on a node: the move (of the router''s journal) that retired each shard this node gave away';
+
+SELECT pg_catalog.pg_extension_config_dump('sharded_id.move_retirements', '');
+
 -- On the router: the journal.
 CREATE TABLE sharded_id.moves (
     move_id bigserial PRIMARY KEY,
@@ -633,13 +647,15 @@ COMMENT ON FUNCTION sharded_id._move_setvals(text, name) IS
 'internal: a shard''s sequence positions on a node, as setval calls';
 
 -- Point the router at the shard's new owner, and journal the switch, in one
--- transaction of the router.
+-- transaction of the router.  Switches of moves running at once take turns,
+-- so that each applies a map that holds the others' switches.
 CREATE FUNCTION sharded_id._move_switch(m sharded_id.moves)
 RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    LOCK TABLE sharded_id.shard_map IN EXCLUSIVE MODE;
     UPDATE sharded_id.shard_map SET node_name = m.target_node WHERE shard_id = m.shard_id;
     PERFORM sharded_id.apply_shard_map(m.cluster);
     UPDATE sharded_id.moves SET state = 'switched', updated_at = clock_timestamp() WHERE move_id = m.move_id;
@@ -723,8 +739,9 @@ COMMENT ON FUNCTION sharded_id._move_cleanup(sharded_id.moves, boolean) IS
 'internal: drop what a finished or rolled-back move left on its nodes, as its cleanup records say';
 
 -- Finish an interrupted move from what the nodes say: forward when the
--- source has retired the shard (the copy was complete by then), back when
--- it has not.  Returns true when the shard moved.
+-- source has retired the shard for this move and the copy matches it, back
+-- when the source still owns it; otherwise fail and change nothing.
+-- Returns true when the shard moved.
 CREATE FUNCTION sharded_id._move_resolve(move_id bigint)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
@@ -735,6 +752,7 @@ DECLARE
     routed_to text;
     src text;
     tgt text;
+    retired_by bigint;
     source_owns boolean;
     target_owns boolean;
 BEGIN
@@ -765,9 +783,22 @@ BEGIN
         PERFORM sharded_id._move_cleanup(m, false);
         RETURN false;
     END IF;
+    -- Retired on the source: forward only if the source says this move
+    -- retired it, and the copy holds what the retired source holds (the
+    -- source retires only after the target caught up and replication
+    -- stopped).  Otherwise change nothing.
+    retired_by := sharded_id._remote(src, format(
+        'SELECT move_id FROM sharded_id.move_retirements WHERE shard_id = %s', m.shard_id))::bigint;
+    IF retired_by IS DISTINCT FROM m.move_id THEN
+        RAISE EXCEPTION 'move % of shard % can be neither finished nor rolled back: node "%" no longer owns the shard, but the move did not retire it',
+                        m.move_id, m.shard_id, m.source_node
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = CASE WHEN retired_by IS NULL THEN 'No move retired it there: it was retired or dropped otherwise.'
+                                ELSE format('Move %s retired it there.', retired_by) END || ' Recovery changed nothing.',
+                  HINT = 'Find the node that holds the shard''s rows, register the shard there, point the shard map at it, and then recover again.';
+    END IF;
+    PERFORM sharded_id._move_compare(m, src, tgt);
     IF NOT target_owns THEN
-        -- Retired on the source: the copy is complete, since the source
-        -- retires only after the target caught up and replication stopped.
         m.high_water := sharded_id._remote(src, format(
             'SELECT high_water FROM sharded_id.retired_shards WHERE shard_id = %s', m.shard_id))::bigint;
         UPDATE sharded_id.moves x SET high_water = m.high_water WHERE x.move_id = m.move_id;
@@ -956,6 +987,10 @@ BEGIN
         UPDATE sharded_id.moves x SET high_water = sharded_id._remote(frz, format(
             'SELECT sharded_id.retire_shard(%s)', m.shard_id))::bigint
         WHERE x.move_id = m.move_id;
+        PERFORM sharded_id._remote_exec(frz, format(
+            'INSERT INTO sharded_id.move_retirements AS r (shard_id, move_id) VALUES (%s, %s) '
+            'ON CONFLICT (shard_id) DO UPDATE SET move_id = excluded.move_id, retired_at = excluded.retired_at',
+            m.shard_id, m.move_id));
         PERFORM sharded_id._remote(frz, format(
             'SELECT count(*) FROM (SELECT sharded_id._on_schema_tables(%L, '
             '''ALTER TABLE %%s ADD CONSTRAINT sharded_id_moved CHECK (false) NOT VALID'')) f', m.schema_name));
@@ -1338,6 +1373,12 @@ BEGIN
     IF total = 0 THEN
         RAISE NOTICE 'the shards are balanced: nothing to move';
         RETURN;
+    END IF;
+    -- Every shard of the plan first, so that a move running in another
+    -- session stops the rebalance before it moves anything.
+    IF NOT dry_run THEN
+        PERFORM sharded_id._dblink_schema();
+        PERFORM sharded_id._move_claim(x.shard_id) FROM sharded_id.rebalance_plan(nodes) x ORDER BY x.move_no;
     END IF;
     FOR p IN SELECT * FROM sharded_id.rebalance_plan(nodes) ORDER BY move_no LOOP
         IF dry_run THEN
