@@ -253,8 +253,8 @@ LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    src text := sharded_id._move_open(m, 'source');
-    tgt text := sharded_id._move_open(m, 'target');
+    src text := sharded_id._move_conn(m.move_id, 'source', m.source_node);
+    tgt text := sharded_id._move_conn(m.move_id, 'target', m.target_node);
     mark bigint;
     polls bigint := 0;
     max_polls bigint := greatest(1, (extract(epoch FROM timeout) * 1000)::bigint);
@@ -290,8 +290,8 @@ LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    src text := sharded_id._move_open(m, 'source');
-    tgt text := sharded_id._move_open(m, 'target');
+    src text := sharded_id._move_conn(m.move_id, 'source', m.source_node);
+    tgt text := sharded_id._move_conn(m.move_id, 'target', m.target_node);
 BEGIN
     -- Nothing mints for the retired copy, so its sequences stay put.
     PERFORM sharded_id._remote_exec(tgt, format(
@@ -335,6 +335,8 @@ DECLARE
     conn text;
     left_slots bigint;
     deadline timestamptz;
+    first_err text;
+    first_state text;
 BEGIN
     FOR c IN
         SELECT * FROM sharded_id.move_cleanup x
@@ -342,6 +344,9 @@ BEGIN
         ORDER BY CASE x.object_type WHEN 'subscription' THEN 1 WHEN 'slot' THEN 2 WHEN 'publication' THEN 3
                                     WHEN 'mark' THEN 4 ELSE 5 END, x.node_name
     LOOP
+      -- A node that does not answer keeps its records for the next try;
+      -- the other nodes are cleaned meanwhile.
+      BEGIN
         conn := sharded_id._move_conn(m.move_id, 'cleanup', c.node_name);
         PERFORM sharded_id._remote_open(conn, c.node_name);
         IF c.object_type = 'subscription' THEN
@@ -383,7 +388,18 @@ BEGIN
         DELETE FROM sharded_id.move_cleanup x
         WHERE x.move_id = c.move_id AND x.node_name = c.node_name
           AND x.object_type = c.object_type AND x.object_name = c.object_name;
+      EXCEPTION WHEN OTHERS THEN
+        IF first_err IS NULL THEN
+            first_err := format('node "%s", %s %s: %s', c.node_name, c.object_type, c.object_name, SQLERRM);
+            first_state := SQLSTATE;
+        END IF;
+      END;
     END LOOP;
+    IF first_err IS NOT NULL THEN
+        RAISE EXCEPTION 'could not drop everything move % made: %', m.move_id, first_err
+            USING ERRCODE = first_state,
+                  HINT = 'CALL sharded_id.recover_moves() again once every node answers.';
+    END IF;
     DELETE FROM sharded_id.move_cleanup x WHERE x.move_id = m.move_id;
     UPDATE sharded_id.moves
     SET state = 'finished', outcome = CASE WHEN moved THEN 'moved' ELSE 'rolled back' END,
@@ -423,11 +439,20 @@ BEGIN
         RETURN true;
     END IF;
     src := sharded_id._move_open(m, 'source');
-    tgt := sharded_id._move_open(m, 'target');
     source_owns := sharded_id._remote(src, format(
         'SELECT 1 FROM sharded_id.shards WHERE shard_id = %s', m.shard_id)) IS NOT NULL;
-    target_owns := sharded_id._remote(tgt, format(
-        'SELECT 1 FROM sharded_id.shards WHERE shard_id = %s', m.shard_id)) IS NOT NULL;
+    BEGIN
+        tgt := sharded_id._move_open(m, 'target');
+        target_owns := sharded_id._remote(tgt, format(
+            'SELECT 1 FROM sharded_id.shards WHERE shard_id = %s', m.shard_id)) IS NOT NULL;
+    EXCEPTION WHEN connection_exception THEN
+        -- A target that does not answer cannot own the shard while the
+        -- source does (it registers only after the source retires): roll
+        -- back what can be, and keep the rest for the next try.
+        IF NOT source_owns THEN
+            RAISE;
+        END IF;
+    END;
     IF source_owns AND target_owns THEN
         RAISE EXCEPTION 'shard % is registered on both "%" and "%"', m.shard_id, m.source_node, m.target_node
             USING ERRCODE = 'data_corrupted',
@@ -500,8 +525,15 @@ DECLARE
 BEGIN
     SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = _move_step.move_id;
     repl := 'sharded_id_move_' || m.shard_id;
-    src := sharded_id._move_open(m, 'source');
-    tgt := sharded_id._move_open(m, 'target');
+    IF step IN ('stop_replication', 'retire_source', 'register_target', 'switch') THEN
+        -- Inside the final freeze: the connections the freeze step
+        -- checked, without a round trip more; a dead one fails the step.
+        src := sharded_id._move_conn(m.move_id, 'source', m.source_node);
+        tgt := sharded_id._move_conn(m.move_id, 'target', m.target_node);
+    ELSE
+        src := sharded_id._move_open(m, 'source');
+        tgt := sharded_id._move_open(m, 'target');
+    END IF;
     frz := sharded_id._move_conn(m.move_id, 'freeze', m.source_node);
     CASE step
     WHEN 'record_objects' THEN
@@ -641,12 +673,10 @@ BEGIN
             'SELECT sharded_id.retire_shard(%s)', m.shard_id))::bigint
         WHERE x.move_id = m.move_id;
         PERFORM sharded_id._remote_exec(frz, format(
+            'SELECT sharded_id._on_schema_tables(%L, ''ALTER TABLE %%s ADD CONSTRAINT sharded_id_moved CHECK (false) NOT VALID''); '
             'INSERT INTO sharded_id.move_retirements AS r (shard_id, move_id) VALUES (%s, %s) '
             'ON CONFLICT (shard_id) DO UPDATE SET move_id = excluded.move_id, retired_at = excluded.retired_at',
-            m.shard_id, m.move_id));
-        PERFORM sharded_id._remote(frz, format(
-            'SELECT count(*) FROM (SELECT sharded_id._on_schema_tables(%L, '
-            '''ALTER TABLE %%s ADD CONSTRAINT sharded_id_moved CHECK (false) NOT VALID'')) f', m.schema_name));
+            m.schema_name, m.shard_id, m.move_id));
         PERFORM sharded_id._remote_exec(frz, 'COMMIT');
         PERFORM sharded_id._remote_close(frz);
         PERFORM sharded_id._move_hold('retired');
@@ -990,5 +1020,85 @@ $$;
 
 COMMENT ON PROCEDURE sharded_id.rebalance(text[], text, boolean, name) IS
 'even the shards out over the listed data nodes (NULL: all), moving one shard at a time with move_shard; a node left out is drained; CALL it on the router';
+
+
+CREATE OR REPLACE FUNCTION sharded_id._relation_extras_ddl(src regclass, dst text)
+RETURNS SETOF text
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    rel record;
+    r record;
+BEGIN
+    SELECT c.oid, c.relkind, c.relrowsecurity, c.relforcerowsecurity, c.relowner, c.relacl
+    INTO rel FROM pg_class c WHERE c.oid = src;
+    FOR r IN
+        SELECT pg_get_triggerdef(g.oid) AS def, g.tgname, g.tgenabled FROM pg_trigger g
+        WHERE g.tgrelid = src AND NOT g.tgisinternal AND g.tgparentid = 0
+        ORDER BY g.tgname
+    LOOP
+        RETURN NEXT regexp_replace(r.def, ' ON (ONLY )?' || regexp_replace(src::text, '([^A-Za-z0-9_])', '\\\1', 'g') || ' ',
+                                   ' ON ' || dst || ' ');
+        -- When it fires: disabled, only where replication applies changes,
+        -- or always, as on the original.
+        IF r.tgenabled <> 'O' THEN
+            RETURN NEXT format('ALTER TABLE %s %s TRIGGER %I', dst,
+                               CASE r.tgenabled WHEN 'D' THEN 'DISABLE' WHEN 'R' THEN 'ENABLE REPLICA' ELSE 'ENABLE ALWAYS' END,
+                               r.tgname);
+        END IF;
+    END LOOP;
+    IF rel.relrowsecurity THEN
+        RETURN NEXT format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY', dst);
+    END IF;
+    IF rel.relforcerowsecurity THEN
+        RETURN NEXT format('ALTER TABLE %s FORCE ROW LEVEL SECURITY', dst);
+    END IF;
+    FOR r IN
+        SELECT p.polname, p.polpermissive, p.polcmd,
+               CASE WHEN p.polroles = '{0}' THEN 'PUBLIC'
+                    ELSE (SELECT string_agg(quote_ident(a.rolname), ', ' ORDER BY a.rolname)
+                          FROM pg_authid a WHERE a.oid = ANY (p.polroles)) END AS roles,
+               pg_get_expr(p.polqual, p.polrelid) AS qual, pg_get_expr(p.polwithcheck, p.polrelid) AS chk
+        FROM pg_policy p WHERE p.polrelid = src ORDER BY p.polname
+    LOOP
+        RETURN NEXT format('CREATE POLICY %I ON %s AS %s FOR %s TO %s%s%s', r.polname, dst,
+                           CASE WHEN r.polpermissive THEN 'PERMISSIVE' ELSE 'RESTRICTIVE' END,
+                           CASE r.polcmd WHEN 'r' THEN 'SELECT' WHEN 'a' THEN 'INSERT' WHEN 'w' THEN 'UPDATE'
+                                         WHEN 'd' THEN 'DELETE' ELSE 'ALL' END,
+                           r.roles, ' USING (' || r.qual || ')', ' WITH CHECK (' || r.chk || ')');
+    END LOOP;
+    RETURN NEXT format('ALTER %s %s OWNER TO %I', CASE WHEN rel.relkind = 'S' THEN 'SEQUENCE' ELSE 'TABLE' END,
+                       dst, pg_get_userbyid(rel.relowner));
+    FOR r IN
+        SELECT a.privilege_type, a.grantee, a.is_grantable, NULL::name AS col
+        FROM aclexplode(rel.relacl) a
+        UNION ALL
+        SELECT a.privilege_type, a.grantee, a.is_grantable, att.attname
+        FROM pg_attribute att, aclexplode(att.attacl) a
+        WHERE att.attrelid = src AND att.attnum > 0 AND NOT att.attisdropped
+        ORDER BY col NULLS FIRST, grantee, privilege_type
+    LOOP
+        RETURN NEXT format('GRANT %s%s ON %s TO %s%s', r.privilege_type, ' (' || quote_ident(r.col) || ')', dst,
+                           CASE WHEN r.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(r.grantee)) END,
+                           CASE WHEN r.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+    FOR r IN
+        SELECT d.objsubid, d.description, att.attname FROM pg_description d
+        LEFT JOIN pg_attribute att ON att.attrelid = d.objoid AND att.attnum = d.objsubid
+        WHERE d.classoid = 'pg_class'::regclass AND d.objoid = src ORDER BY d.objsubid
+    LOOP
+        IF r.objsubid = 0 THEN
+            RETURN NEXT format('COMMENT ON %s %s IS %L', CASE WHEN rel.relkind = 'S' THEN 'SEQUENCE' ELSE 'TABLE' END,
+                               dst, r.description);
+        ELSE
+            RETURN NEXT format('COMMENT ON COLUMN %s.%I IS %L', dst, r.attname, r.description);
+        END IF;
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._relation_extras_ddl(regclass, text) IS
+'internal: statements giving a copy of a table its triggers (and when they fire), row security, policies, owner, grants and comments';
 
 -- End of issue 26.

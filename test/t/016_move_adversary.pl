@@ -1,8 +1,8 @@
 # test/t/016_move_adversary.pl
 #
 # Moves as an operator tries them, in seed and in counter mode, on a router
-# over data nodes a, b and c, with writers through the router that log the
-# ids they saw committed:
+# over data nodes a, b and c (c's clock 2 s behind), with writers through
+# the router that log the ids they saw committed:
 #
 # 1. A second session during a paused move: recover_moves and a second
 #    move_shard of the shard fail, naming the move and its backend, and
@@ -43,7 +43,8 @@ for my $mode (qw(seed counter))
 		$node{$n} = data_node("adv_${mode}_$n",
 			shards => $n eq 'a' ? [ 0 .. 3 ] : $n eq 'b' ? [ 4 .. 7 ] : [],
 			shard_count => $shard_count, mode => $mode,
-			init => { allows_streaming => 'logical' });
+			init => { allows_streaming => 'logical' },
+			$n eq 'c' ? (clock => '-2s') : ());
 	}
 	my $router_clock;
 	my $router = router_node(\%node, { map { ($_ => $_ < 4 ? 'a' : 'b') } 0 .. 7 },

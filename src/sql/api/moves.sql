@@ -540,7 +540,8 @@ COMMENT ON FUNCTION sharded_id._on_schema_tables(name, text) IS
 'internal: run a statement on every table of a shard schema (a move''s freeze and fence)';
 
 -- Write a catch-up mark on the source and wait, up to timeout, until the
--- target has applied it, and with it everything committed before it.  The
+-- target has applied it, and with it everything committed before it, on
+-- the move's source and target connections, which the caller opened.  The
 -- mark is a counter of the move, one up each time, on the source: the
 -- target has caught up when it holds the value the source just wrote, so
 -- no clock decides it.  The timeout counts polls of at least 1 ms each, so
@@ -552,8 +553,8 @@ LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    src text := sharded_id._move_open(m, 'source');
-    tgt text := sharded_id._move_open(m, 'target');
+    src text := sharded_id._move_conn(m.move_id, 'source', m.source_node);
+    tgt text := sharded_id._move_conn(m.move_id, 'target', m.target_node);
     mark bigint;
     polls bigint := 0;
     max_polls bigint := greatest(1, (extract(epoch FROM timeout) * 1000)::bigint);
@@ -607,14 +608,15 @@ COMMENT ON FUNCTION sharded_id._move_compare(sharded_id.moves, text, text) IS
 
 -- Register the shard on the target, in one transaction: the sequences'
 -- positions, create_shard, and the floor over the source's high-water mark.
+-- On the move's source and target connections, which the caller opened.
 CREATE FUNCTION sharded_id._move_register_target(m sharded_id.moves)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    src text := sharded_id._move_open(m, 'source');
-    tgt text := sharded_id._move_open(m, 'target');
+    src text := sharded_id._move_conn(m.move_id, 'source', m.source_node);
+    tgt text := sharded_id._move_conn(m.move_id, 'target', m.target_node);
 BEGIN
     -- Nothing mints for the retired copy, so its sequences stay put.
     PERFORM sharded_id._remote_exec(tgt, format(
@@ -678,6 +680,8 @@ DECLARE
     conn text;
     left_slots bigint;
     deadline timestamptz;
+    first_err text;
+    first_state text;
 BEGIN
     FOR c IN
         SELECT * FROM sharded_id.move_cleanup x
@@ -685,6 +689,9 @@ BEGIN
         ORDER BY CASE x.object_type WHEN 'subscription' THEN 1 WHEN 'slot' THEN 2 WHEN 'publication' THEN 3
                                     WHEN 'mark' THEN 4 ELSE 5 END, x.node_name
     LOOP
+      -- A node that does not answer keeps its records for the next try;
+      -- the other nodes are cleaned meanwhile.
+      BEGIN
         conn := sharded_id._move_conn(m.move_id, 'cleanup', c.node_name);
         PERFORM sharded_id._remote_open(conn, c.node_name);
         IF c.object_type = 'subscription' THEN
@@ -726,7 +733,18 @@ BEGIN
         DELETE FROM sharded_id.move_cleanup x
         WHERE x.move_id = c.move_id AND x.node_name = c.node_name
           AND x.object_type = c.object_type AND x.object_name = c.object_name;
+      EXCEPTION WHEN OTHERS THEN
+        IF first_err IS NULL THEN
+            first_err := format('node "%s", %s %s: %s', c.node_name, c.object_type, c.object_name, SQLERRM);
+            first_state := SQLSTATE;
+        END IF;
+      END;
     END LOOP;
+    IF first_err IS NOT NULL THEN
+        RAISE EXCEPTION 'could not drop everything move % made: %', m.move_id, first_err
+            USING ERRCODE = first_state,
+                  HINT = 'CALL sharded_id.recover_moves() again once every node answers.';
+    END IF;
     DELETE FROM sharded_id.move_cleanup x WHERE x.move_id = m.move_id;
     UPDATE sharded_id.moves
     SET state = 'finished', outcome = CASE WHEN moved THEN 'moved' ELSE 'rolled back' END,
@@ -769,11 +787,20 @@ BEGIN
         RETURN true;
     END IF;
     src := sharded_id._move_open(m, 'source');
-    tgt := sharded_id._move_open(m, 'target');
     source_owns := sharded_id._remote(src, format(
         'SELECT 1 FROM sharded_id.shards WHERE shard_id = %s', m.shard_id)) IS NOT NULL;
-    target_owns := sharded_id._remote(tgt, format(
-        'SELECT 1 FROM sharded_id.shards WHERE shard_id = %s', m.shard_id)) IS NOT NULL;
+    BEGIN
+        tgt := sharded_id._move_open(m, 'target');
+        target_owns := sharded_id._remote(tgt, format(
+            'SELECT 1 FROM sharded_id.shards WHERE shard_id = %s', m.shard_id)) IS NOT NULL;
+    EXCEPTION WHEN connection_exception THEN
+        -- A target that does not answer cannot own the shard while the
+        -- source does (it registers only after the source retires): roll
+        -- back what can be, and keep the rest for the next try.
+        IF NOT source_owns THEN
+            RAISE;
+        END IF;
+    END;
     IF source_owns AND target_owns THEN
         RAISE EXCEPTION 'shard % is registered on both "%" and "%"', m.shard_id, m.source_node, m.target_node
             USING ERRCODE = 'data_corrupted',
@@ -847,8 +874,15 @@ DECLARE
 BEGIN
     SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = _move_step.move_id;
     repl := 'sharded_id_move_' || m.shard_id;
-    src := sharded_id._move_open(m, 'source');
-    tgt := sharded_id._move_open(m, 'target');
+    IF step IN ('stop_replication', 'retire_source', 'register_target', 'switch') THEN
+        -- Inside the final freeze: the connections the freeze step
+        -- checked, without a round trip more; a dead one fails the step.
+        src := sharded_id._move_conn(m.move_id, 'source', m.source_node);
+        tgt := sharded_id._move_conn(m.move_id, 'target', m.target_node);
+    ELSE
+        src := sharded_id._move_open(m, 'source');
+        tgt := sharded_id._move_open(m, 'target');
+    END IF;
     frz := sharded_id._move_conn(m.move_id, 'freeze', m.source_node);
     CASE step
     WHEN 'record_objects' THEN
@@ -988,12 +1022,10 @@ BEGIN
             'SELECT sharded_id.retire_shard(%s)', m.shard_id))::bigint
         WHERE x.move_id = m.move_id;
         PERFORM sharded_id._remote_exec(frz, format(
+            'SELECT sharded_id._on_schema_tables(%L, ''ALTER TABLE %%s ADD CONSTRAINT sharded_id_moved CHECK (false) NOT VALID''); '
             'INSERT INTO sharded_id.move_retirements AS r (shard_id, move_id) VALUES (%s, %s) '
             'ON CONFLICT (shard_id) DO UPDATE SET move_id = excluded.move_id, retired_at = excluded.retired_at',
-            m.shard_id, m.move_id));
-        PERFORM sharded_id._remote(frz, format(
-            'SELECT count(*) FROM (SELECT sharded_id._on_schema_tables(%L, '
-            '''ALTER TABLE %%s ADD CONSTRAINT sharded_id_moved CHECK (false) NOT VALID'')) f', m.schema_name));
+            m.schema_name, m.shard_id, m.move_id));
         PERFORM sharded_id._remote_exec(frz, 'COMMIT');
         PERFORM sharded_id._remote_close(frz);
         PERFORM sharded_id._move_hold('retired');

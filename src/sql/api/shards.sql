@@ -199,12 +199,19 @@ BEGIN
     SELECT c.oid, c.relkind, c.relrowsecurity, c.relforcerowsecurity, c.relowner, c.relacl
     INTO rel FROM pg_class c WHERE c.oid = src;
     FOR r IN
-        SELECT pg_get_triggerdef(g.oid) AS def FROM pg_trigger g
+        SELECT pg_get_triggerdef(g.oid) AS def, g.tgname, g.tgenabled FROM pg_trigger g
         WHERE g.tgrelid = src AND NOT g.tgisinternal AND g.tgparentid = 0
         ORDER BY g.tgname
     LOOP
         RETURN NEXT regexp_replace(r.def, ' ON (ONLY )?' || regexp_replace(src::text, '([^A-Za-z0-9_])', '\\\1', 'g') || ' ',
                                    ' ON ' || dst || ' ');
+        -- When it fires: disabled, only where replication applies changes,
+        -- or always, as on the original.
+        IF r.tgenabled <> 'O' THEN
+            RETURN NEXT format('ALTER TABLE %s %s TRIGGER %I', dst,
+                               CASE r.tgenabled WHEN 'D' THEN 'DISABLE' WHEN 'R' THEN 'ENABLE REPLICA' ELSE 'ENABLE ALWAYS' END,
+                               r.tgname);
+        END IF;
     END LOOP;
     IF rel.relrowsecurity THEN
         RETURN NEXT format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY', dst);
@@ -257,7 +264,7 @@ END
 $$;
 
 COMMENT ON FUNCTION sharded_id._relation_extras_ddl(regclass, text) IS
-'internal: statements giving a copy of a table its triggers, row security, policies, owner, grants and comments';
+'internal: statements giving a copy of a table its triggers (and when they fire), row security, policies, owner, grants and comments';
 
 -- Copy template table t into schema of shard shard_id, unless it is there.
 CREATE FUNCTION sharded_id._copy_table(t sharded_id.shard_tables, shard_id integer,
