@@ -7,8 +7,9 @@
 # 1. A second session during a paused move: recover_moves and a second
 #    move_shard of the shard fail, naming the move and its backend, and
 #    change nothing; the route lock's advisory key stalls no writer.
-# 2. A move left unfinished by a statement_timeout, then a move of the same
-#    shard to another node in the same session, by both methods.
+# 2. A move left unfinished by a statement_timeout, or failed at its
+#    comparison, then a move of the same shard to another node in the same
+#    session, by both methods.
 # 3. A cancel and a statement_timeout inside the final freeze, by both
 #    methods, the cancelled session staying connected: the route lock and
 #    the source's freeze are gone within seconds and the writers go on.
@@ -16,6 +17,11 @@
 #    changes rows and an AFTER INSERT trigger that writes outside the shard.
 # 5. A mover subject to FORCE row security is refused before it copies.
 # 6. Moves a->b and b->a of two shards at the same time.
+# 7. Immediate stops of the router, the source and the target after the
+#    source committed its retirement, and after the target registered.
+# 8. The router's clock stepped back an hour during the catch-up.
+# 9. A shard retired by hand under an interrupted move: recovery refuses to
+#    roll forward and changes nothing.
 #
 # After each: the shard is registered, and its schema exists, only on the
 # node the map names; no node keeps a slot, publication or subscription;
@@ -238,33 +244,68 @@ for my $mode (qw(seed counter))
 		$settle->($what, $w, $shard);
 	}
 
-	# 2. A move left unfinished by a statement_timeout, then a move to
-	# another node in the same session.
+	# 2. A move left unfinished by a statement_timeout, or failed at its
+	# comparison, then a move to another node in the same session.
+	for my $n (sort keys %node)
+	{
+		$node{$n}->safe_psql('app', q{CREATE FUNCTION public.rewrite() RETURNS trigger
+			LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END$$});
+	}
 	for my $method (qw(online dump))
 	{
-		my $shard = 2;
-		my $what = "$mode, $method move retried elsewhere in the same session";
-		my $from = $owner->($shard);
-		my ($first, $second) = $other_nodes->($from);
-		my $w = $start_writers->($shard);
-		ok($writers_go_on->($w, 5), "$what: the writers commit");
-		$hold_on->();
-		my ($r, $o, $e) = $router->psql('router', "\\set VERBOSITY verbose
-			SET sharded_id.move_hold = '" . ($method eq 'online' ? 'catch_up' : 'copy_rows') . "';
-			SET statement_timeout = '3s';
-			CALL sharded_id.move_shard($shard, '$first', method => '$method');
-			RESET statement_timeout;
-			RESET sharded_id.move_hold;
-			CALL sharded_id.move_shard($shard, '$second', method => '$method');", on_error_stop => 0);
-		$hold_off->();
-		like($e, qr/57014: move \d+ of shard $shard to node "$first" was canceled/, "$what: the first move is canceled");
-		like($e, qr/moved shard $shard .* to node "$second"/, "$what: the second move reports success");
-		is($owner->($shard), $second, "$what: the map names $second");
-		is($router->safe_psql('router', "SELECT string_agg(target_node || ':' || outcome, ',' ORDER BY move_id)
-			FROM sharded_id.moves WHERE shard_id = $shard AND move_id > (SELECT coalesce(max(move_id), 0) FROM sharded_id.moves
-			WHERE shard_id = $shard AND outcome = 'moved' AND target_node = '$from')"),
-			"$first:rolled back,$second:moved", "$what: the first move rolled back, the second moved");
-		$settle->($what, $w, $shard);
+		for my $kind (qw(unfinished failed))
+		{
+			my $shard = 2;
+			my $what = "$mode, $method move $kind, then retried elsewhere in the same session";
+			my $from = $owner->($shard);
+			my ($first, $second) = $other_nodes->($from);
+			my $w = $start_writers->($shard);
+			ok($writers_go_on->($w, 5), "$what: the writers commit");
+			my $sql;
+			if ($kind eq 'unfinished')
+			{
+				$hold_on->();
+				$sql = "SET sharded_id.move_hold = '" . ($method eq 'online' ? 'catch_up' : 'copy_rows') . "';
+					SET statement_timeout = '3s';
+					CALL sharded_id.move_shard($shard, '$first', method => '$method');
+					RESET statement_timeout;
+					RESET sharded_id.move_hold;";
+			}
+			else
+			{
+				# A trigger that fires where rows are applied by replication
+				# or copied by a move goes with the shard, and rewrites rows
+				# on $first only: the copy there differs from the source.
+				$node{$from}->safe_psql('app', q{SELECT 'CREATE TRIGGER rewrite BEFORE INSERT ON shard_0002.photos
+					FOR EACH ROW EXECUTE FUNCTION public.rewrite(); ALTER TABLE shard_0002.photos ENABLE REPLICA TRIGGER rewrite'
+					WHERE NOT EXISTS (SELECT FROM pg_trigger WHERE tgname = 'rewrite') \gexec});
+				$node{$first}->safe_psql('app', q{CREATE OR REPLACE FUNCTION public.rewrite() RETURNS trigger
+					LANGUAGE plpgsql AS $$BEGIN NEW.caption := 'rewritten'; RETURN NEW; END$$});
+				$sql = "CALL sharded_id.move_shard($shard, '$first', method => '$method');";
+			}
+			my ($r, $o, $e) = $router->psql('router', "\\set VERBOSITY verbose
+				$sql
+				CALL sharded_id.move_shard($shard, '$second', method => '$method');", on_error_stop => 0);
+			if ($kind eq 'unfinished')
+			{
+				$hold_off->();
+				like($e, qr/57014: move \d+ of shard $shard to node "$first" was canceled/, "$what: the first move is canceled");
+			}
+			else
+			{
+				$node{$first}->safe_psql('app', q{CREATE OR REPLACE FUNCTION public.rewrite() RETURNS trigger
+					LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END$$});
+				like($e, qr/XX001: move \d+ of shard $shard to node "$first" failed at step "(compare|copy_rows)": the copy of shard $shard differs/,
+					"$what: the first move fails at its comparison");
+			}
+			like($e, qr/moved shard $shard .* to node "$second"/, "$what: the second move reports success");
+			is($owner->($shard), $second, "$what: the map names $second");
+			is($router->safe_psql('router', "SELECT string_agg(target_node || ':' || outcome, ',' ORDER BY move_id)
+				FROM sharded_id.moves WHERE shard_id = $shard AND move_id > (SELECT coalesce(max(move_id), 0) FROM sharded_id.moves
+				WHERE shard_id = $shard AND outcome = 'moved' AND target_node = '$from')"),
+				"$first:rolled back,$second:moved", "$what: the first move rolled back, the second moved");
+			$settle->($what, $w, $shard);
+		}
 	}
 
 	# 3. A cancel and a statement_timeout inside the final freeze.
