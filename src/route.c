@@ -18,12 +18,19 @@
  * clause, so that a shard's writers wait while a move switches the shard
  * to another node.
  *
- * Locking: route() takes the router's advisory lock on the shard (class
- * SHID_ROUTE_LOCK_CLASS, "shir" in ASCII, and the shard id) in share mode
- * until its transaction ends.  sharded_id.move_shard holds the same lock in
- * exclusive mode, as a session lock, from the start of its final write
- * freeze until the router's shard map names the new owner.  No other lock
- * is taken here.
+ * Locking: route() takes the router's route lock on the shard in share
+ * mode until its transaction ends.  sharded_id.move_shard holds the same
+ * lock in exclusive mode, as a session lock, from the start of its final
+ * write freeze until the router's shard map names the new owner, and the
+ * shard's move lock, also a session lock, for its whole life.  Both are
+ * advisory lock tags (database, class, shard, SHID_MOVER_LOCK_KIND) with a
+ * fourth field that pg_advisory_lock() and its kin never use (they use 1
+ * and 2), so that no role can take them through those functions; the
+ * route lock's class is "shir" in ASCII, the move lock's "shim".  The mover
+ * takes and releases them with _lock_shard() and _unlock_shard() below,
+ * which release them too when the top-level transaction aborts (an error
+ * or a cancel that escapes the procedure), so that a failed move never
+ * keeps a shard's writers waiting.
  *
  *-------------------------------------------------------------------------
  */
@@ -32,14 +39,24 @@
 #include "compat.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "access/xact.h"
 #include "storage/lock.h"
+#include "utils/builtins.h"
 #include "utils/inval.h"
 
 #define SHID_FNV64_OFFSET	UINT64CONST(0xcbf29ce484222325)
 #define SHID_FNV64_PRIME	UINT64CONST(0x100000001b3)
 
-/* Class of the router's per-shard advisory locks: "shir" in ASCII. */
+/* Class of the router's per-shard route locks: "shir" in ASCII. */
 #define SHID_ROUTE_LOCK_CLASS	1936222578
+/* Class of the router's per-shard move locks: "shim" in ASCII. */
+#define SHID_MOVE_LOCK_CLASS	1936222573
+/* Fourth field of both tags: pg_advisory_*() use only 1 and 2. */
+#define SHID_MOVER_LOCK_KIND	3
+
+#define SET_LOCKTAG_SHID(tag, class, shard) \
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (class), (uint32) (shard), \
+						 SHID_MOVER_LOCK_KIND)
 
 static void
 shid_check_shard_count(int32 shard_count)
@@ -124,11 +141,141 @@ shid_route(PG_FUNCTION_ARGS)
 				 errmsg("shard id %d is out of range", shard),
 				 errdetail("Shard ids are at least 0.")));
 
-	/* The tag pg_advisory_xact_lock_shared(int4, int4) would take. */
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) SHID_ROUTE_LOCK_CLASS,
-						 (uint32) shard, 2);
+	SET_LOCKTAG_SHID(tag, SHID_ROUTE_LOCK_CLASS, shard);
 	(void) LockAcquire(&tag, ShareLock, false, false);
 	AcceptInvalidationMessages();
 
 	PG_RETURN_DATUM(PG_GETARG_DATUM(1));
+}
+
+/*
+ * The mover's session locks that this backend holds: class and shard of
+ * each, at most one entry per lock.
+ */
+typedef struct ShidMoverLock
+{
+	uint32		class;
+	int32		shard;
+} ShidMoverLock;
+
+#define SHID_MAX_MOVER_LOCKS	64
+
+static ShidMoverLock shid_mover_locks[SHID_MAX_MOVER_LOCKS];
+static int	shid_n_mover_locks = 0;
+static bool shid_mover_callback_registered = false;
+
+static int
+shid_mover_lock_index(uint32 class, int32 shard)
+{
+	for (int i = 0; i < shid_n_mover_locks; i++)
+		if (shid_mover_locks[i].class == class && shid_mover_locks[i].shard == shard)
+			return i;
+	return -1;
+}
+
+static void
+shid_mover_lock_forget(int i)
+{
+	shid_mover_locks[i] = shid_mover_locks[--shid_n_mover_locks];
+}
+
+/*
+ * When the top-level transaction aborts, the mover's procedure has lost
+ * control: release every route and move lock it holds, so that writers go
+ * on and recovery can take the move over.
+ */
+static void
+shid_mover_xact_callback(XactEvent event, void *arg)
+{
+	if (event != XACT_EVENT_ABORT)
+		return;
+	while (shid_n_mover_locks > 0)
+	{
+		ShidMoverLock *l = &shid_mover_locks[shid_n_mover_locks - 1];
+		LOCKTAG		tag;
+
+		SET_LOCKTAG_SHID(tag, l->class, l->shard);
+		(void) LockRelease(&tag, ExclusiveLock, true);
+		shid_n_mover_locks--;
+	}
+}
+
+static uint32
+shid_mover_lock_class(text *kind)
+{
+	char	   *k = text_to_cstring(kind);
+
+	if (strcmp(k, "route") == 0)
+		return SHID_ROUTE_LOCK_CLASS;
+	if (strcmp(k, "move") == 0)
+		return SHID_MOVE_LOCK_CLASS;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("lock kind \"%s\" is not route or move", k)));
+	pg_unreachable();
+}
+
+/*
+ * _lock_shard(shard integer, kind text, wait boolean) RETURNS boolean
+ *
+ * Take the shard's route or move lock in exclusive mode, as a session lock
+ * of this backend.  With wait, it waits as any lock does (lock_timeout and
+ * cancels end the wait with an error); without, it returns false when
+ * another backend holds the lock.  True when this backend holds it after
+ * the call, once however often it was taken.
+ */
+SHID_FUNCTION_INFO(shid_lock_shard);
+Datum
+shid_lock_shard(PG_FUNCTION_ARGS)
+{
+	int32		shard = PG_GETARG_INT32(0);
+	uint32		class = shid_mover_lock_class(PG_GETARG_TEXT_PP(1));
+	bool		wait = PG_GETARG_BOOL(2);
+	LOCKTAG		tag;
+
+	if (shard < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("shard id %d is out of range", shard),
+				 errdetail("Shard ids are at least 0.")));
+	if (shid_mover_lock_index(class, shard) >= 0)
+		PG_RETURN_BOOL(true);
+	if (shid_n_mover_locks >= SHID_MAX_MOVER_LOCKS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("a session may hold at most %d shard locks of moves", SHID_MAX_MOVER_LOCKS)));
+	if (!shid_mover_callback_registered)
+	{
+		RegisterXactCallback(shid_mover_xact_callback, NULL);
+		shid_mover_callback_registered = true;
+	}
+	SET_LOCKTAG_SHID(tag, class, shard);
+	if (LockAcquire(&tag, ExclusiveLock, true, !wait) == LOCKACQUIRE_NOT_AVAIL)
+		PG_RETURN_BOOL(false);
+	shid_mover_locks[shid_n_mover_locks].class = class;
+	shid_mover_locks[shid_n_mover_locks].shard = shard;
+	shid_n_mover_locks++;
+	PG_RETURN_BOOL(true);
+}
+
+/*
+ * _unlock_shard(shard integer, kind text) RETURNS boolean
+ *
+ * Release a lock _lock_shard took; false when this backend did not hold it.
+ */
+SHID_FUNCTION_INFO(shid_unlock_shard);
+Datum
+shid_unlock_shard(PG_FUNCTION_ARGS)
+{
+	int32		shard = PG_GETARG_INT32(0);
+	uint32		class = shid_mover_lock_class(PG_GETARG_TEXT_PP(1));
+	int			i = shid_mover_lock_index(class, shard);
+	LOCKTAG		tag;
+
+	if (i < 0)
+		PG_RETURN_BOOL(false);
+	SET_LOCKTAG_SHID(tag, class, shard);
+	(void) LockRelease(&tag, ExclusiveLock, true);
+	shid_mover_lock_forget(i);
+	PG_RETURN_BOOL(true);
 }

@@ -235,104 +235,6 @@ REVOKE EXECUTE ON FUNCTION sharded_id._acl_ddl(text, aclitem[], oid, text, boole
 -- its columns, triggers and policies).  Names are printed under this
 -- function's search_path, so qualified; roles are read from pg_roles, so
 -- that a role without superuser can copy a table too.
-CREATE OR REPLACE FUNCTION sharded_id._relation_extras_ddl(src regclass, dst text)
-RETURNS SETOF text
-LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    rel record;
-    r record;
-    keyword text;
-    -- The same relation again (schema_ddl), with its grants made by their
-    -- grantors; or a shard's copy of a template, whose grantors need not
-    -- reach the shard's schema: there the owner makes every grant.
-    exact boolean := dst = src::text;
-BEGIN
-    SELECT c.oid, c.relkind, c.relrowsecurity, c.relforcerowsecurity, c.relowner, c.relacl
-    INTO rel FROM pg_class c WHERE c.oid = src;
-    keyword := CASE rel.relkind WHEN 'S' THEN 'SEQUENCE' WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW'
-                                WHEN 'f' THEN 'FOREIGN TABLE' ELSE 'TABLE' END;
-    FOR r IN
-        SELECT g.tgname, g.tgenabled, g.tgparentid, pg_get_triggerdef(g.oid) AS def,
-               (SELECT p.tgenabled FROM pg_trigger p WHERE p.oid = g.tgparentid) AS parent_enabled,
-               obj_description(g.oid, 'pg_trigger') AS description
-        FROM pg_trigger g
-        WHERE g.tgrelid = src AND NOT g.tgisinternal
-        ORDER BY g.tgname
-    LOOP
-        -- A partition's clone of its parent's trigger comes with the
-        -- parent's; only its state, where it differs, is its own.
-        IF r.tgparentid = 0 THEN
-            RETURN NEXT regexp_replace(r.def, ' ON (ONLY )?' || regexp_replace(src::text, '([^A-Za-z0-9_])', '\\\1', 'g') || ' ',
-                                       ' ON ' || dst || ' ');
-        END IF;
-        IF (r.tgparentid = 0 AND r.tgenabled <> 'O') OR (r.tgparentid <> 0 AND r.tgenabled <> r.parent_enabled) THEN
-            RETURN NEXT format('ALTER TABLE %s %s TRIGGER %I', dst,
-                               CASE r.tgenabled WHEN 'D' THEN 'DISABLE' WHEN 'R' THEN 'ENABLE REPLICA'
-                                                WHEN 'A' THEN 'ENABLE ALWAYS' ELSE 'ENABLE' END, r.tgname);
-        END IF;
-        IF r.tgparentid = 0 AND r.description IS NOT NULL THEN
-            RETURN NEXT format('COMMENT ON TRIGGER %I ON %s IS %L', r.tgname, dst, r.description);
-        END IF;
-    END LOOP;
-    IF rel.relrowsecurity THEN
-        RETURN NEXT format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY', dst);
-    END IF;
-    IF rel.relforcerowsecurity THEN
-        RETURN NEXT format('ALTER TABLE %s FORCE ROW LEVEL SECURITY', dst);
-    END IF;
-    FOR r IN
-        SELECT p.polname, p.polpermissive, p.polcmd,
-               CASE WHEN p.polroles = '{0}' THEN 'PUBLIC'
-                    ELSE (SELECT string_agg(CASE WHEN g = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(g)) END, ', '
-                                            ORDER BY pg_get_userbyid(g))
-                          FROM unnest(p.polroles) g) END AS roles,
-               pg_get_expr(p.polqual, p.polrelid) AS qual, pg_get_expr(p.polwithcheck, p.polrelid) AS chk,
-               obj_description(p.oid, 'pg_policy') AS description
-        FROM pg_policy p WHERE p.polrelid = src ORDER BY p.polname
-    LOOP
-        RETURN NEXT format('CREATE POLICY %I ON %s AS %s FOR %s TO %s%s%s', r.polname, dst,
-                           CASE WHEN r.polpermissive THEN 'PERMISSIVE' ELSE 'RESTRICTIVE' END,
-                           CASE r.polcmd WHEN 'r' THEN 'SELECT' WHEN 'a' THEN 'INSERT' WHEN 'w' THEN 'UPDATE'
-                                         WHEN 'd' THEN 'DELETE' ELSE 'ALL' END,
-                           r.roles, ' USING (' || r.qual || ')', ' WITH CHECK (' || r.chk || ')');
-        IF r.description IS NOT NULL THEN
-            RETURN NEXT format('COMMENT ON POLICY %I ON %s IS %L', r.polname, dst, r.description);
-        END IF;
-    END LOOP;
-    -- A sequence owned by a column has its table's owner, and follows it.
-    IF NOT (rel.relkind = 'S' AND EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_class'::regclass AND d.objid = src
-                                          AND d.refclassid = 'pg_class'::regclass AND d.deptype = 'a')) THEN
-        RETURN NEXT format('ALTER %s %s OWNER TO %I', keyword, dst, pg_get_userbyid(rel.relowner));
-    END IF;
-    RETURN QUERY SELECT sharded_id._acl_ddl(CASE WHEN rel.relkind = 'S' THEN 'SEQUENCE ' ELSE 'TABLE ' END || dst,
-                                            rel.relacl, rel.relowner, as_grantor => exact);
-    FOR r IN
-        SELECT att.attname, att.attacl FROM pg_attribute att
-        WHERE att.attrelid = src AND att.attnum > 0 AND NOT att.attisdropped AND att.attacl IS NOT NULL
-        ORDER BY att.attnum
-    LOOP
-        RETURN QUERY SELECT sharded_id._acl_ddl('TABLE ' || dst, r.attacl, rel.relowner, quote_ident(r.attname), exact);
-    END LOOP;
-    FOR r IN
-        SELECT d.objsubid, d.description, att.attname FROM pg_description d
-        LEFT JOIN pg_attribute att ON att.attrelid = d.objoid AND att.attnum = d.objsubid
-        WHERE d.classoid = 'pg_class'::regclass AND d.objoid = src ORDER BY d.objsubid
-    LOOP
-        IF r.objsubid = 0 THEN
-            RETURN NEXT format('COMMENT ON %s %s IS %L', keyword, dst, r.description);
-        ELSE
-            RETURN NEXT format('COMMENT ON COLUMN %s.%I IS %L', dst, r.attname, r.description);
-        END IF;
-    END LOOP;
-END
-$$;
-
-COMMENT ON FUNCTION sharded_id._relation_extras_ddl(regclass, text) IS
-'internal: statements giving a copy of a relation its triggers and their state, row security, policies, owner, privileges and comments';
-
-
 -- What schema_ddl cannot make again, as descriptions: objects of kinds it
 -- does not know, members of extensions, and shapes of tables and types it
 -- does not rebuild (plain inheritance, typed tables, rules, ranges with a
@@ -935,33 +837,36 @@ DECLARE
     on_source text[];
     on_target text[];
     differences text;
+    -- Connections of this move, bound to its nodes, closed with the move's.
+    src text := sharded_id._move_conn(m.move_id, 'check_source', m.source_node);
+    tgt text := sharded_id._move_conn(m.move_id, 'check_target', m.target_node);
 BEGIN
-    PERFORM sharded_id._remote_open('shid_check_source', m.source_node);
-    PERFORM sharded_id._remote_open('shid_check_target', m.target_node);
+    PERFORM sharded_id._remote_open(src, m.source_node);
+    PERFORM sharded_id._remote_open(tgt, m.target_node);
     -- Dropped already, by a cleanup that was cut short before it recorded so.
-    IF sharded_id._remote('shid_check_source', format('SELECT 1 FROM pg_namespace WHERE nspname = %L', m.schema_name)) IS NULL THEN
+    IF sharded_id._remote(src, format('SELECT 1 FROM pg_namespace WHERE nspname = %L', m.schema_name)) IS NULL THEN
         RETURN;
     END IF;
-    refresh := sharded_id._remote('shid_check_source', format(
+    refresh := sharded_id._remote(src, format(
         'SELECT string_agg(s, ''; '') FROM sharded_id.schema_ddl(%L) s WHERE s LIKE ''REFRESH MATERIALIZED VIEW %%''',
         m.schema_name));
     IF refresh IS NOT NULL THEN
-        PERFORM sharded_id._remote_exec('shid_check_target', refresh);
+        PERFORM sharded_id._remote_exec(tgt, refresh);
     END IF;
     -- Servers of two majors may print one definition two ways: then the
     -- objects, owners, privileges and flags are compared, not the hashes.
-    IF sharded_id._remote('shid_check_source', 'SELECT current_setting(''server_version_num'')::integer / 10000')
-       IS DISTINCT FROM sharded_id._remote('shid_check_target', 'SELECT current_setting(''server_version_num'')::integer / 10000') THEN
+    IF sharded_id._remote(src, 'SELECT current_setting(''server_version_num'')::integer / 10000')
+       IS DISTINCT FROM sharded_id._remote(tgt, 'SELECT current_setting(''server_version_num'')::integer / 10000') THEN
         inventory := replace(inventory, ', definition)', ', '''')');
     END IF;
-    on_source := coalesce(sharded_id._remote_rows('shid_check_source', inventory), '{}');
-    on_target := coalesce(sharded_id._remote_rows('shid_check_target', inventory), '{}');
+    on_source := coalesce(sharded_id._remote_rows(src, inventory), '{}');
+    on_target := coalesce(sharded_id._remote_rows(tgt, inventory), '{}');
     SELECT string_agg(d, '; ' ORDER BY d) INTO differences FROM (
         (SELECT 'only on the source: ' || x AS d FROM unnest(on_source) x EXCEPT SELECT 'only on the source: ' || x FROM unnest(on_target) x)
         UNION ALL
         (SELECT 'only on the target: ' || x FROM unnest(on_target) x EXCEPT SELECT 'only on the target: ' || x FROM unnest(on_source) x)
     ) diff;
-    PERFORM sharded_id._remote_close(c) FROM unnest(ARRAY['shid_check_source', 'shid_check_target']) c;
+    PERFORM sharded_id._remote_close(c) FROM unnest(ARRAY[src, tgt]) c;
     IF differences IS NOT NULL THEN
         RAISE EXCEPTION 'the copy of shard % on node "%" is not the same schema as its source', m.shard_id, m.target_node
             USING ERRCODE = 'data_corrupted',
@@ -972,6 +877,7 @@ BEGIN
 END
 $$;
 
+
 COMMENT ON FUNCTION sharded_id._move_check_copy(sharded_id.moves) IS
 'internal: before a moved shard''s old copy is dropped, refresh the new copy''s materialized views and fail unless both copies have the same inventory';
 
@@ -980,80 +886,6 @@ REVOKE EXECUTE ON FUNCTION sharded_id._move_check_copy(sharded_id.moves) FROM PU
 -- Drop what a move made, as move_cleanup records it: the objects of every
 -- policy but on_failure when it moved the shard, of every policy but
 -- on_success when it did not.  Each record goes once its object is gone.
-CREATE OR REPLACE FUNCTION sharded_id._move_cleanup(m sharded_id.moves, moved boolean)
-RETURNS void
-LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    c record;
-    conn text;
-    left_slots bigint;
-    deadline timestamptz;
-BEGIN
-    FOR c IN
-        SELECT * FROM sharded_id.move_cleanup x
-        WHERE x.move_id = m.move_id AND x.policy <> CASE WHEN moved THEN 'on_failure' ELSE 'on_success' END
-        ORDER BY CASE x.object_type WHEN 'subscription' THEN 1 WHEN 'slot' THEN 2 WHEN 'publication' THEN 3
-                                    WHEN 'mark' THEN 4 ELSE 5 END, x.node_name
-    LOOP
-        conn := 'shid_cleanup_' || c.node_name;
-        PERFORM sharded_id._remote_open(conn, c.node_name);
-        IF c.object_type = 'subscription' THEN
-            IF sharded_id._remote(conn, format('SELECT 1 FROM pg_subscription WHERE subname = %L
-                   AND subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())', c.object_name)) IS NOT NULL THEN
-                PERFORM sharded_id._remote_exec(conn, format('ALTER SUBSCRIPTION %I DISABLE', c.object_name));
-                PERFORM sharded_id._remote_exec(conn, format('ALTER SUBSCRIPTION %I SET (slot_name = NONE)', c.object_name));
-                PERFORM sharded_id._remote_exec(conn, format('DROP SUBSCRIPTION %I', c.object_name));
-            END IF;
-        ELSIF c.object_type = 'slot' THEN
-            -- The move's slot and its table-copy slots, whose walsenders are
-            -- ended first.
-            deadline := clock_timestamp() + interval '10 s';
-            LOOP
-                left_slots := sharded_id._remote(conn, format(
-                    'WITH s AS (SELECT * FROM pg_replication_slots WHERE slot_name = %L OR (%s <> 0 AND slot_name LIKE %L)), '
-                    't AS (SELECT pg_terminate_backend(active_pid) FROM s WHERE active_pid IS NOT NULL), '
-                    'd AS (SELECT pg_drop_replication_slot(slot_name) FROM s WHERE NOT active) '
-                    'SELECT (SELECT count(*) FROM s) - (SELECT count(*) FROM d) + 0 * (SELECT count(*) FROM t)',
-                    c.object_name, coalesce(m.sub_oid, 0), format('pg\_%s\_sync\_%%', coalesce(m.sub_oid, 0))))::bigint;
-                EXIT WHEN left_slots = 0;
-                IF clock_timestamp() > deadline THEN
-                    RAISE EXCEPTION 'could not drop replication slot "%" on node "%"', c.object_name, c.node_name
-                        USING ERRCODE = 'object_in_use',
-                              HINT = 'Something keeps using it. CALL sharded_id.recover_moves() again once it is free.';
-                END IF;
-                PERFORM pg_sleep(0.05);
-            END LOOP;
-        ELSIF c.object_type = 'publication' THEN
-            PERFORM sharded_id._remote_exec(conn, format('DROP PUBLICATION IF EXISTS %I', c.object_name));
-        ELSIF c.object_type = 'mark' THEN
-            PERFORM sharded_id._remote_exec(conn, format('DELETE FROM sharded_id.move_marks WHERE move_id = %s', c.object_name));
-        ELSIF c.object_type = 'schema' THEN
-            IF moved THEN
-                PERFORM sharded_id._move_check_copy(m);
-            END IF;
-            -- Never a schema the node holds as a shard.
-            PERFORM sharded_id._remote_exec(conn, format(
-                'SET client_min_messages = warning; DO $do$ BEGIN IF NOT EXISTS (SELECT FROM sharded_id.shards WHERE schema_name = %L) '
-                'THEN DROP SCHEMA IF EXISTS %I CASCADE; END IF; END $do$', c.object_name, c.object_name));
-        END IF;
-        DELETE FROM sharded_id.move_cleanup x
-        WHERE x.move_id = c.move_id AND x.node_name = c.node_name
-          AND x.object_type = c.object_type AND x.object_name = c.object_name;
-    END LOOP;
-    DELETE FROM sharded_id.move_cleanup x WHERE x.move_id = m.move_id;
-    UPDATE sharded_id.moves
-    SET state = 'finished', outcome = CASE WHEN moved THEN 'moved' ELSE 'rolled back' END,
-        finished_at = clock_timestamp(), updated_at = clock_timestamp()
-    WHERE move_id = m.move_id;
-END
-$$;
-
-COMMENT ON FUNCTION sharded_id._move_cleanup(sharded_id.moves, boolean) IS
-'internal: drop what a finished or rolled-back move left on its nodes, as its cleanup records say';
-
-
 -- The same connection string without its secrets (password, sslpassword),
 -- as a keyword/value string parsed and written back by libpq's rules.
 CREATE FUNCTION sharded_id._connstr_public(connstr text)
@@ -1092,12 +924,14 @@ LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF sharded_id._remote('shid_target', 'SHOW server_version_num')::integer >= 160000 THEN
+    IF sharded_id._remote(sharded_id._move_conn(m.move_id, 'target', m.target_node),
+                          'SHOW server_version_num')::integer >= 160000 THEN
         RETURN ', run_as_owner = true';
     END IF;
     RETURN '';
 END
 $$;
+
 
 COMMENT ON FUNCTION sharded_id._move_subscription_options(sharded_id.moves) IS
 'internal: the options of a move''s subscription that depend on the target''s version';
@@ -1106,177 +940,6 @@ REVOKE EXECUTE ON FUNCTION sharded_id._move_subscription_options(sharded_id.move
 
 -- One step of a move; no transaction control, so that move_shard can catch
 -- its error and commit between steps.
-CREATE OR REPLACE FUNCTION sharded_id._move_step(move_id bigint, step text, max_lag bigint,
-                                      timeout interval, freeze_timeout interval)
-RETURNS void
-LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    m sharded_id.moves;
-    repl text := NULL;
-    ddl text;
-    state text;
-    lag bigint;
-    deadline timestamptz := clock_timestamp() + timeout;
-    t record;
-    tbl text;
-    cols text;
-    fields text;
-    batch text[];
-BEGIN
-    SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = _move_step.move_id;
-    repl := 'sharded_id_move_' || m.shard_id;
-    PERFORM sharded_id._remote_open('shid_source', m.source_node);
-    PERFORM sharded_id._remote_open('shid_target', m.target_node);
-    CASE step
-    WHEN 'record_objects' THEN
-        -- move_shard commits these before the next step creates them.
-        PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'schema', m.schema_name, 'on_failure');
-        PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'schema', m.schema_name, 'on_success');
-        IF m.method = 'online' THEN
-            PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'publication', repl, 'always');
-            PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'slot', repl, 'always');
-            PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'mark', m.move_id::text, 'always');
-            PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'subscription', repl, 'always');
-            PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'mark', m.move_id::text, 'always');
-        END IF;
-    WHEN 'create_publication' THEN
-        PERFORM sharded_id._remote_exec('shid_source', format(
-            'CREATE PUBLICATION %I FOR TABLES IN SCHEMA %I, TABLE sharded_id.move_marks', repl, m.schema_name));
-        PERFORM sharded_id._remote('shid_source', format(
-            'SELECT 1 FROM pg_create_logical_replication_slot(%L, ''pgoutput'')', repl));
-    WHEN 'subscribe' THEN
-        -- The schema without rows, and the subscription that fills it, in
-        -- one transaction of the target.
-        ddl := sharded_id._remote('shid_source', format(
-            'SELECT string_agg(s, E'';\n'') FROM sharded_id.schema_ddl(%L) s', m.schema_name));
-        PERFORM sharded_id._remote_exec('shid_target', format(
-            'BEGIN; SET LOCAL client_min_messages = warning; %s; '
-            'CREATE SUBSCRIPTION %I CONNECTION %L PUBLICATION %I WITH (create_slot = false, slot_name = %L, '
-            'copy_data = true, synchronous_commit = on, disable_on_error = true%s); COMMIT',
-            ddl, repl, sharded_id._move_subscription_connstr(m), repl, repl, sharded_id._move_subscription_options(m)));
-        UPDATE sharded_id.moves x SET sub_oid = sharded_id._remote('shid_target', format(
-            'SELECT oid FROM pg_subscription WHERE subname = %L
-             AND subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())', repl))::oid
-        WHERE x.move_id = m.move_id;
-    WHEN 'copy' THEN
-        LOOP
-            state := sharded_id._remote('shid_target', format(
-                'SELECT s.subenabled::text || '':'' || count(*) FILTER (WHERE r.srsubstate <> ''r'')
-                 FROM pg_subscription s LEFT JOIN pg_subscription_rel r ON r.srsubid = s.oid
-                 WHERE s.oid = %s GROUP BY s.subenabled', m.sub_oid));
-            EXIT WHEN state = 'true:0';
-            IF state IS NULL OR state LIKE 'false:%' THEN
-                RAISE EXCEPTION 'the subscription of move % stopped during the copy', m.move_id
-                    USING ERRCODE = 'object_not_in_prerequisite_state',
-                          HINT = 'The target''s server log says why.';
-            END IF;
-            IF clock_timestamp() > deadline THEN
-                RAISE EXCEPTION 'the copy of shard % did not finish within %', m.shard_id, timeout
-                    USING ERRCODE = 'query_canceled';
-            END IF;
-            PERFORM pg_sleep(0.05);
-        END LOOP;
-    WHEN 'catch_up' THEN
-        LOOP
-            lag := sharded_id._remote('shid_source', format(
-                'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint FROM pg_replication_slots WHERE slot_name = %L',
-                repl))::bigint;
-            IF lag IS NULL THEN
-                RAISE EXCEPTION 'replication slot "%" is gone from node "%"', repl, m.source_node
-                    USING ERRCODE = 'undefined_object';
-            END IF;
-            EXIT WHEN lag <= max_lag;
-            IF clock_timestamp() > deadline THEN
-                RAISE EXCEPTION 'the lag of the copy of shard % stayed over % bytes for %', m.shard_id, max_lag, timeout
-                    USING ERRCODE = 'query_canceled';
-            END IF;
-            PERFORM pg_sleep(0.05);
-        END LOOP;
-    WHEN 'compare' THEN
-        -- A short freeze in which both copies hold the same rows; a
-        -- snapshot of each keeps that state for the comparison after it.
-        -- Writers wait on the source's fence meanwhile.
-        PERFORM sharded_id._move_freeze_source(m, freeze_timeout);
-        PERFORM sharded_id._move_catch_up(m, freeze_timeout);
-        PERFORM sharded_id._remote_open('shid_snap_source', m.source_node);
-        PERFORM sharded_id._remote_open('shid_snap_target', m.target_node);
-        PERFORM sharded_id._remote_exec(c, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
-        FROM unnest(ARRAY['shid_snap_source', 'shid_snap_target']) c;
-        PERFORM sharded_id._remote(c, 'SELECT 1') FROM unnest(ARRAY['shid_snap_source', 'shid_snap_target']) c;
-        PERFORM sharded_id._remote_close('shid_freeze');
-        PERFORM sharded_id._move_compare(m, 'shid_snap_source', 'shid_snap_target');
-        PERFORM sharded_id._remote_close(c) FROM unnest(ARRAY['shid_snap_source', 'shid_snap_target']) c;
-    WHEN 'freeze' THEN
-        -- Writers through the router wait from here to the switch.
-        PERFORM pg_advisory_lock(1936222578, m.shard_id);
-        PERFORM sharded_id._move_freeze_source(m, freeze_timeout);
-        IF m.method = 'online' THEN
-            PERFORM sharded_id._move_catch_up(m, freeze_timeout);
-        END IF;
-    WHEN 'stop_replication' THEN
-        -- Nothing done to the old copy from now on reaches the new one.
-        PERFORM sharded_id._remote_exec('shid_target', format('ALTER SUBSCRIPTION %I DISABLE', repl));
-    WHEN 'copy_rows' THEN
-        -- The dump method: the schema, then every table's rows through
-        -- the router, in batches, read in the freeze.
-        ddl := sharded_id._remote('shid_source', format(
-            'SELECT string_agg(s, E'';\n'') FROM sharded_id.schema_ddl(%L) s', m.schema_name));
-        PERFORM sharded_id._remote_exec('shid_target', format(
-            'BEGIN; SET LOCAL client_min_messages = warning; %s; COMMIT', ddl));
-        -- Each table by oid, then its name, its insertable columns and
-        -- the same columns read from a row, each quoted on the source.
-        FOR t IN
-            SELECT * FROM unnest(sharded_id._remote_rows('shid_freeze', format(
-                'SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-                 WHERE n.nspname = %L AND c.relkind = ''r'' ORDER BY c.oid', m.schema_name))) AS rel
-        LOOP
-            tbl := sharded_id._remote('shid_freeze', format('SELECT %s::regclass::text', t.rel));
-            cols := sharded_id._remote('shid_freeze', format(
-                'SELECT string_agg(quote_ident(attname), '','' ORDER BY attnum) FROM pg_attribute
-                 WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped AND attgenerated = ''''', t.rel));
-            fields := sharded_id._remote('shid_freeze', format(
-                'SELECT string_agg(''(v).'' || quote_ident(attname), '','' ORDER BY attnum) FROM pg_attribute
-                 WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped AND attgenerated = ''''', t.rel));
-            PERFORM sharded_id._remote_exec('shid_freeze', format(
-                'DECLARE shid_rows NO SCROLL CURSOR FOR SELECT r::text FROM %s r', tbl));
-            LOOP
-                batch := sharded_id._remote_rows('shid_freeze', 'FETCH 10000 FROM shid_rows');
-                EXIT WHEN batch IS NULL;
-                PERFORM sharded_id._remote_exec('shid_target', format(
-                    'INSERT INTO %1$s (%2$s) OVERRIDING SYSTEM VALUE SELECT %3$s FROM (SELECT r::%1$s AS v FROM unnest(%4$L::text[]) r) s',
-                    tbl, cols, fields, batch));
-            END LOOP;
-            PERFORM sharded_id._remote_exec('shid_freeze', 'CLOSE shid_rows');
-        END LOOP;
-        PERFORM sharded_id._move_compare(m, 'shid_freeze', 'shid_target');
-    WHEN 'retire_source' THEN
-        -- In the freezing transaction: the retirement and its high-water
-        -- mark, and a constraint that no new row passes on the old copy
-        -- (NOT VALID: no scan).  Then commit.
-        UPDATE sharded_id.moves x SET high_water = sharded_id._remote('shid_freeze', format(
-            'SELECT sharded_id.retire_shard(%s)', m.shard_id))::bigint
-        WHERE x.move_id = m.move_id;
-        PERFORM sharded_id._remote('shid_freeze', format(
-            'SELECT count(*) FROM (SELECT sharded_id._on_schema_tables(%L, '
-            '''ALTER TABLE %%s ADD CONSTRAINT sharded_id_moved CHECK (false) NOT VALID'')) f', m.schema_name));
-        PERFORM sharded_id._remote_exec('shid_freeze', 'COMMIT');
-        PERFORM sharded_id._remote_close('shid_freeze');
-    WHEN 'register_target' THEN
-        PERFORM sharded_id._move_register_target(m);
-    WHEN 'switch' THEN
-        PERFORM sharded_id._move_switch(m);
-    ELSE
-        RAISE EXCEPTION 'unknown move step "%"', step USING ERRCODE = 'internal_error';
-    END CASE;
-END
-$$;
-
-COMMENT ON FUNCTION sharded_id._move_step(bigint, text, bigint, interval, interval) IS
-'internal: take one step of a move';
-
-
 -- The secrets of a connection string (password, sslpassword), and with
 -- with_user its user, as 'keyword=value' sorted by keyword: the options of
 -- a user mapping, which PostgreSQL shows to no other role.
@@ -1428,211 +1091,6 @@ $$;
 COMMENT ON FUNCTION sharded_id.apply_shard_map(name, integer, integer) IS
 'create or update the PL/Proxy cluster (one partition per logical shard), the postgres_fdw server of each node and the ops tables from the shard map';
 
-CREATE OR REPLACE PROCEDURE sharded_id.move_shard(shard_id integer, target_node text,
-                                       method text DEFAULT NULL,
-                                       dry_run boolean DEFAULT false,
-                                       cluster name DEFAULT 'sharded_id',
-                                       max_lag bigint DEFAULT 1048576,
-                                       timeout interval DEFAULT '1 hour',
-                                       freeze_timeout interval DEFAULT '10 s')
-LANGUAGE plpgsql
-AS $$
-DECLARE
-    m sharded_id.moves;
-    unfinished bigint;
-    source text;
-    schema name;
-    versions text[];
-    wal_level text;
-    bad text;
-    steps text[];
-    step text;
-    err text;
-    err_state text;
-    err_detail text;
-    t_freeze timestamptz;
-    moved boolean;
-    recovery_err text;
-BEGIN
-    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-    IF shard_id IS NULL OR target_node IS NULL OR dry_run IS NULL OR cluster IS NULL
-       OR max_lag IS NULL OR timeout IS NULL OR freeze_timeout IS NULL THEN
-        RAISE EXCEPTION 'arguments of move_shard must not be null, except method'
-            USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    IF method IS NOT NULL AND method NOT IN ('online', 'dump') THEN
-        RAISE EXCEPTION 'move method "%" is not online or dump', method
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    PERFORM sharded_id._dblink_schema();
-    -- First, whatever an earlier move of this shard left unfinished.
-    unfinished := (SELECT x.move_id FROM sharded_id.moves x
-                   WHERE x.shard_id = move_shard.shard_id AND x.finished_at IS NULL);
-    IF unfinished IS NOT NULL AND NOT dry_run THEN
-        RAISE NOTICE 'finishing move % of shard %, which did not end', unfinished, shard_id;
-        PERFORM sharded_id._move_resolve(unfinished);
-        COMMIT;
-        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-    END IF;
-
-    source := (SELECT s.node_name FROM sharded_id.shard_map s WHERE s.shard_id = move_shard.shard_id);
-    IF source IS NULL THEN
-        RAISE EXCEPTION 'shard % is not in the shard map', shard_id
-            USING ERRCODE = 'undefined_object';
-    END IF;
-    IF NOT EXISTS (SELECT FROM sharded_id.nodes n WHERE n.node_name = target_node) THEN
-        RAISE EXCEPTION 'data node "%" does not exist', target_node
-            USING ERRCODE = 'undefined_object';
-    END IF;
-    IF source = target_node THEN
-        RAISE NOTICE 'shard % is already on node "%"', shard_id, target_node;
-        RETURN;
-    END IF;
-    PERFORM sharded_id._remote_open('shid_source', source);
-    PERFORM sharded_id._remote_open('shid_target', target_node);
-    versions := ARRAY[(SELECT e.extversion FROM pg_extension e WHERE e.extname = 'sharded_id'),
-                      sharded_id._remote('shid_source', 'SELECT extversion FROM pg_extension WHERE extname = ''sharded_id'''),
-                      sharded_id._remote('shid_target', 'SELECT extversion FROM pg_extension WHERE extname = ''sharded_id''')];
-    IF versions[2] IS DISTINCT FROM versions[1] OR versions[3] IS DISTINCT FROM versions[1] THEN
-        RAISE EXCEPTION 'sharded_id versions differ: router %, source %, target %',
-                        versions[1], coalesce(versions[2], 'none'), coalesce(versions[3], 'none')
-            USING ERRCODE = 'object_not_in_prerequisite_state',
-                  HINT = 'Run ALTER EXTENSION sharded_id UPDATE on every node and on the router.';
-    END IF;
-    schema := sharded_id._remote('shid_source', format('SELECT schema_name FROM sharded_id.shards WHERE shard_id = %s', shard_id));
-    IF schema IS NULL THEN
-        RAISE EXCEPTION 'node "%" does not hold shard %', source, shard_id
-            USING ERRCODE = 'object_not_in_prerequisite_state',
-                  DETAIL = 'The shard map names the node, but its sharded_id.shards has no such shard.';
-    END IF;
-    IF sharded_id._remote('shid_target', format(
-           'SELECT 1 FROM sharded_id.shards WHERE shard_id = %s OR schema_name = %L UNION SELECT 1 FROM pg_namespace WHERE nspname = %L',
-           shard_id, schema, schema)) IS NOT NULL THEN
-        RAISE EXCEPTION 'node "%" already holds shard % or a schema "%"', target_node, shard_id, schema
-            USING ERRCODE = 'duplicate_object';
-    END IF;
-    -- The target raises the shard's floor over the source's largest ids and
-    -- its high-water mark: both must be ids a floor may be raised over
-    -- (sharded_id._check_floor), or the move stops here, before it changes
-    -- anything.
-    PERFORM sharded_id._remote('shid_source', format(
-        'SELECT sharded_id._check_floors(s.shard_id, s.schema_name, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %s',
-        shard_id));
-    PERFORM sharded_id._remote('shid_target', format(
-        'SELECT sharded_id._check_floor(%s, %s, %L, %L)', shard_id,
-        sharded_id._remote('shid_source', format(
-            'SELECT sharded_id.high_water(s.shard_id, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %s', shard_id)),
-        (SELECT sharded_id._remote('shid_source', format('SELECT layout FROM sharded_id.shards WHERE shard_id = %s', shard_id))),
-        format('the source, node "%s",', source)));
-    wal_level := sharded_id._remote('shid_source', 'SHOW wal_level');
-    IF method IS NULL THEN
-        method := CASE WHEN wal_level = 'logical' THEN 'online' ELSE 'dump' END;
-    ELSIF method = 'online' AND wal_level <> 'logical' THEN
-        RAISE EXCEPTION 'an online move needs wal_level = logical on node "%"', source
-            USING ERRCODE = 'object_not_in_prerequisite_state',
-                  HINT = 'Set wal_level = logical there, or move with method => ''dump''.';
-    END IF;
-    IF method = 'online' THEN
-        -- Updates and deletes replicate by replica identity; unlogged
-        -- tables do not replicate at all.
-        bad := sharded_id._remote('shid_source', format(
-            'SELECT string_agg(format(''%%I'', c.relname), '', '' ORDER BY c.relname)
-             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-             WHERE n.nspname = %L AND c.relkind = ''r''
-               AND (c.relpersistence <> ''p'' OR c.relreplident = ''n''
-                    OR (c.relreplident = ''d'' AND NOT EXISTS (SELECT FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)))',
-            schema));
-        IF bad IS NOT NULL THEN
-            RAISE EXCEPTION 'an online move needs a primary key or replica identity on every logged table'
-                USING ERRCODE = 'object_not_in_prerequisite_state',
-                      DETAIL = format('These tables of schema "%s" lack one: %s.', schema, bad),
-                      HINT = 'Move with method => ''dump''.';
-        END IF;
-        steps := ARRAY['record_objects', 'create_publication', 'subscribe', 'copy', 'catch_up', 'compare', 'catch_up',
-                       'freeze', 'stop_replication', 'retire_source', 'register_target', 'switch'];
-    ELSE
-        steps := ARRAY['record_objects', 'freeze', 'copy_rows', 'retire_source', 'register_target', 'switch'];
-    END IF;
-    PERFORM sharded_id._move_check_schema('shid_source', schema);
-    IF dry_run THEN
-        RAISE NOTICE 'would move shard % (schema "%") from node "%" to node "%", method %: %',
-                     shard_id, schema, source, target_node, method, array_to_string(steps, ', ');
-        RETURN;
-    END IF;
-
-    INSERT INTO sharded_id.moves (shard_id, source_node, target_node, method, cluster, schema_name)
-    VALUES (shard_id, source, target_node, method, cluster, schema)
-    RETURNING * INTO m;
-    FOREACH step IN ARRAY steps LOOP
-        CALL sharded_id._move_journal(m.move_id, step);
-        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-        IF step = 'freeze' THEN
-            t_freeze := clock_timestamp();
-        END IF;
-        BEGIN
-            PERFORM sharded_id._move_step(m.move_id, step, max_lag, timeout, freeze_timeout);
-        EXCEPTION WHEN OTHERS THEN
-            GET STACKED DIAGNOSTICS err = MESSAGE_TEXT, err_state = RETURNED_SQLSTATE, err_detail = PG_EXCEPTION_DETAIL;
-        END;
-        IF step = 'switch' OR err IS NOT NULL THEN
-            -- The switch commits with the route lock still held; writers
-            -- then find the new map.
-            UPDATE sharded_id.moves x
-            SET freeze_ms = extract(epoch FROM clock_timestamp() - t_freeze) * 1000,
-                error = CASE WHEN err IS NOT NULL THEN format('%s: %s', step, err) END
-            WHERE x.move_id = m.move_id AND (t_freeze IS NOT NULL OR err IS NOT NULL);
-            COMMIT;
-            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-            PERFORM pg_advisory_unlock(1936222578, m.shard_id)
-            FROM pg_locks l WHERE l.locktype = 'advisory' AND l.pid = pg_backend_pid()
-              AND l.classid = 1936222578 AND l.objid = m.shard_id AND l.mode = 'ExclusiveLock';
-        END IF;
-        EXIT WHEN err IS NOT NULL;
-        COMMIT;
-        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-    END LOOP;
-
-    IF err IS NULL THEN
-        CALL sharded_id._move_journal(m.move_id, 'cleanup');
-        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-        PERFORM sharded_id._move_resolve(m.move_id);
-        COMMIT;
-        SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = m.move_id;
-        RAISE NOTICE 'moved shard % (schema "%") from node "%" to node "%" by method %: write freeze % ms, high-water mark %',
-                     m.shard_id, m.schema_name, m.source_node, m.target_node, m.method,
-                     round(m.freeze_ms::numeric, 1), m.high_water;
-        RETURN;
-    END IF;
-
-    -- A step failed: finish the move or roll it back, as the nodes allow.
-    CALL sharded_id._move_journal(m.move_id, 'recover');
-    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-    BEGIN
-        moved := sharded_id._move_resolve(m.move_id);
-    EXCEPTION WHEN OTHERS THEN
-        GET STACKED DIAGNOSTICS recovery_err = MESSAGE_TEXT;
-    END;
-    COMMIT;
-    IF recovery_err IS NOT NULL THEN
-        RAISE EXCEPTION 'move % of shard % to node "%" failed at step "%": %', m.move_id, m.shard_id, m.target_node, step, err
-            USING ERRCODE = err_state,
-                  DETAIL = format('Finishing or rolling back the move failed too: %s', recovery_err),
-                  HINT = 'CALL sharded_id.recover_moves() once both nodes answer.';
-    END IF;
-    IF moved THEN
-        RAISE WARNING 'move % of shard % to node "%" finished after step "%" failed: %',
-                      m.move_id, m.shard_id, m.target_node, step, err;
-        RETURN;
-    END IF;
-    RAISE EXCEPTION 'move % of shard % to node "%" failed at step "%": %', m.move_id, m.shard_id, m.target_node, step, err
-        USING ERRCODE = err_state,
-              DETAIL = coalesce(err_detail || ' ', '') || 'The move was rolled back: the shard stays on node "' || m.source_node || '".';
-END
-$$;
-
-COMMENT ON PROCEDURE sharded_id.move_shard(integer, text, text, boolean, name, bigint, interval, interval) IS
-'move a logical shard to another data node, online (logical replication) or by dump, journaled step by step in sharded_id.moves; writers through sharded_id.route wait out the switch; CALL it on the router, outside a transaction block';
-
 CREATE OR REPLACE FUNCTION sharded_id._provision(shard_id integer, schema_name name)
 RETURNS name
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
@@ -1727,3 +1185,1131 @@ COMMENT ON FUNCTION sharded_id._provision(integer, name) IS
 -- catalog records as given away is given away by the server, for every
 -- database of it (nothing to do where sharded_id is not preloaded).
 SELECT count(sharded_id._retire_shard(r.shard_id, r.layout)) FROM sharded_id.retired_shards r;
+
+--
+-- Issue 26: moves that lose nothing under concurrency, cancellation,
+-- retries and clock steps.  A move holds its shard's move lock for its
+-- whole life; the route and move locks are tags pg_advisory_lock() cannot
+-- take; connections are named by move, role and node and closed on every
+-- way out; a cancel ends the freeze at once; catch-up marks are counters,
+-- published only with their own move; the dump copy fires no user trigger
+-- or rule; row security is off on every connection of a move.
+--
+-- The route lock's tag changed (src/route.c): a move running on 1.4 code
+-- while the library is replaced holds the old tag, so update with no move
+-- running.
+--
+
+-- On every node: which move retired each shard the node gave away, written
+-- in the transaction that retires it.  Recovery rolls a move forward only
+-- when its source names it here.
+CREATE TABLE sharded_id.move_retirements (
+    shard_id integer PRIMARY KEY CHECK (shard_id >= 0),
+    move_id bigint NOT NULL,
+    retired_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+COMMENT ON TABLE sharded_id.move_retirements IS
+'on a node: the move (of the router''s journal) that retired each shard this node gave away';
+
+SELECT pg_catalog.pg_extension_config_dump('sharded_id.move_retirements', '');
+
+CREATE OR REPLACE FUNCTION sharded_id._remote_open(conn text, node text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    dblink name := sharded_id._dblink_schema();
+    dsn text;
+    open boolean;
+    alive boolean;
+BEGIN
+    EXECUTE format('SELECT $1 = ANY (coalesce(%I.dblink_get_connections(), ''{}''))', dblink) INTO open USING conn;
+    IF open THEN
+        EXECUTE format('SELECT count(*) = 1 FROM %I.dblink($1, ''SELECT 1'', false) AS r(v int)', dblink)
+        INTO alive USING conn;
+        IF alive THEN
+            RETURN;
+        END IF;
+        EXECUTE format('SELECT %I.dblink_disconnect($1)', dblink) USING conn;
+    END IF;
+    SELECT CASE WHEN EXISTS (SELECT FROM pg_foreign_server s JOIN pg_foreign_data_wrapper w ON w.oid = s.srvfdw
+                             WHERE s.srvname = sharded_id.node_server(n.node_name) AND w.fdwname = 'postgres_fdw')
+                THEN sharded_id.node_server(n.node_name)::text ELSE n.connstr END
+    INTO dsn FROM sharded_id.nodes n WHERE n.node_name = node;
+    IF dsn IS NULL THEN
+        RAISE EXCEPTION 'data node "%" does not exist', node
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    EXECUTE format('SELECT %I.dblink_connect($1, $2)', dblink) USING conn, dsn;
+    EXECUTE format('SELECT %I.dblink_exec($1, ''SET row_security = off'')', dblink) USING conn;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._remote_open(text, text) IS
+'internal: open a named dblink connection to a data node, with row_security off, unless it is open and answers';
+
+
+CREATE OR REPLACE FUNCTION sharded_id._remote_close_all(prefix text)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    dblink name := sharded_id._dblink_schema();
+    conns text[];
+    c text;
+BEGIN
+    EXECUTE format('SELECT coalesce(%I.dblink_get_connections(), ''{}'')', dblink) INTO conns;
+    FOREACH c IN ARRAY conns LOOP
+        IF left(c, length(prefix)) = prefix THEN
+            EXECUTE format('SELECT %I.dblink_disconnect($1)', dblink) USING c;
+        END IF;
+    END LOOP;
+    RETURN cardinality(conns);
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._remote_close_all(text) IS
+'internal: close every dblink connection of the session whose name starts with a prefix';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._remote_close_all(text) FROM PUBLIC;
+
+
+CREATE OR REPLACE FUNCTION sharded_id._move_conn(move_id bigint, role text, node text)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT format('sharded_id_%s_%s_%s', coalesce(move_id::text, 'new'), role, node)
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_conn(bigint, text, text) IS
+'internal: the dblink connection name of a move, a role and a node';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._move_conn(bigint, text, text) FROM PUBLIC;
+
+
+CREATE OR REPLACE FUNCTION sharded_id._move_open(m sharded_id.moves, role text)
+RETURNS text
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    node text := CASE WHEN role IN ('target', 'snap_target') THEN m.target_node ELSE m.source_node END;
+    conn text := sharded_id._move_conn(m.move_id, role, node);
+BEGIN
+    PERFORM sharded_id._remote_open(conn, node);
+    RETURN conn;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_open(sharded_id.moves, text) IS
+'internal: open, or check and reuse, the connection of a move in a role, and return its name';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._move_open(sharded_id.moves, text) FROM PUBLIC;
+
+
+CREATE OR REPLACE FUNCTION sharded_id._move_claim(shard_id integer)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    holder integer;
+    running bigint;
+BEGIN
+    IF sharded_id._lock_shard(shard_id, 'move', false) THEN
+        RETURN;
+    END IF;
+    holder := (SELECT l.pid FROM pg_locks l
+               WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                 AND l.classid = 1936222573 AND l.objid = _move_claim.shard_id AND l.objsubid = 3 AND l.granted
+               LIMIT 1);
+    running := (SELECT x.move_id FROM sharded_id.moves x WHERE x.shard_id = _move_claim.shard_id AND x.finished_at IS NULL);
+    RAISE EXCEPTION 'move % of shard % is running in backend %', coalesce(running::text, '(not yet journaled)'), shard_id,
+                    coalesce(holder::text, '(gone)')
+        USING ERRCODE = 'lock_not_available',
+              DETAIL = 'A move holds its shard''s move lock from its start to its end, and nothing else may finish or roll it back meanwhile.',
+              HINT = 'Wait for that move to end, or cancel it with pg_cancel_backend, then try again.';
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_claim(integer) IS
+'internal: take a shard''s move lock for this session, or fail naming the move and the backend running it';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._move_claim(integer) FROM PUBLIC;
+
+
+CREATE OR REPLACE FUNCTION sharded_id._lock_shard(shard integer, kind text, wait boolean)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'shid_lock_shard'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION sharded_id._lock_shard(integer, text, boolean) IS
+'internal: take a shard''s route or move lock in exclusive mode as a session lock, released at the latest when a transaction aborts';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._lock_shard(integer, text, boolean) FROM PUBLIC;
+
+
+CREATE OR REPLACE FUNCTION sharded_id._unlock_shard(shard integer, kind text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'shid_unlock_shard'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION sharded_id._unlock_shard(integer, text) IS
+'internal: release a shard''s route or move lock taken by _lock_shard';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._unlock_shard(integer, text) FROM PUBLIC;
+
+
+CREATE OR REPLACE PROCEDURE sharded_id._move_journal(move_id bigint, step text)
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    INSERT INTO sharded_id.move_steps (move_id, step_no, step)
+    SELECT _move_journal.move_id, coalesce(max(s.step_no), 0) + 1, _move_journal.step
+    FROM sharded_id.move_steps s WHERE s.move_id = _move_journal.move_id;
+    UPDATE sharded_id.moves m SET state = step, updated_at = clock_timestamp()
+    WHERE m.move_id = _move_journal.move_id;
+    COMMIT;
+END
+$$;
+
+COMMENT ON PROCEDURE sharded_id._move_journal(bigint, text) IS
+'internal: journal and commit the step a move is about to take';
+
+
+CREATE OR REPLACE FUNCTION sharded_id._move_hold(point text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF current_setting('sharded_id.move_hold', true) = point THEN
+        PERFORM pg_advisory_lock_shared(1936222579, 0);
+        PERFORM pg_advisory_unlock_shared(1936222579, 0);
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_hold(text) IS
+'internal: pause a move at a point named by sharded_id.move_hold, for fault-injection tests';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._move_hold(text) FROM PUBLIC;
+
+
+CREATE OR REPLACE FUNCTION sharded_id._move_freeze_source(m sharded_id.moves, lock_timeout interval)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    frz text := sharded_id._move_conn(m.move_id, 'freeze', m.source_node);
+BEGIN
+    PERFORM sharded_id._remote_close(frz);
+    PERFORM sharded_id._remote_open(frz, m.source_node);
+    PERFORM sharded_id._remote_exec(frz, format('BEGIN; SET LOCAL lock_timeout = %L',
+                                    (extract(epoch FROM lock_timeout) * 1000)::bigint || 'ms'));
+    PERFORM sharded_id._remote(frz, format(
+        'SELECT 1 FROM (SELECT pg_advisory_xact_lock(1936222564, %s)) l, '
+        '(SELECT FROM sharded_id.shards WHERE shard_id = %s FOR UPDATE) s', m.shard_id, m.shard_id));
+    PERFORM sharded_id._remote(frz, format(
+        'SELECT 1 FROM (SELECT sharded_id._on_schema_tables(%L, ''LOCK TABLE %%s IN EXCLUSIVE MODE'')) l', m.schema_name));
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_freeze_source(sharded_id.moves, interval) IS
+'internal: open the freezing transaction of a move on its source';
+
+
+CREATE OR REPLACE FUNCTION sharded_id._move_catch_up(m sharded_id.moves, timeout interval)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    src text := sharded_id._move_conn(m.move_id, 'source', m.source_node);
+    tgt text := sharded_id._move_conn(m.move_id, 'target', m.target_node);
+    mark bigint;
+    polls bigint := 0;
+    max_polls bigint := greatest(1, (extract(epoch FROM timeout) * 1000)::bigint);
+BEGIN
+    mark := sharded_id._remote(src, format(
+        'INSERT INTO sharded_id.move_marks VALUES (%s, 1) ON CONFLICT (move_id) DO UPDATE SET mark = move_marks.mark + 1 RETURNING mark',
+        m.move_id))::bigint;
+    WHILE coalesce(sharded_id._remote(tgt, format(
+              'SELECT mark FROM sharded_id.move_marks WHERE move_id = %s', m.move_id))::bigint, 0) < mark LOOP
+        polls := polls + 1;
+        IF polls > max_polls THEN
+            RAISE EXCEPTION 'the target did not catch up with the source within %', timeout
+                USING ERRCODE = 'lock_not_available';
+        END IF;
+        IF sharded_id._remote(tgt, format(
+               'SELECT subenabled FROM pg_subscription WHERE oid = %s', m.sub_oid)) IS DISTINCT FROM 't' THEN
+            RAISE EXCEPTION 'the subscription of move % stopped', m.move_id
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      HINT = 'The target''s server log says why.';
+        END IF;
+        PERFORM pg_sleep(0.001);
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_catch_up(sharded_id.moves, interval) IS
+'internal: wait until a move''s target has applied everything its source committed';
+
+
+CREATE OR REPLACE FUNCTION sharded_id._move_register_target(m sharded_id.moves)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    src text := sharded_id._move_conn(m.move_id, 'source', m.source_node);
+    tgt text := sharded_id._move_conn(m.move_id, 'target', m.target_node);
+BEGIN
+    -- Nothing mints for the retired copy, so its sequences stay put.
+    PERFORM sharded_id._remote_exec(tgt, format(
+        'BEGIN; SET LOCAL client_min_messages = warning; %s '
+        'SELECT sharded_id.create_shard(%s, %L); '
+        'SELECT sharded_id.raise_floor(s.shard_id, %s, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %s AND %s IS NOT NULL; '
+        'COMMIT',
+        coalesce(sharded_id._move_setvals(src, m.schema_name), ''), m.shard_id, m.schema_name, coalesce(m.high_water::text, 'NULL'), m.shard_id,
+        coalesce(m.high_water::text, 'NULL')));
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_register_target(sharded_id.moves) IS
+'internal: make a move''s target the owner of the shard, its ids above the source''s high-water mark';
+
+
+CREATE OR REPLACE FUNCTION sharded_id._move_switch(m sharded_id.moves)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    LOCK TABLE sharded_id.shard_map IN EXCLUSIVE MODE;
+    UPDATE sharded_id.shard_map SET node_name = m.target_node WHERE shard_id = m.shard_id;
+    PERFORM sharded_id.apply_shard_map(m.cluster);
+    UPDATE sharded_id.moves SET state = 'switched', updated_at = clock_timestamp() WHERE move_id = m.move_id;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_switch(sharded_id.moves) IS
+'internal: the router''s switch of a shard to its new node';
+
+
+CREATE OR REPLACE FUNCTION sharded_id._move_resolve(move_id bigint)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    m sharded_id.moves;
+    routed_to text;
+    src text;
+    tgt text;
+    retired_by bigint;
+    source_owns boolean;
+    target_owns boolean;
+BEGIN
+    SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = _move_resolve.move_id FOR UPDATE;
+    IF m.finished_at IS NOT NULL THEN
+        RETURN m.outcome = 'moved';
+    END IF;
+    -- Fresh connections: the move's own may have died with a node, and
+    -- its freeze, if any, ends here.
+    PERFORM sharded_id._remote_close_all(format('sharded_id_%s_', m.move_id));
+    routed_to := (SELECT s.node_name FROM sharded_id.shard_map s WHERE s.shard_id = m.shard_id);
+    IF routed_to = m.target_node THEN
+        PERFORM sharded_id._move_cleanup(m, true);
+        RETURN true;
+    END IF;
+    src := sharded_id._move_open(m, 'source');
+    source_owns := sharded_id._remote(src, format(
+        'SELECT 1 FROM sharded_id.shards WHERE shard_id = %s', m.shard_id)) IS NOT NULL;
+    BEGIN
+        tgt := sharded_id._move_open(m, 'target');
+        target_owns := sharded_id._remote(tgt, format(
+            'SELECT 1 FROM sharded_id.shards WHERE shard_id = %s', m.shard_id)) IS NOT NULL;
+    EXCEPTION WHEN connection_exception THEN
+        -- A target that does not answer cannot own the shard while the
+        -- source does (it registers only after the source retires): roll
+        -- back what can be, and keep the rest for the next try.
+        IF NOT source_owns THEN
+            RAISE;
+        END IF;
+    END;
+    IF source_owns AND target_owns THEN
+        RAISE EXCEPTION 'shard % is registered on both "%" and "%"', m.shard_id, m.source_node, m.target_node
+            USING ERRCODE = 'data_corrupted',
+                  DETAIL = format('Move %s cannot tell which copy to keep.', m.move_id),
+                  HINT = 'Retire the copy that is not current with sharded_id.retire_shard, then recover again.';
+    ELSIF source_owns THEN
+        PERFORM sharded_id._move_cleanup(m, false);
+        RETURN false;
+    END IF;
+    -- Retired on the source: forward only if the source says this move
+    -- retired it, and the copy holds what the retired source holds (the
+    -- source retires only after the target caught up and replication
+    -- stopped).  Otherwise change nothing.
+    retired_by := sharded_id._remote(src, format(
+        'SELECT move_id FROM sharded_id.move_retirements WHERE shard_id = %s', m.shard_id))::bigint;
+    IF retired_by IS DISTINCT FROM m.move_id THEN
+        RAISE EXCEPTION 'move % of shard % can be neither finished nor rolled back: node "%" no longer owns the shard, but the move did not retire it',
+                        m.move_id, m.shard_id, m.source_node
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = CASE WHEN retired_by IS NULL THEN 'No move retired it there: it was retired or dropped otherwise.'
+                                ELSE format('Move %s retired it there.', retired_by) END || ' Recovery changed nothing.',
+                  HINT = 'Find the node that holds the shard''s rows, register the shard there, point the shard map at it, and then recover again.';
+    END IF;
+    PERFORM sharded_id._move_compare(m, src, tgt);
+    IF NOT target_owns THEN
+        m.high_water := sharded_id._remote(src, format(
+            'SELECT high_water FROM sharded_id.retired_shards WHERE shard_id = %s', m.shard_id))::bigint;
+        UPDATE sharded_id.moves x SET high_water = m.high_water WHERE x.move_id = m.move_id;
+        IF m.method = 'online' THEN
+            PERFORM sharded_id._remote_exec(tgt, format(
+                'ALTER SUBSCRIPTION %I DISABLE', 'sharded_id_move_' || m.shard_id))
+            WHERE sharded_id._remote(tgt, format(
+                'SELECT 1 FROM pg_subscription WHERE subname = %L AND subenabled', 'sharded_id_move_' || m.shard_id)) IS NOT NULL;
+        END IF;
+        PERFORM sharded_id._move_register_target(m);
+    END IF;
+    PERFORM sharded_id._move_switch(m);
+    PERFORM sharded_id._move_cleanup(m, true);
+    RETURN true;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_resolve(bigint) IS
+'internal: finish or roll back an interrupted move, from its journal and the state of its nodes';
+
+
+CREATE OR REPLACE PROCEDURE sharded_id.recover_moves()
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    m record;
+    moved boolean;
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    PERFORM sharded_id._dblink_schema();
+    PERFORM sharded_id._remote_close_all('sharded_id_');
+    FOR m IN SELECT x.move_id, x.shard_id, x.state FROM sharded_id.moves x WHERE x.finished_at IS NULL ORDER BY x.move_id LOOP
+        -- Never a move that is still running in another session.
+        PERFORM sharded_id._move_claim(m.shard_id);
+        CALL sharded_id._move_journal(m.move_id, 'recover');
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        moved := sharded_id._move_resolve(m.move_id);
+        RAISE NOTICE 'move % of shard %, interrupted at step "%": %', m.move_id, m.shard_id, m.state,
+                     CASE WHEN moved THEN 'finished' ELSE 'rolled back' END;
+        COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        PERFORM sharded_id._remote_close_all('sharded_id_');
+        PERFORM sharded_id._unlock_shard(m.shard_id, 'move');
+    END LOOP;
+END
+$$;
+
+COMMENT ON PROCEDURE sharded_id.recover_moves() IS
+'finish or roll back every move that did not end (a crash, a failed step, a cancel), from the journal and what the nodes hold, and fail on a move still running in another session; CALL it on the router';
+
+
+CREATE OR REPLACE PROCEDURE sharded_id.rebalance(nodes text[] DEFAULT NULL, method text DEFAULT NULL,
+                                      dry_run boolean DEFAULT false, cluster name DEFAULT 'sharded_id')
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    p record;
+    total integer;
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    total := (SELECT count(*) FROM sharded_id.rebalance_plan(nodes));
+    IF total = 0 THEN
+        RAISE NOTICE 'the shards are balanced: nothing to move';
+        RETURN;
+    END IF;
+    -- Every shard of the plan first, so that a move running in another
+    -- session stops the rebalance before it moves anything.
+    IF NOT dry_run THEN
+        PERFORM sharded_id._dblink_schema();
+        PERFORM sharded_id._move_claim(x.shard_id) FROM sharded_id.rebalance_plan(nodes) x ORDER BY x.move_no;
+    END IF;
+    FOR p IN SELECT * FROM sharded_id.rebalance_plan(nodes) ORDER BY move_no LOOP
+        IF dry_run THEN
+            RAISE NOTICE 'move %/%: shard % from node "%" to node "%"', p.move_no, total, p.shard_id, p.source_node, p.target_node;
+        ELSE
+            RAISE NOTICE 'move %/%: shard % from node "%" to node "%"', p.move_no, total, p.shard_id, p.source_node, p.target_node;
+            CALL sharded_id.move_shard(p.shard_id, p.target_node, method => method, cluster => cluster);
+            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        END IF;
+    END LOOP;
+END
+$$;
+
+COMMENT ON PROCEDURE sharded_id.rebalance(text[], text, boolean, name) IS
+'even the shards out over the listed data nodes (NULL: all), moving one shard at a time with move_shard; a node left out is drained; CALL it on the router';
+
+
+-- End of issue 26.
+
+CREATE OR REPLACE FUNCTION sharded_id._move_cleanup(m sharded_id.moves, moved boolean)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    c record;
+    conn text;
+    left_slots bigint;
+    deadline timestamptz;
+    first_err text;
+    first_state text;
+BEGIN
+    FOR c IN
+        SELECT * FROM sharded_id.move_cleanup x
+        WHERE x.move_id = m.move_id AND x.policy <> CASE WHEN moved THEN 'on_failure' ELSE 'on_success' END
+        ORDER BY CASE x.object_type WHEN 'subscription' THEN 1 WHEN 'slot' THEN 2 WHEN 'publication' THEN 3
+                                    WHEN 'mark' THEN 4 ELSE 5 END, x.node_name
+    LOOP
+      -- A node that does not answer keeps its records for the next try;
+      -- the other nodes are cleaned meanwhile.
+      BEGIN
+        conn := sharded_id._move_conn(m.move_id, 'cleanup', c.node_name);
+        PERFORM sharded_id._remote_open(conn, c.node_name);
+        IF c.object_type = 'subscription' THEN
+            IF sharded_id._remote(conn, format('SELECT 1 FROM pg_subscription WHERE subname = %L
+                   AND subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())', c.object_name)) IS NOT NULL THEN
+                PERFORM sharded_id._remote_exec(conn, format('ALTER SUBSCRIPTION %I DISABLE', c.object_name));
+                PERFORM sharded_id._remote_exec(conn, format('ALTER SUBSCRIPTION %I SET (slot_name = NONE)', c.object_name));
+                PERFORM sharded_id._remote_exec(conn, format('DROP SUBSCRIPTION %I', c.object_name));
+            END IF;
+        ELSIF c.object_type = 'slot' THEN
+            -- The move's slot and its table-copy slots, whose walsenders are
+            -- ended first.
+            deadline := clock_timestamp() + interval '10 s';
+            LOOP
+                left_slots := sharded_id._remote(conn, format(
+                    'WITH s AS (SELECT * FROM pg_replication_slots WHERE slot_name = %L OR (%s <> 0 AND slot_name LIKE %L)), '
+                    't AS (SELECT pg_terminate_backend(active_pid) FROM s WHERE active_pid IS NOT NULL), '
+                    'd AS (SELECT pg_drop_replication_slot(slot_name) FROM s WHERE NOT active) '
+                    'SELECT (SELECT count(*) FROM s) - (SELECT count(*) FROM d) + 0 * (SELECT count(*) FROM t)',
+                    c.object_name, coalesce(m.sub_oid, 0), format('pg\_%s\_sync\_%%', coalesce(m.sub_oid, 0))))::bigint;
+                EXIT WHEN left_slots = 0;
+                IF clock_timestamp() > deadline THEN
+                    RAISE EXCEPTION 'could not drop replication slot "%" on node "%"', c.object_name, c.node_name
+                        USING ERRCODE = 'object_in_use',
+                              HINT = 'Something keeps using it. CALL sharded_id.recover_moves() again once it is free.';
+                END IF;
+                PERFORM pg_sleep(0.05);
+            END LOOP;
+        ELSIF c.object_type = 'publication' THEN
+            PERFORM sharded_id._remote_exec(conn, format('DROP PUBLICATION IF EXISTS %I', c.object_name));
+        ELSIF c.object_type = 'mark' THEN
+            PERFORM sharded_id._remote_exec(conn, format('DELETE FROM sharded_id.move_marks WHERE move_id = %s', c.object_name));
+        ELSIF c.object_type = 'schema' THEN
+            IF moved THEN
+                PERFORM sharded_id._move_check_copy(m);
+            END IF;
+            -- Never a schema the node holds as a shard.
+            PERFORM sharded_id._remote_exec(conn, format(
+                'SET client_min_messages = warning; DO $do$ BEGIN IF NOT EXISTS (SELECT FROM sharded_id.shards WHERE schema_name = %L) '
+                'THEN DROP SCHEMA IF EXISTS %I CASCADE; END IF; END $do$', c.object_name, c.object_name));
+        END IF;
+        DELETE FROM sharded_id.move_cleanup x
+        WHERE x.move_id = c.move_id AND x.node_name = c.node_name
+          AND x.object_type = c.object_type AND x.object_name = c.object_name;
+      EXCEPTION WHEN OTHERS THEN
+        IF first_err IS NULL THEN
+            first_err := format('node "%s", %s %s: %s', c.node_name, c.object_type, c.object_name, SQLERRM);
+            first_state := SQLSTATE;
+        END IF;
+      END;
+    END LOOP;
+    IF first_err IS NOT NULL THEN
+        RAISE EXCEPTION 'could not drop everything move % made: %', m.move_id, first_err
+            USING ERRCODE = first_state,
+                  HINT = 'CALL sharded_id.recover_moves() again once every node answers.';
+    END IF;
+    DELETE FROM sharded_id.move_cleanup x WHERE x.move_id = m.move_id;
+    UPDATE sharded_id.moves
+    SET state = 'finished', outcome = CASE WHEN moved THEN 'moved' ELSE 'rolled back' END,
+        finished_at = clock_timestamp(), updated_at = clock_timestamp()
+    WHERE move_id = m.move_id;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_cleanup(sharded_id.moves, boolean) IS
+'internal: drop what a finished or rolled-back move left on its nodes, as its cleanup records say';
+
+CREATE OR REPLACE FUNCTION sharded_id._move_step(move_id bigint, step text, max_lag bigint,
+                                      timeout interval, freeze_timeout interval)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    m sharded_id.moves;
+    repl text := NULL;
+    ddl text;
+    state text;
+    lag bigint;
+    deadline timestamptz := clock_timestamp() + timeout;
+    t record;
+    tbl text;
+    cols text;
+    fields text;
+    batch text[];
+    src text;
+    tgt text;
+    frz text;
+    snaps text[];
+    saved_lock_timeout text;
+BEGIN
+    SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = _move_step.move_id;
+    repl := 'sharded_id_move_' || m.shard_id;
+    IF step IN ('stop_replication', 'retire_source', 'register_target', 'switch') THEN
+        -- Inside the final freeze: the connections the freeze step
+        -- checked, without a round trip more; a dead one fails the step.
+        src := sharded_id._move_conn(m.move_id, 'source', m.source_node);
+        tgt := sharded_id._move_conn(m.move_id, 'target', m.target_node);
+    ELSE
+        src := sharded_id._move_open(m, 'source');
+        tgt := sharded_id._move_open(m, 'target');
+    END IF;
+    frz := sharded_id._move_conn(m.move_id, 'freeze', m.source_node);
+    CASE step
+    WHEN 'record_objects' THEN
+        -- move_shard commits these before the next step creates them.
+        PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'schema', m.schema_name, 'on_failure');
+        PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'schema', m.schema_name, 'on_success');
+        IF m.method = 'online' THEN
+            PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'publication', repl, 'always');
+            PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'slot', repl, 'always');
+            PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'mark', m.move_id::text, 'always');
+            PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'subscription', repl, 'always');
+            PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'mark', m.move_id::text, 'always');
+        END IF;
+    WHEN 'create_publication' THEN
+        PERFORM sharded_id._remote_exec(src, format(
+            'CREATE PUBLICATION %I FOR TABLES IN SCHEMA %I, TABLE sharded_id.move_marks WHERE (move_id = %s)',
+            repl, m.schema_name, m.move_id));
+        PERFORM sharded_id._remote(src, format(
+            'SELECT 1 FROM pg_create_logical_replication_slot(%L, ''pgoutput'')', repl));
+    WHEN 'subscribe' THEN
+        -- The schema without rows, and the subscription that fills it, in
+        -- one transaction of the target.
+        ddl := sharded_id._remote(src, format(
+            'SELECT string_agg(s, E'';\n'') FROM sharded_id.schema_ddl(%L) s', m.schema_name));
+        PERFORM sharded_id._remote_exec(tgt, format(
+            'BEGIN; SET LOCAL client_min_messages = warning; %s; '
+            'CREATE SUBSCRIPTION %I CONNECTION %L PUBLICATION %I WITH (create_slot = false, slot_name = %L, '
+            'copy_data = true, synchronous_commit = on, disable_on_error = true%s); COMMIT',
+            ddl, repl, sharded_id._move_subscription_connstr(m), repl, repl, sharded_id._move_subscription_options(m)));
+        UPDATE sharded_id.moves x SET sub_oid = sharded_id._remote(tgt, format(
+            'SELECT oid FROM pg_subscription WHERE subname = %L
+             AND subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())', repl))::oid
+        WHERE x.move_id = m.move_id;
+    WHEN 'copy' THEN
+        LOOP
+            state := sharded_id._remote(tgt, format(
+                'SELECT s.subenabled::text || '':'' || count(*) FILTER (WHERE r.srsubstate <> ''r'')
+                 FROM pg_subscription s LEFT JOIN pg_subscription_rel r ON r.srsubid = s.oid
+                 WHERE s.oid = %s GROUP BY s.subenabled', m.sub_oid));
+            EXIT WHEN state = 'true:0';
+            IF state IS NULL OR state LIKE 'false:%' THEN
+                RAISE EXCEPTION 'the subscription of move % stopped during the copy', m.move_id
+                    USING ERRCODE = 'object_not_in_prerequisite_state',
+                          HINT = 'The target''s server log says why.';
+            END IF;
+            IF clock_timestamp() > deadline THEN
+                RAISE EXCEPTION 'the copy of shard % did not finish within %', m.shard_id, timeout
+                    USING ERRCODE = 'lock_not_available';
+            END IF;
+            PERFORM pg_sleep(0.05);
+        END LOOP;
+    WHEN 'catch_up' THEN
+        LOOP
+            lag := sharded_id._remote(src, format(
+                'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint FROM pg_replication_slots WHERE slot_name = %L',
+                repl))::bigint;
+            IF lag IS NULL THEN
+                RAISE EXCEPTION 'replication slot "%" is gone from node "%"', repl, m.source_node
+                    USING ERRCODE = 'undefined_object';
+            END IF;
+            EXIT WHEN lag <= max_lag;
+            IF clock_timestamp() > deadline THEN
+                RAISE EXCEPTION 'the lag of the copy of shard % stayed over % bytes for %', m.shard_id, max_lag, timeout
+                    USING ERRCODE = 'lock_not_available';
+            END IF;
+            PERFORM pg_sleep(0.05);
+        END LOOP;
+    WHEN 'compare' THEN
+        -- A short freeze in which both copies hold the same rows; a
+        -- snapshot of each keeps that state for the comparison after it.
+        -- Writers wait on the source's fence meanwhile.
+        PERFORM sharded_id._move_freeze_source(m, freeze_timeout);
+        PERFORM sharded_id._move_catch_up(m, freeze_timeout);
+        snaps := ARRAY[sharded_id._move_open(m, 'snap_source'), sharded_id._move_open(m, 'snap_target')];
+        PERFORM sharded_id._remote_exec(c, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY') FROM unnest(snaps) c;
+        PERFORM sharded_id._remote(c, 'SELECT 1') FROM unnest(snaps) c;
+        PERFORM sharded_id._remote_close(frz);
+        PERFORM sharded_id._move_compare(m, snaps[1], snaps[2]);
+        PERFORM sharded_id._remote_close(c) FROM unnest(snaps) c;
+    WHEN 'freeze' THEN
+        -- Writers through the router wait from here to the switch; the
+        -- move waits at most freeze_timeout for the ones in flight.
+        saved_lock_timeout := current_setting('lock_timeout');
+        PERFORM pg_catalog.set_config('lock_timeout', (extract(epoch FROM freeze_timeout) * 1000)::bigint || 'ms', true);
+        PERFORM sharded_id._lock_shard(m.shard_id, 'route', true);
+        PERFORM pg_catalog.set_config('lock_timeout', saved_lock_timeout, true);
+        PERFORM sharded_id._move_freeze_source(m, freeze_timeout);
+        IF m.method = 'online' THEN
+            PERFORM sharded_id._move_catch_up(m, freeze_timeout);
+        END IF;
+    WHEN 'stop_replication' THEN
+        -- Nothing done to the old copy from now on reaches the new one.
+        PERFORM sharded_id._remote_exec(tgt, format('ALTER SUBSCRIPTION %I DISABLE', repl));
+    WHEN 'copy_rows' THEN
+        -- The dump method: the schema, then every table's rows through
+        -- the router, in batches, read in the freeze, and written as they
+        -- are: with the target in replica mode, as logical replication
+        -- and pg_restore --disable-triggers do, no user trigger or rule
+        -- fires on them.
+        ddl := sharded_id._remote(src, format(
+            'SELECT string_agg(s, E'';\n'') FROM sharded_id.schema_ddl(%L) s', m.schema_name));
+        PERFORM sharded_id._remote_exec(tgt, format(
+            'BEGIN; SET LOCAL client_min_messages = warning; %s; COMMIT', ddl));
+        -- Each table by oid, then its name, its insertable columns and
+        -- the same columns read from a row, each quoted on the source.
+        FOR t IN
+            SELECT * FROM unnest(sharded_id._remote_rows(frz, format(
+                'SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                 WHERE n.nspname = %L AND c.relkind = ''r'' ORDER BY c.oid', m.schema_name))) AS rel
+        LOOP
+            tbl := sharded_id._remote(frz, format('SELECT %s::regclass::text', t.rel));
+            cols := sharded_id._remote(frz, format(
+                'SELECT string_agg(quote_ident(attname), '','' ORDER BY attnum) FROM pg_attribute
+                 WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped AND attgenerated = ''''', t.rel));
+            fields := sharded_id._remote(frz, format(
+                'SELECT string_agg(''(v).'' || quote_ident(attname), '','' ORDER BY attnum) FROM pg_attribute
+                 WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped AND attgenerated = ''''', t.rel));
+            PERFORM sharded_id._remote_exec(frz, format(
+                'DECLARE shid_rows NO SCROLL CURSOR FOR SELECT r::text FROM %s r', tbl));
+            LOOP
+                batch := sharded_id._remote_rows(frz, 'FETCH 10000 FROM shid_rows');
+                EXIT WHEN batch IS NULL;
+                PERFORM sharded_id._remote_exec(tgt, format(
+                    'SET session_replication_role = replica; '
+                    'INSERT INTO %1$s (%2$s) OVERRIDING SYSTEM VALUE SELECT %3$s FROM (SELECT r::%1$s AS v FROM unnest(%4$L::text[]) r) s; '
+                    'RESET session_replication_role',
+                    tbl, cols, fields, batch));
+            END LOOP;
+            PERFORM sharded_id._remote_exec(frz, 'CLOSE shid_rows');
+        END LOOP;
+        PERFORM sharded_id._move_compare(m, frz, tgt);
+    WHEN 'retire_source' THEN
+        -- In the freezing transaction: the retirement and its high-water
+        -- mark, and a constraint that no new row passes on the old copy
+        -- (NOT VALID: no scan).  Then commit.
+        UPDATE sharded_id.moves x SET high_water = sharded_id._remote(frz, format(
+            'SELECT sharded_id.retire_shard(%s)', m.shard_id))::bigint
+        WHERE x.move_id = m.move_id;
+        PERFORM sharded_id._remote_exec(frz, format(
+            'SELECT sharded_id._on_schema_tables(%L, ''ALTER TABLE %%s ADD CONSTRAINT sharded_id_moved CHECK (false) NOT VALID''); '
+            'INSERT INTO sharded_id.move_retirements AS r (shard_id, move_id) VALUES (%s, %s) '
+            'ON CONFLICT (shard_id) DO UPDATE SET move_id = excluded.move_id, retired_at = excluded.retired_at',
+            m.schema_name, m.shard_id, m.move_id));
+        PERFORM sharded_id._remote_exec(frz, 'COMMIT');
+        PERFORM sharded_id._remote_close(frz);
+        PERFORM sharded_id._move_hold('retired');
+    WHEN 'register_target' THEN
+        PERFORM sharded_id._move_register_target(m);
+        PERFORM sharded_id._move_hold('registered');
+    WHEN 'switch' THEN
+        PERFORM sharded_id._move_switch(m);
+    ELSE
+        RAISE EXCEPTION 'unknown move step "%"', step USING ERRCODE = 'internal_error';
+    END CASE;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_step(bigint, text, bigint, interval, interval) IS
+'internal: take one step of a move';
+
+CREATE OR REPLACE FUNCTION sharded_id._relation_extras_ddl(src regclass, dst text)
+RETURNS SETOF text
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    rel record;
+    r record;
+    keyword text;
+    -- The same relation again (schema_ddl), with its grants made by their
+    -- grantors; or a shard's copy of a template, whose grantors need not
+    -- reach the shard's schema: there the owner makes every grant.
+    exact boolean := dst = src::text;
+BEGIN
+    SELECT c.oid, c.relkind, c.relrowsecurity, c.relforcerowsecurity, c.relowner, c.relacl
+    INTO rel FROM pg_class c WHERE c.oid = src;
+    keyword := CASE rel.relkind WHEN 'S' THEN 'SEQUENCE' WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW'
+                                WHEN 'f' THEN 'FOREIGN TABLE' ELSE 'TABLE' END;
+    FOR r IN
+        SELECT g.tgname, g.tgenabled, g.tgparentid, pg_get_triggerdef(g.oid) AS def,
+               (SELECT p.tgenabled FROM pg_trigger p WHERE p.oid = g.tgparentid) AS parent_enabled,
+               obj_description(g.oid, 'pg_trigger') AS description
+        FROM pg_trigger g
+        WHERE g.tgrelid = src AND NOT g.tgisinternal
+        ORDER BY g.tgname
+    LOOP
+        -- A partition's clone of its parent's trigger comes with the
+        -- parent's; only its state, where it differs, is its own.
+        IF r.tgparentid = 0 THEN
+            RETURN NEXT regexp_replace(r.def, ' ON (ONLY )?' || regexp_replace(src::text, '([^A-Za-z0-9_])', '\\\1', 'g') || ' ',
+                                       ' ON ' || dst || ' ');
+        END IF;
+        IF (r.tgparentid = 0 AND r.tgenabled <> 'O') OR (r.tgparentid <> 0 AND r.tgenabled <> r.parent_enabled) THEN
+            RETURN NEXT format('ALTER TABLE %s %s TRIGGER %I', dst,
+                               CASE r.tgenabled WHEN 'D' THEN 'DISABLE' WHEN 'R' THEN 'ENABLE REPLICA'
+                                                WHEN 'A' THEN 'ENABLE ALWAYS' ELSE 'ENABLE' END, r.tgname);
+        END IF;
+        IF r.tgparentid = 0 AND r.description IS NOT NULL THEN
+            RETURN NEXT format('COMMENT ON TRIGGER %I ON %s IS %L', r.tgname, dst, r.description);
+        END IF;
+    END LOOP;
+    IF rel.relrowsecurity THEN
+        RETURN NEXT format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY', dst);
+    END IF;
+    IF rel.relforcerowsecurity THEN
+        RETURN NEXT format('ALTER TABLE %s FORCE ROW LEVEL SECURITY', dst);
+    END IF;
+    FOR r IN
+        SELECT p.polname, p.polpermissive, p.polcmd,
+               CASE WHEN p.polroles = '{0}' THEN 'PUBLIC'
+                    ELSE (SELECT string_agg(CASE WHEN g = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(g)) END, ', '
+                                            ORDER BY pg_get_userbyid(g))
+                          FROM unnest(p.polroles) g) END AS roles,
+               pg_get_expr(p.polqual, p.polrelid) AS qual, pg_get_expr(p.polwithcheck, p.polrelid) AS chk,
+               obj_description(p.oid, 'pg_policy') AS description
+        FROM pg_policy p WHERE p.polrelid = src ORDER BY p.polname
+    LOOP
+        RETURN NEXT format('CREATE POLICY %I ON %s AS %s FOR %s TO %s%s%s', r.polname, dst,
+                           CASE WHEN r.polpermissive THEN 'PERMISSIVE' ELSE 'RESTRICTIVE' END,
+                           CASE r.polcmd WHEN 'r' THEN 'SELECT' WHEN 'a' THEN 'INSERT' WHEN 'w' THEN 'UPDATE'
+                                         WHEN 'd' THEN 'DELETE' ELSE 'ALL' END,
+                           r.roles, ' USING (' || r.qual || ')', ' WITH CHECK (' || r.chk || ')');
+        IF r.description IS NOT NULL THEN
+            RETURN NEXT format('COMMENT ON POLICY %I ON %s IS %L', r.polname, dst, r.description);
+        END IF;
+    END LOOP;
+    -- A sequence owned by a column has its table's owner, and follows it.
+    IF NOT (rel.relkind = 'S' AND EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_class'::regclass AND d.objid = src
+                                          AND d.refclassid = 'pg_class'::regclass AND d.deptype = 'a')) THEN
+        RETURN NEXT format('ALTER %s %s OWNER TO %I', keyword, dst, pg_get_userbyid(rel.relowner));
+    END IF;
+    RETURN QUERY SELECT sharded_id._acl_ddl(CASE WHEN rel.relkind = 'S' THEN 'SEQUENCE ' ELSE 'TABLE ' END || dst,
+                                            rel.relacl, rel.relowner, as_grantor => exact);
+    FOR r IN
+        SELECT att.attname, att.attacl FROM pg_attribute att
+        WHERE att.attrelid = src AND att.attnum > 0 AND NOT att.attisdropped AND att.attacl IS NOT NULL
+        ORDER BY att.attnum
+    LOOP
+        RETURN QUERY SELECT sharded_id._acl_ddl('TABLE ' || dst, r.attacl, rel.relowner, quote_ident(r.attname), exact);
+    END LOOP;
+    FOR r IN
+        SELECT d.objsubid, d.description, att.attname FROM pg_description d
+        LEFT JOIN pg_attribute att ON att.attrelid = d.objoid AND att.attnum = d.objsubid
+        WHERE d.classoid = 'pg_class'::regclass AND d.objoid = src ORDER BY d.objsubid
+    LOOP
+        IF r.objsubid = 0 THEN
+            RETURN NEXT format('COMMENT ON %s %s IS %L', keyword, dst, r.description);
+        ELSE
+            RETURN NEXT format('COMMENT ON COLUMN %s.%I IS %L', dst, r.attname, r.description);
+        END IF;
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._relation_extras_ddl(regclass, text) IS
+'internal: statements giving a copy of a relation its triggers and their state, row security, policies, owner, privileges and comments';
+
+CREATE OR REPLACE PROCEDURE sharded_id.move_shard(shard_id integer, target_node text,
+                                       method text DEFAULT NULL,
+                                       dry_run boolean DEFAULT false,
+                                       cluster name DEFAULT 'sharded_id',
+                                       max_lag bigint DEFAULT 1048576,
+                                       timeout interval DEFAULT '1 hour',
+                                       freeze_timeout interval DEFAULT '10 s')
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    m sharded_id.moves;
+    unfinished bigint;
+    source text;
+    schema name;
+    versions text[];
+    wal_level text;
+    bad text;
+    src text;
+    tgt text;
+    n text;
+    steps text[];
+    step text;
+    err text;
+    err_state text;
+    err_detail text;
+    t_freeze timestamptz;
+    moved boolean;
+    recovery_err text;
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    IF shard_id IS NULL OR target_node IS NULL OR dry_run IS NULL OR cluster IS NULL
+       OR max_lag IS NULL OR timeout IS NULL OR freeze_timeout IS NULL THEN
+        RAISE EXCEPTION 'arguments of move_shard must not be null, except method'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF method IS NOT NULL AND method NOT IN ('online', 'dump') THEN
+        RAISE EXCEPTION 'move method "%" is not online or dump', method
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM sharded_id._dblink_schema();
+    -- Nothing of an earlier call in this session is reused: its
+    -- connections close.  Then the shard's move lock, for this move's
+    -- whole life: a move of the shard running in another session stops
+    -- this one here.
+    PERFORM sharded_id._remote_close_all('sharded_id_');
+    IF NOT dry_run THEN
+        PERFORM sharded_id._move_claim(shard_id);
+    END IF;
+    -- First, whatever an earlier move of this shard left unfinished.
+    unfinished := (SELECT x.move_id FROM sharded_id.moves x
+                   WHERE x.shard_id = move_shard.shard_id AND x.finished_at IS NULL);
+    IF unfinished IS NOT NULL AND NOT dry_run THEN
+        RAISE NOTICE 'finishing move % of shard %, which did not end', unfinished, shard_id;
+        PERFORM sharded_id._move_resolve(unfinished);
+        COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        PERFORM sharded_id._remote_close_all('sharded_id_');
+    END IF;
+
+    BEGIN
+        source := (SELECT s.node_name FROM sharded_id.shard_map s WHERE s.shard_id = move_shard.shard_id);
+        IF source IS NULL THEN
+            RAISE EXCEPTION 'shard % is not in the shard map', shard_id
+                USING ERRCODE = 'undefined_object';
+        END IF;
+        IF NOT EXISTS (SELECT FROM sharded_id.nodes x WHERE x.node_name = target_node) THEN
+            RAISE EXCEPTION 'data node "%" does not exist', target_node
+                USING ERRCODE = 'undefined_object';
+        END IF;
+        IF source = target_node THEN
+            RAISE NOTICE 'shard % is already on node "%"', shard_id, target_node;
+            steps := '{}';
+        ELSE
+            src := sharded_id._move_conn(NULL, 'source', source);
+            tgt := sharded_id._move_conn(NULL, 'target', target_node);
+            PERFORM sharded_id._remote_open(src, source);
+            PERFORM sharded_id._remote_open(tgt, target_node);
+            versions := ARRAY[(SELECT e.extversion FROM pg_extension e WHERE e.extname = 'sharded_id'),
+                              sharded_id._remote(src, 'SELECT extversion FROM pg_extension WHERE extname = ''sharded_id'''),
+                              sharded_id._remote(tgt, 'SELECT extversion FROM pg_extension WHERE extname = ''sharded_id''')];
+            IF versions[2] IS DISTINCT FROM versions[1] OR versions[3] IS DISTINCT FROM versions[1] THEN
+                RAISE EXCEPTION 'sharded_id versions differ: router %, source %, target %',
+                                versions[1], coalesce(versions[2], 'none'), coalesce(versions[3], 'none')
+                    USING ERRCODE = 'object_not_in_prerequisite_state',
+                          HINT = 'Run ALTER EXTENSION sharded_id UPDATE on every node and on the router.';
+            END IF;
+            schema := sharded_id._remote(src, format('SELECT schema_name FROM sharded_id.shards WHERE shard_id = %s', shard_id));
+            IF schema IS NULL THEN
+                RAISE EXCEPTION 'node "%" does not hold shard %', source, shard_id
+                    USING ERRCODE = 'object_not_in_prerequisite_state',
+                          DETAIL = 'The shard map names the node, but its sharded_id.shards has no such shard.';
+            END IF;
+            IF sharded_id._remote(tgt, format(
+                   'SELECT 1 FROM sharded_id.shards WHERE shard_id = %s OR schema_name = %L UNION SELECT 1 FROM pg_namespace WHERE nspname = %L',
+                   shard_id, schema, schema)) IS NOT NULL THEN
+                RAISE EXCEPTION 'node "%" already holds shard % or a schema "%"', target_node, shard_id, schema
+                    USING ERRCODE = 'duplicate_object';
+            END IF;
+            -- The target raises the shard's floor over the source's largest
+            -- ids and its high-water mark: both must be ids a floor may be
+            -- raised over (sharded_id._check_floor), or the move stops here,
+            -- before it changes anything.
+            PERFORM sharded_id._remote(src, format(
+                'SELECT sharded_id._check_floors(s.shard_id, s.schema_name, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %s',
+                shard_id));
+            PERFORM sharded_id._remote(tgt, format(
+                'SELECT sharded_id._check_floor(%s, %s, %L, %L)', shard_id,
+                sharded_id._remote(src, format(
+                    'SELECT sharded_id.high_water(s.shard_id, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %s', shard_id)),
+                sharded_id._remote(src, format('SELECT layout FROM sharded_id.shards WHERE shard_id = %s', shard_id)),
+                format('the source, node "%s",', source)));
+            -- Rows are copied and compared with row security off: a mover
+            -- subject to it would fail half-way, or copy only what it sees.
+            bad := sharded_id._remote(src, format(
+                'SELECT string_agg(format(''%%I'', c.relname), '', '' ORDER BY c.relname)
+                 FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
+                 WHERE s.nspname = %L AND c.relkind IN (''r'', ''p'') AND c.relrowsecurity', schema));
+            IF bad IS NOT NULL THEN
+                FOREACH n IN ARRAY ARRAY[source, target_node] LOOP
+                    IF sharded_id._remote(CASE WHEN n = source THEN src ELSE tgt END,
+                           'SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user') IS DISTINCT FROM 't' THEN
+                        RAISE EXCEPTION 'the role that moves shard % on node "%" cannot bypass row security', shard_id, n
+                            USING ERRCODE = 'insufficient_privilege',
+                                  DETAIL = format('Tables of schema "%s" have row security: %s. A move copies and compares every row, which row security would filter.', schema, bad),
+                                  HINT = 'Reach the nodes as a superuser or a role with BYPASSRLS.';
+                    END IF;
+                END LOOP;
+            END IF;
+            wal_level := sharded_id._remote(src, 'SHOW wal_level');
+            IF method IS NULL THEN
+                method := CASE WHEN wal_level = 'logical' THEN 'online' ELSE 'dump' END;
+            ELSIF method = 'online' AND wal_level <> 'logical' THEN
+                RAISE EXCEPTION 'an online move needs wal_level = logical on node "%"', source
+                    USING ERRCODE = 'object_not_in_prerequisite_state',
+                          HINT = 'Set wal_level = logical there, or move with method => ''dump''.';
+            END IF;
+            IF method = 'online' THEN
+                -- Updates and deletes replicate by replica identity; unlogged
+                -- tables do not replicate at all.
+                bad := sharded_id._remote(src, format(
+                    'SELECT string_agg(format(''%%I'', c.relname), '', '' ORDER BY c.relname)
+                     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                     WHERE n.nspname = %L AND c.relkind = ''r''
+                       AND (c.relpersistence <> ''p'' OR c.relreplident = ''n''
+                            OR (c.relreplident = ''d'' AND NOT EXISTS (SELECT FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)))',
+                    schema));
+                IF bad IS NOT NULL THEN
+                    RAISE EXCEPTION 'an online move needs a primary key or replica identity on every logged table'
+                        USING ERRCODE = 'object_not_in_prerequisite_state',
+                              DETAIL = format('These tables of schema "%s" lack one: %s.', schema, bad),
+                              HINT = 'Move with method => ''dump''.';
+                END IF;
+                steps := ARRAY['record_objects', 'create_publication', 'subscribe', 'copy', 'catch_up', 'compare', 'catch_up',
+                               'freeze', 'stop_replication', 'retire_source', 'register_target', 'switch'];
+            ELSE
+                steps := ARRAY['record_objects', 'freeze', 'copy_rows', 'retire_source', 'register_target', 'switch'];
+            END IF;
+            PERFORM sharded_id._move_check_schema(src, schema);
+            IF dry_run THEN
+                RAISE NOTICE 'would move shard % (schema "%") from node "%" to node "%", method %: %',
+                             shard_id, schema, source, target_node, method, array_to_string(steps, ', ');
+                steps := '{}';
+            END IF;
+        END IF;
+    EXCEPTION WHEN OTHERS OR query_canceled THEN
+        PERFORM sharded_id._remote_close_all('sharded_id_');
+        PERFORM sharded_id._unlock_shard(move_shard.shard_id, 'move');
+        RAISE;
+    END;
+    PERFORM sharded_id._remote_close_all('sharded_id_');
+    IF steps = '{}' THEN
+        PERFORM sharded_id._unlock_shard(shard_id, 'move');
+        RETURN;
+    END IF;
+
+    INSERT INTO sharded_id.moves (shard_id, source_node, target_node, method, cluster, schema_name)
+    VALUES (shard_id, source, target_node, method, cluster, schema)
+    RETURNING * INTO m;
+    FOREACH step IN ARRAY steps LOOP
+        CALL sharded_id._move_journal(m.move_id, step);
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        IF step = 'freeze' THEN
+            t_freeze := clock_timestamp();
+        END IF;
+        BEGIN
+            PERFORM sharded_id._move_hold(step);
+            PERFORM sharded_id._move_step(m.move_id, step, max_lag, timeout, freeze_timeout);
+        EXCEPTION WHEN OTHERS OR query_canceled THEN
+            GET STACKED DIAGNOSTICS err = MESSAGE_TEXT, err_state = RETURNED_SQLSTATE, err_detail = PG_EXCEPTION_DETAIL;
+            -- At once: the source's freeze ends (closing its connection
+            -- rolls it back, unless the retirement committed).
+            PERFORM sharded_id._remote_close(sharded_id._move_conn(m.move_id, 'freeze', m.source_node));
+        END;
+        IF err_state = '57014' THEN
+            -- A cancel or statement_timeout: stop here, the writers free
+            -- to go on, the journal saying where, and nothing left open.
+            -- recover_moves (or the next move_shard of the shard) finishes
+            -- the move or rolls it back.
+            PERFORM sharded_id._remote_close_all('sharded_id_');
+            PERFORM sharded_id._unlock_shard(m.shard_id, 'route');
+            UPDATE sharded_id.moves x SET error = format('%s: %s', step, err), updated_at = clock_timestamp()
+            WHERE x.move_id = m.move_id;
+            COMMIT;
+            PERFORM sharded_id._unlock_shard(m.shard_id, 'move');
+            RAISE EXCEPTION 'move % of shard % to node "%" was canceled at step "%": %', m.move_id, m.shard_id, m.target_node, step, err
+                USING ERRCODE = 'query_canceled',
+                      DETAIL = 'The move is unfinished; writers to the shard go on.',
+                      HINT = 'CALL sharded_id.recover_moves() to finish it or roll it back.';
+        END IF;
+        IF step = 'switch' OR err IS NOT NULL THEN
+            -- The switch commits with the route lock still held; writers
+            -- then find the new map.
+            UPDATE sharded_id.moves x
+            SET freeze_ms = extract(epoch FROM clock_timestamp() - t_freeze) * 1000,
+                error = CASE WHEN err IS NOT NULL THEN format('%s: %s', step, err) END
+            WHERE x.move_id = m.move_id AND (t_freeze IS NOT NULL OR err IS NOT NULL);
+            COMMIT;
+            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+            PERFORM sharded_id._unlock_shard(m.shard_id, 'route');
+        END IF;
+        EXIT WHEN err IS NOT NULL;
+        COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    END LOOP;
+
+    IF err IS NULL THEN
+        CALL sharded_id._move_journal(m.move_id, 'cleanup');
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        PERFORM sharded_id._move_hold('cleanup');
+        PERFORM sharded_id._move_resolve(m.move_id);
+        COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        PERFORM sharded_id._remote_close_all('sharded_id_');
+        PERFORM sharded_id._unlock_shard(m.shard_id, 'move');
+        SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = m.move_id;
+        RAISE NOTICE 'moved shard % (schema "%") from node "%" to node "%" by method %: write freeze % ms, high-water mark %',
+                     m.shard_id, m.schema_name, m.source_node, m.target_node, m.method,
+                     round(m.freeze_ms::numeric, 1), m.high_water;
+        RETURN;
+    END IF;
+
+    -- A step failed: finish the move or roll it back, as the nodes allow.
+    CALL sharded_id._move_journal(m.move_id, 'recover');
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    BEGIN
+        moved := sharded_id._move_resolve(m.move_id);
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS recovery_err = MESSAGE_TEXT;
+    END;
+    COMMIT;
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    PERFORM sharded_id._remote_close_all('sharded_id_');
+    PERFORM sharded_id._unlock_shard(m.shard_id, 'route');
+    PERFORM sharded_id._unlock_shard(m.shard_id, 'move');
+    IF recovery_err IS NOT NULL THEN
+        RAISE EXCEPTION 'move % of shard % to node "%" failed at step "%": %', m.move_id, m.shard_id, m.target_node, step, err
+            USING ERRCODE = err_state,
+                  DETAIL = format('Finishing or rolling back the move failed too: %s', recovery_err),
+                  HINT = 'CALL sharded_id.recover_moves() once both nodes answer.';
+    END IF;
+    IF moved THEN
+        RAISE WARNING 'move % of shard % to node "%" finished after step "%" failed: %',
+                      m.move_id, m.shard_id, m.target_node, step, err;
+        RETURN;
+    END IF;
+    RAISE EXCEPTION 'move % of shard % to node "%" failed at step "%": %', m.move_id, m.shard_id, m.target_node, step, err
+        USING ERRCODE = err_state,
+              DETAIL = coalesce(err_detail || ' ', '') || 'The move was rolled back: the shard stays on node "' || m.source_node || '".';
+END
+$$;
+
+COMMENT ON PROCEDURE sharded_id.move_shard(integer, text, text, boolean, name, bigint, interval, interval) IS
+'move a logical shard to another data node, online (logical replication) or by dump, journaled step by step in sharded_id.moves; writers through sharded_id.route wait out the switch; CALL it on the router, outside a transaction block';
+

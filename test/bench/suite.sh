@@ -251,14 +251,14 @@ done
 fi
 rm -f "$out.writers"
 
-# The writers' view of a move, 1.3's tool beside CALL sharded_id.move_shard,
-# both online, at each size: the longest transaction of 2 pgbench writers
-# through the router (from pgbench -l per-transaction latency logs), and
-# their failed and retried transactions.  The tool's fenced writers get
-# 40001, so they run with --max-tries=1000; the procedure's wait on the
-# router's route lock, so they run without --max-tries.
+# The writers' view of a move, the command-line tool (a wrapper of
+# move_shard) beside CALL sharded_id.move_shard, both online, at each size:
+# the longest transaction of 2 pgbench writers through the router (from
+# pgbench -l per-transaction latency logs), and their failed and retried
+# transactions.  Both wait on the router's route lock, so the writers run
+# without --max-tries: any error fails or aborts a client.
 if want writers; then
-echo "== moves seen by 2 writers through the router: 1.3 tool and move_shard, ${move_sizes[*]} rows, $move_rounds rounds"
+echo "== moves seen by 2 writers through the router: command-line tool and move_shard, ${move_sizes[*]} rows, $move_rounds rounds"
 uid1=$(psql_at -c "SELECT user_id FROM bench.demo_users WHERE sharded_id.shard_id(user_id) = 1 LIMIT 1")
 from=$(psql_at -c "SELECT node_name FROM sharded_id.shard_map WHERE shard_id = 1")
 if [ "$from" = a ]; then to=b; else to=a; fi
@@ -274,12 +274,11 @@ for i in "${!move_sizes[@]}"; do
                     SELECT $uid1, 'row ' || g FROM generate_series(1, $size - (SELECT count(*) FROM shard_0001.photos)) g" \
                 -c 'VACUUM ANALYZE shard_0001.photos' -c CHECKPOINT
             rm -f "$lat"/w.*
-            if [ "$way" = "1.3 tool" ]; then tries=(--max-tries=1000); else tries=(); fi
-            pgbench -n -c 2 -j 2 -T "${writer_seconds[$i]}" "${tries[@]}" -l --log-prefix="$lat/w" \
+            pgbench -n -c 2 -j 2 -T "${writer_seconds[$i]}" -l --log-prefix="$lat/w" \
                 -f "$here/pgbench/add_photo_random.sql" >"$out.writers" 2>&1 &
             writers=$!
             sleep 1    # let the writers connect
-            if [ "$way" = "1.3 tool" ]; then
+            if [ "$way" = "command-line tool" ]; then
                 move_out=$("$mover" --method online --shard 1 --from "$(node_conn bench_node_$from)" \
                                --to "$(node_conn bench_node_$to)" --to-node "$to" --router "$(node_conn "$PGDATABASE")")
                 freeze=$(sed -n 's/^write freeze: \([0-9]*\) ms/\1/p' <<<"$move_out")
@@ -298,7 +297,7 @@ for i in "${!move_sizes[@]}"; do
             record writers "$name" "writes failed" "$r" "$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$out.writers" | head -n 1 | grep . || echo 0)"
             record writers "$name" "clients aborted" "$r" "$(grep -c 'aborted in command' "$out.writers" || true)"
             tmp=$from; from=$to; to=$tmp
-        done < <(rotate "$r" "1.3 tool" "move_shard")
+        done < <(rotate "$r" "command-line tool" "move_shard")
     done
 done
 rm -rf "$lat"

@@ -164,13 +164,25 @@ sub data_node
 # A started router over the data nodes in %$nodes (name => node), with the
 # shard map in %$map (shard => node name) applied, the router API for
 # $shard_count shards and the ops table ops.photos.  Its name is $name, or
-# router.
+# router.  With $clock, a reference to a scalar, the router runs on a wall
+# clock moved by libfaketime, $$clock becomes the function that sets it
+# (see faked_clock), and restart_node keeps it.
 sub router_node
 {
-	my ($nodes, $map, $shard_count, $name) = @_;
+	my ($nodes, $map, $shard_count, $name, $clock) = @_;
 	my $router = PostgreSQL::Test::Cluster->new($name // 'router');
 	$router->init;
-	$router->start;
+	if ($clock)
+	{
+		my ($set, $start) = faked_clock($router);
+		$$clock = $set;
+		$clock_start{ $router->name } = $start;
+		$start->();
+	}
+	else
+	{
+		$router->start;
+	}
 	$router->safe_psql('postgres', 'CREATE DATABASE router');
 	$router->safe_psql('router', 'CREATE EXTENSION plproxy; CREATE EXTENSION postgres_fdw;
 		CREATE EXTENSION dblink; CREATE EXTENSION sharded_id; ' . PostgreSQL::Test::Utils::slurp_file("$example/templates.sql"));

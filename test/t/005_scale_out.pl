@@ -143,7 +143,7 @@ $node{node1}->safe_psql('app', 'CREATE SCHEMA shard_0001');
 IPC::Run::run(['sharded_id_move_shard', '--shard', 1,
 	'--from', $node{node2}->connstr('app'), '--to', $node{node1}->connstr('app'),
 	'--to-node', 'node1', '--router', $router->connstr('router')], '>', \$m_out, '2>', \$m_err);
-like($m_err, qr/the target already holds shard 1/, 'refuses when the target already holds the shard');
+like($m_err, qr/node "node1" already holds shard 1/, 'refuses when the target already holds the shard');
 $node{node1}->safe_psql('app', 'DROP SCHEMA shard_0001');
 $node{node1}->safe_psql('app', q{UPDATE pg_extension SET extversion = '0.9' WHERE extname = 'sharded_id'});
 IPC::Run::run(['sharded_id_move_shard', '--shard', 1,

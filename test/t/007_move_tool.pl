@@ -1,10 +1,11 @@
 # test/t/007_move_tool.pl
 #
-# sharded_id_move_shard with hostile input: schema names holding quotes,
-# semicolons and spaces move intact; a name built to inject SQL fails
-# cleanly and runs nothing, with either method; a node name built to inject
-# SQL is refused; and the tool runs the psql and pg_dump of its own server
-# version, whatever PATH holds.  The nodes have wal_level = logical, so
+# sharded_id_move_shard, which runs CALL sharded_id.move_shard on the
+# router, with hostile input: schema names holding quotes, semicolons and
+# spaces move intact; a name built to inject SQL fails cleanly and runs
+# nothing, with either method; a node name built to inject SQL is refused;
+# and the tool runs the psql of its own server version, whatever PATH
+# holds.  The nodes have wal_level = logical, so
 # moves are online unless --method dump is given.
 use strict;
 use warnings;
@@ -45,7 +46,7 @@ for my $shard ([1, $weird], [3, $injected])
 
 my $router = sharded_node('router');
 $router->start;
-$router->safe_psql('postgres', 'CREATE EXTENSION plproxy; CREATE EXTENSION sharded_id');
+$router->safe_psql('postgres', 'CREATE EXTENSION plproxy; CREATE EXTENSION dblink; CREATE EXTENSION sharded_id');
 for my $name (qw(node1 node2))
 {
 	my $connstr = $node{$name}->connstr('postgres');
@@ -107,18 +108,24 @@ is($node{node2}->safe_psql('postgres', qq{SELECT count(*) FROM pg_namespace WHER
 	'0', 'and the source holds it no more');
 is(map_of(1), 'node1', 'the router sends shard 1 to node1');
 
-# The target gains a template the source lacks, so the copy of shard 3
-# cannot match its source: the move fails after the copy, and its cleanup
-# must drop exactly the copied schema.
-$node{node1}->safe_psql('postgres', q{
-	CREATE TABLE app.extra (id bigint PRIMARY KEY);
-	SELECT sharded_id.add_table('app.extra');
-});
+# A trigger of shard 3 that fires only where rows are applied by
+# replication or copied by a move (ENABLE REPLICA) goes with the shard to
+# the target and rewrites its rows there, so the copy cannot match its
+# source: the move fails after the copy, and its cleanup must drop exactly
+# the copied schema.
+for my $name (qw(node1 node2))
+{
+	$node{$name}->safe_psql('postgres', q{CREATE FUNCTION public.rewrite() RETURNS trigger
+		LANGUAGE plpgsql AS $$BEGIN NEW.v := 'rewritten'; RETURN NEW; END$$});
+}
+$node{node2}->safe_psql('postgres', q{SELECT format('CREATE TRIGGER rewrite BEFORE INSERT ON %1$I.items
+	FOR EACH ROW EXECUTE FUNCTION public.rewrite(); ALTER TABLE %1$I.items ENABLE REPLICA TRIGGER rewrite', schema_name)
+	FROM sharded_id.shards WHERE shard_id = 3 \gexec});
 for my $method (qw(online dump))
 {
 	($ok, $out, $err) = move(3, 'node1', $method);
 	ok(!$ok, "$method: the move of the shard with an injected name fails");
-	like($err, qr/the copy differs from the source.*nothing was moved/, "$method: at its verification, and says so");
+	like($err, qr/the copy of shard 3 differs from the source.*The move was rolled back/s, "$method: at its verification, and says so");
 	is($node{node1}->safe_psql('postgres', 'SELECT count(*) FROM public.victim'), '1',
 		"$method: the injected statement did not run on the target");
 	is($node{node1}->safe_psql('postgres', qq{SELECT count(*) FROM pg_namespace WHERE nspname = \$n\$$injected\$n\$}),

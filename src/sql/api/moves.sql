@@ -27,9 +27,15 @@
 -- Never do two servers own it at once, and nothing replicates to the new
 -- owner after 2.
 --
--- Locking: the route lock is advisory lock (1936222578, shard) on the
--- router, taken by move_shard as a session lock in exclusive mode from step
--- 1 to step 5, and by sharded_id.route in share mode.  On the source, the
+-- Locking: on the router, a move holds the shard's move lock, a session
+-- lock in exclusive mode, for its whole life: a second move_shard,
+-- recover_moves and rebalance fail on a shard whose move lock another
+-- backend holds, naming the move and that backend.  The route lock is taken
+-- by move_shard as a session lock in exclusive mode from step 1 to step 5
+-- (waiting at most freeze_timeout for it), and by sharded_id.route in share
+-- mode.  Both are advisory lock tags that pg_advisory_lock() and its kin
+-- cannot take (see src/route.c); an error or cancel that escapes a move
+-- releases both when its transaction aborts.  On the source, the
 -- freeze holds advisory lock (1936222564, shard), the shard's row of
 -- sharded_id.shards FOR UPDATE and its tables in EXCLUSIVE mode, in one
 -- transaction.  Unfinished moves of a shard are one at a time: a partial
@@ -46,6 +52,20 @@ CREATE TABLE sharded_id.move_marks (
 
 COMMENT ON TABLE sharded_id.move_marks IS
 'on a node: catch-up marks of the moves it is the source or target of (replicated with the shard)';
+
+-- On every node: which move retired each shard the node gave away, written
+-- in the transaction that retires it.  Recovery rolls a move forward only
+-- when its source names it here.
+CREATE TABLE sharded_id.move_retirements (
+    shard_id integer PRIMARY KEY CHECK (shard_id >= 0),
+    move_id bigint NOT NULL,
+    retired_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+COMMENT ON TABLE sharded_id.move_retirements IS
+'on a node: the move (of the router''s journal) that retired each shard this node gave away';
+
+SELECT pg_catalog.pg_extension_config_dump('sharded_id.move_retirements', '');
 
 -- On the router: the journal.
 CREATE TABLE sharded_id.moves (
@@ -198,11 +218,14 @@ $$;
 COMMENT ON FUNCTION sharded_id._dblink_schema() IS
 'internal: the schema of dblink, which moves need on the router';
 
--- Open dblink connection conn to a node, unless it is open: through the
--- node's postgres_fdw server when apply_shard_map made one, so that the
--- password can come from a user mapping, or else with its connection
--- string (and then a password file or service file of the router's
--- server).
+-- Open dblink connection conn to a node, unless it is open and answers:
+-- through the node's postgres_fdw server when apply_shard_map made one, so
+-- that the password can come from a user mapping, or else with its
+-- connection string (and then a password file or service file of the
+-- router's server).  A move names its connections by move, role and node
+-- (_move_conn), so that a name is never reused for another node.  Every
+-- connection runs with row_security = off: a query that row security would
+-- filter fails instead.
 CREATE FUNCTION sharded_id._remote_open(conn text, node text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
@@ -212,10 +235,16 @@ DECLARE
     dblink name := sharded_id._dblink_schema();
     dsn text;
     open boolean;
+    alive boolean;
 BEGIN
     EXECUTE format('SELECT $1 = ANY (coalesce(%I.dblink_get_connections(), ''{}''))', dblink) INTO open USING conn;
     IF open THEN
-        RETURN;
+        EXECUTE format('SELECT count(*) = 1 FROM %I.dblink($1, ''SELECT 1'', false) AS r(v int)', dblink)
+        INTO alive USING conn;
+        IF alive THEN
+            RETURN;
+        END IF;
+        EXECUTE format('SELECT %I.dblink_disconnect($1)', dblink) USING conn;
     END IF;
     SELECT CASE WHEN EXISTS (SELECT FROM pg_foreign_server s JOIN pg_foreign_data_wrapper w ON w.oid = s.srvfdw
                              WHERE s.srvname = sharded_id.node_server(n.node_name) AND w.fdwname = 'postgres_fdw')
@@ -226,11 +255,12 @@ BEGIN
             USING ERRCODE = 'undefined_object';
     END IF;
     EXECUTE format('SELECT %I.dblink_connect($1, $2)', dblink) USING conn, dsn;
+    EXECUTE format('SELECT %I.dblink_exec($1, ''SET row_security = off'')', dblink) USING conn;
 END
 $$;
 
 COMMENT ON FUNCTION sharded_id._remote_open(text, text) IS
-'internal: open a named dblink connection to a data node';
+'internal: open a named dblink connection to a data node, with row_security off, unless it is open and answers';
 
 CREATE FUNCTION sharded_id._remote_close(conn text)
 RETURNS void
@@ -250,6 +280,110 @@ $$;
 
 COMMENT ON FUNCTION sharded_id._remote_close(text) IS
 'internal: close a named dblink connection (a transaction open on it rolls back)';
+
+-- Close every dblink connection of this session whose name starts with
+-- prefix: the connections of one move, or of every move (sharded_id_).
+CREATE FUNCTION sharded_id._remote_close_all(prefix text)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    dblink name := sharded_id._dblink_schema();
+    conns text[];
+    c text;
+BEGIN
+    EXECUTE format('SELECT coalesce(%I.dblink_get_connections(), ''{}'')', dblink) INTO conns;
+    FOREACH c IN ARRAY conns LOOP
+        IF left(c, length(prefix)) = prefix THEN
+            EXECUTE format('SELECT %I.dblink_disconnect($1)', dblink) USING c;
+        END IF;
+    END LOOP;
+    RETURN cardinality(conns);
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._remote_close_all(text) IS
+'internal: close every dblink connection of the session whose name starts with a prefix';
+
+-- The name of a move's connection in a role: source, target, freeze,
+-- snap_source, snap_target (on the node the role implies) or cleanup (on
+-- node).  move_id is NULL for the checks before a move is journaled.
+CREATE FUNCTION sharded_id._move_conn(move_id bigint, role text, node text)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT format('sharded_id_%s_%s_%s', coalesce(move_id::text, 'new'), role, node)
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_conn(bigint, text, text) IS
+'internal: the dblink connection name of a move, a role and a node';
+
+-- Open (or check and reuse) a move's connection in a role; returns its name.
+CREATE FUNCTION sharded_id._move_open(m sharded_id.moves, role text)
+RETURNS text
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    node text := CASE WHEN role IN ('target', 'snap_target') THEN m.target_node ELSE m.source_node END;
+    conn text := sharded_id._move_conn(m.move_id, role, node);
+BEGIN
+    PERFORM sharded_id._remote_open(conn, node);
+    RETURN conn;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_open(sharded_id.moves, text) IS
+'internal: open, or check and reuse, the connection of a move in a role, and return its name';
+
+-- Take the move lock of a shard for this session, or fail naming the move
+-- and the backend that holds it.
+CREATE FUNCTION sharded_id._move_claim(shard_id integer)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    holder integer;
+    running bigint;
+BEGIN
+    IF sharded_id._lock_shard(shard_id, 'move', false) THEN
+        RETURN;
+    END IF;
+    holder := (SELECT l.pid FROM pg_locks l
+               WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                 AND l.classid = 1936222573 AND l.objid = _move_claim.shard_id AND l.objsubid = 3 AND l.granted
+               LIMIT 1);
+    running := (SELECT x.move_id FROM sharded_id.moves x WHERE x.shard_id = _move_claim.shard_id AND x.finished_at IS NULL);
+    RAISE EXCEPTION 'move % of shard % is running in backend %', coalesce(running::text, '(not yet journaled)'), shard_id,
+                    coalesce(holder::text, '(gone)')
+        USING ERRCODE = 'lock_not_available',
+              DETAIL = 'A move holds its shard''s move lock from its start to its end, and nothing else may finish or roll it back meanwhile.',
+              HINT = 'Wait for that move to end, or cancel it with pg_cancel_backend, then try again.';
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_claim(integer) IS
+'internal: take a shard''s move lock for this session, or fail naming the move and the backend running it';
+
+-- The shard locks of moves (src/route.c).
+CREATE FUNCTION sharded_id._lock_shard(shard integer, kind text, wait boolean)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'shid_lock_shard'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION sharded_id._lock_shard(integer, text, boolean) IS
+'internal: take a shard''s route or move lock in exclusive mode as a session lock, released at the latest when a transaction aborts';
+
+CREATE FUNCTION sharded_id._unlock_shard(shard integer, kind text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'shid_unlock_shard'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION sharded_id._unlock_shard(integer, text) IS
+'internal: release a shard''s route or move lock taken by _lock_shard';
 
 -- Run sql on connection conn; returns its rows' first column, one line
 -- each, or NULL when it returns none.
@@ -300,9 +434,7 @@ $$;
 COMMENT ON FUNCTION sharded_id._remote_exec(text, text) IS
 'internal: run statements on a dblink connection';
 
--- Journal step of a move, and commit it; then, for fault-injection tests,
--- wait while another session holds advisory lock (1936222579, 0) if
--- sharded_id.move_hold names the step.
+-- Journal step of a move, and commit it.
 CREATE PROCEDURE sharded_id._move_journal(move_id bigint, step text)
 LANGUAGE plpgsql
 AS $$
@@ -314,15 +446,30 @@ BEGIN
     UPDATE sharded_id.moves m SET state = step, updated_at = clock_timestamp()
     WHERE m.move_id = _move_journal.move_id;
     COMMIT;
-    IF current_setting('sharded_id.move_hold', true) = step THEN
+END
+$$;
+
+COMMENT ON PROCEDURE sharded_id._move_journal(bigint, text) IS
+'internal: journal and commit the step a move is about to take';
+
+-- For fault-injection tests: wait while another session holds advisory
+-- lock (1936222579, 0) if sharded_id.move_hold names point (a step, after
+-- it is journaled, or retired and registered, inside the steps).
+CREATE FUNCTION sharded_id._move_hold(point text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF current_setting('sharded_id.move_hold', true) = point THEN
         PERFORM pg_advisory_lock_shared(1936222579, 0);
         PERFORM pg_advisory_unlock_shared(1936222579, 0);
     END IF;
 END
 $$;
 
-COMMENT ON PROCEDURE sharded_id._move_journal(bigint, text) IS
-'internal: journal and commit the step a move is about to take';
+COMMENT ON FUNCTION sharded_id._move_hold(text) IS
+'internal: pause a move at a point named by sharded_id.move_hold, for fault-injection tests';
 
 -- Record an object of a move before the move creates it.
 CREATE FUNCTION sharded_id._move_will_create(move_id bigint, node text, object_type text,
@@ -338,22 +485,26 @@ $$;
 COMMENT ON FUNCTION sharded_id._move_will_create(bigint, text, text, text, text) IS
 'internal: record what a move is about to create on a node, and when to drop it';
 
--- Freeze writes to the shard on the source, on connection shid_freeze: a
--- transaction holding the fence that enter_shard waits on, the shard's
--- catalog row and its tables.
+-- Freeze writes to the shard on the source, on the move's freeze
+-- connection, a new one: a transaction holding the fence that enter_shard
+-- waits on, the shard's catalog row and its tables.  Closing the
+-- connection ends the freeze.
 CREATE FUNCTION sharded_id._move_freeze_source(m sharded_id.moves, lock_timeout interval)
 RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    frz text := sharded_id._move_conn(m.move_id, 'freeze', m.source_node);
 BEGIN
-    PERFORM sharded_id._remote_open('shid_freeze', m.source_node);
-    PERFORM sharded_id._remote_exec('shid_freeze', format('BEGIN; SET LOCAL lock_timeout = %L',
+    PERFORM sharded_id._remote_close(frz);
+    PERFORM sharded_id._remote_open(frz, m.source_node);
+    PERFORM sharded_id._remote_exec(frz, format('BEGIN; SET LOCAL lock_timeout = %L',
                                     (extract(epoch FROM lock_timeout) * 1000)::bigint || 'ms'));
-    PERFORM sharded_id._remote('shid_freeze', format(
+    PERFORM sharded_id._remote(frz, format(
         'SELECT 1 FROM (SELECT pg_advisory_xact_lock(1936222564, %s)) l, '
         '(SELECT FROM sharded_id.shards WHERE shard_id = %s FOR UPDATE) s', m.shard_id, m.shard_id));
-    PERFORM sharded_id._remote('shid_freeze', format(
+    PERFORM sharded_id._remote(frz, format(
         'SELECT 1 FROM (SELECT sharded_id._on_schema_tables(%L, ''LOCK TABLE %%s IN EXCLUSIVE MODE'')) l', m.schema_name));
 END
 $$;
@@ -389,26 +540,36 @@ COMMENT ON FUNCTION sharded_id._on_schema_tables(name, text) IS
 'internal: run a statement on every table of a shard schema (a move''s freeze and fence)';
 
 -- Write a catch-up mark on the source and wait, up to timeout, until the
--- target has applied it, and with it everything committed before it.
+-- target has applied it, and with it everything committed before it, on
+-- the move's source and target connections, which the caller opened.  The
+-- mark is a counter of the move, one up each time, on the source: the
+-- target has caught up when it holds the value the source just wrote, so
+-- no clock decides it.  The timeout counts polls of at least 1 ms each, so
+-- that a step of the router's clock neither ends the wait early nor
+-- stretches it.
 CREATE FUNCTION sharded_id._move_catch_up(m sharded_id.moves, timeout interval)
 RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    mark bigint := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint;
-    deadline timestamptz := clock_timestamp() + timeout;
+    src text := sharded_id._move_conn(m.move_id, 'source', m.source_node);
+    tgt text := sharded_id._move_conn(m.move_id, 'target', m.target_node);
+    mark bigint;
+    polls bigint := 0;
+    max_polls bigint := greatest(1, (extract(epoch FROM timeout) * 1000)::bigint);
 BEGIN
-    PERFORM sharded_id._remote_exec('shid_source', format(
-        'INSERT INTO sharded_id.move_marks VALUES (%s, %s) ON CONFLICT (move_id) DO UPDATE SET mark = excluded.mark',
-        m.move_id, mark));
-    WHILE coalesce(sharded_id._remote('shid_target', format(
+    mark := sharded_id._remote(src, format(
+        'INSERT INTO sharded_id.move_marks VALUES (%s, 1) ON CONFLICT (move_id) DO UPDATE SET mark = move_marks.mark + 1 RETURNING mark',
+        m.move_id))::bigint;
+    WHILE coalesce(sharded_id._remote(tgt, format(
               'SELECT mark FROM sharded_id.move_marks WHERE move_id = %s', m.move_id))::bigint, 0) < mark LOOP
-        IF clock_timestamp() > deadline THEN
+        polls := polls + 1;
+        IF polls > max_polls THEN
             RAISE EXCEPTION 'the target did not catch up with the source within %', timeout
                 USING ERRCODE = 'lock_not_available';
         END IF;
-        IF sharded_id._remote('shid_target', format(
+        IF sharded_id._remote(tgt, format(
                'SELECT subenabled FROM pg_subscription WHERE oid = %s', m.sub_oid)) IS DISTINCT FROM 't' THEN
             RAISE EXCEPTION 'the subscription of move % stopped', m.move_id
                 USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -447,21 +608,23 @@ COMMENT ON FUNCTION sharded_id._move_compare(sharded_id.moves, text, text) IS
 
 -- Register the shard on the target, in one transaction: the sequences'
 -- positions, create_shard, and the floor over the source's high-water mark.
+-- On the move's source and target connections, which the caller opened.
 CREATE FUNCTION sharded_id._move_register_target(m sharded_id.moves)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    src text := sharded_id._move_conn(m.move_id, 'source', m.source_node);
+    tgt text := sharded_id._move_conn(m.move_id, 'target', m.target_node);
 BEGIN
     -- Nothing mints for the retired copy, so its sequences stay put.
-    PERFORM sharded_id._remote_open('shid_source', m.source_node);
-    PERFORM sharded_id._remote_open('shid_target', m.target_node);
-    PERFORM sharded_id._remote_exec('shid_target', format(
+    PERFORM sharded_id._remote_exec(tgt, format(
         'BEGIN; SET LOCAL client_min_messages = warning; %s '
         'SELECT sharded_id.create_shard(%s, %L); '
         'SELECT sharded_id.raise_floor(s.shard_id, %s, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %s AND %s IS NOT NULL; '
         'COMMIT',
-        coalesce(sharded_id._move_setvals('shid_source', m.schema_name), ''), m.shard_id, m.schema_name, coalesce(m.high_water::text, 'NULL'), m.shard_id,
+        coalesce(sharded_id._move_setvals(src, m.schema_name), ''), m.shard_id, m.schema_name, coalesce(m.high_water::text, 'NULL'), m.shard_id,
         coalesce(m.high_water::text, 'NULL')));
 END
 $$;
@@ -486,13 +649,15 @@ COMMENT ON FUNCTION sharded_id._move_setvals(text, name) IS
 'internal: a shard''s sequence positions on a node, as setval calls';
 
 -- Point the router at the shard's new owner, and journal the switch, in one
--- transaction of the router.
+-- transaction of the router.  Switches of moves running at once take turns,
+-- so that each applies a map that holds the others' switches.
 CREATE FUNCTION sharded_id._move_switch(m sharded_id.moves)
 RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    LOCK TABLE sharded_id.shard_map IN EXCLUSIVE MODE;
     UPDATE sharded_id.shard_map SET node_name = m.target_node WHERE shard_id = m.shard_id;
     PERFORM sharded_id.apply_shard_map(m.cluster);
     UPDATE sharded_id.moves SET state = 'switched', updated_at = clock_timestamp() WHERE move_id = m.move_id;
@@ -515,6 +680,8 @@ DECLARE
     conn text;
     left_slots bigint;
     deadline timestamptz;
+    first_err text;
+    first_state text;
 BEGIN
     FOR c IN
         SELECT * FROM sharded_id.move_cleanup x
@@ -522,7 +689,10 @@ BEGIN
         ORDER BY CASE x.object_type WHEN 'subscription' THEN 1 WHEN 'slot' THEN 2 WHEN 'publication' THEN 3
                                     WHEN 'mark' THEN 4 ELSE 5 END, x.node_name
     LOOP
-        conn := 'shid_cleanup_' || c.node_name;
+      -- A node that does not answer keeps its records for the next try;
+      -- the other nodes are cleaned meanwhile.
+      BEGIN
+        conn := sharded_id._move_conn(m.move_id, 'cleanup', c.node_name);
         PERFORM sharded_id._remote_open(conn, c.node_name);
         IF c.object_type = 'subscription' THEN
             IF sharded_id._remote(conn, format('SELECT 1 FROM pg_subscription WHERE subname = %L
@@ -566,7 +736,18 @@ BEGIN
         DELETE FROM sharded_id.move_cleanup x
         WHERE x.move_id = c.move_id AND x.node_name = c.node_name
           AND x.object_type = c.object_type AND x.object_name = c.object_name;
+      EXCEPTION WHEN OTHERS THEN
+        IF first_err IS NULL THEN
+            first_err := format('node "%s", %s %s: %s', c.node_name, c.object_type, c.object_name, SQLERRM);
+            first_state := SQLSTATE;
+        END IF;
+      END;
     END LOOP;
+    IF first_err IS NOT NULL THEN
+        RAISE EXCEPTION 'could not drop everything move % made: %', m.move_id, first_err
+            USING ERRCODE = first_state,
+                  HINT = 'CALL sharded_id.recover_moves() again once every node answers.';
+    END IF;
     DELETE FROM sharded_id.move_cleanup x WHERE x.move_id = m.move_id;
     UPDATE sharded_id.moves
     SET state = 'finished', outcome = CASE WHEN moved THEN 'moved' ELSE 'rolled back' END,
@@ -579,8 +760,9 @@ COMMENT ON FUNCTION sharded_id._move_cleanup(sharded_id.moves, boolean) IS
 'internal: drop what a finished or rolled-back move left on its nodes, as its cleanup records say';
 
 -- Finish an interrupted move from what the nodes say: forward when the
--- source has retired the shard (the copy was complete by then), back when
--- it has not.  Returns true when the shard moved.
+-- source has retired the shard for this move and the copy matches it, back
+-- when the source still owns it; otherwise fail and change nothing.
+-- Returns true when the shard moved.
 CREATE FUNCTION sharded_id._move_resolve(move_id bigint)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
@@ -589,6 +771,9 @@ AS $$
 DECLARE
     m sharded_id.moves;
     routed_to text;
+    src text;
+    tgt text;
+    retired_by bigint;
     source_owns boolean;
     target_owns boolean;
 BEGIN
@@ -596,20 +781,29 @@ BEGIN
     IF m.finished_at IS NOT NULL THEN
         RETURN m.outcome = 'moved';
     END IF;
-    -- Fresh connections: the move's own may have died with a node.
-    PERFORM sharded_id._remote_close(c) FROM unnest(ARRAY['shid_freeze', 'shid_source', 'shid_target',
-                                                          'shid_snap_source', 'shid_snap_target']) c;
+    -- Fresh connections: the move's own may have died with a node, and
+    -- its freeze, if any, ends here.
+    PERFORM sharded_id._remote_close_all(format('sharded_id_%s_', m.move_id));
     routed_to := (SELECT s.node_name FROM sharded_id.shard_map s WHERE s.shard_id = m.shard_id);
     IF routed_to = m.target_node THEN
         PERFORM sharded_id._move_cleanup(m, true);
         RETURN true;
     END IF;
-    PERFORM sharded_id._remote_open('shid_source', m.source_node);
-    PERFORM sharded_id._remote_open('shid_target', m.target_node);
-    source_owns := sharded_id._remote('shid_source', format(
+    src := sharded_id._move_open(m, 'source');
+    source_owns := sharded_id._remote(src, format(
         'SELECT 1 FROM sharded_id.shards WHERE shard_id = %s', m.shard_id)) IS NOT NULL;
-    target_owns := sharded_id._remote('shid_target', format(
-        'SELECT 1 FROM sharded_id.shards WHERE shard_id = %s', m.shard_id)) IS NOT NULL;
+    BEGIN
+        tgt := sharded_id._move_open(m, 'target');
+        target_owns := sharded_id._remote(tgt, format(
+            'SELECT 1 FROM sharded_id.shards WHERE shard_id = %s', m.shard_id)) IS NOT NULL;
+    EXCEPTION WHEN connection_exception THEN
+        -- A target that does not answer cannot own the shard while the
+        -- source does (it registers only after the source retires): roll
+        -- back what can be, and keep the rest for the next try.
+        IF NOT source_owns THEN
+            RAISE;
+        END IF;
+    END;
     IF source_owns AND target_owns THEN
         RAISE EXCEPTION 'shard % is registered on both "%" and "%"', m.shard_id, m.source_node, m.target_node
             USING ERRCODE = 'data_corrupted',
@@ -619,16 +813,29 @@ BEGIN
         PERFORM sharded_id._move_cleanup(m, false);
         RETURN false;
     END IF;
+    -- Retired on the source: forward only if the source says this move
+    -- retired it, and the copy holds what the retired source holds (the
+    -- source retires only after the target caught up and replication
+    -- stopped).  Otherwise change nothing.
+    retired_by := sharded_id._remote(src, format(
+        'SELECT move_id FROM sharded_id.move_retirements WHERE shard_id = %s', m.shard_id))::bigint;
+    IF retired_by IS DISTINCT FROM m.move_id THEN
+        RAISE EXCEPTION 'move % of shard % can be neither finished nor rolled back: node "%" no longer owns the shard, but the move did not retire it',
+                        m.move_id, m.shard_id, m.source_node
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = CASE WHEN retired_by IS NULL THEN 'No move retired it there: it was retired or dropped otherwise.'
+                                ELSE format('Move %s retired it there.', retired_by) END || ' Recovery changed nothing.',
+                  HINT = 'Find the node that holds the shard''s rows, register the shard there, point the shard map at it, and then recover again.';
+    END IF;
+    PERFORM sharded_id._move_compare(m, src, tgt);
     IF NOT target_owns THEN
-        -- Retired on the source: the copy is complete, since the source
-        -- retires only after the target caught up and replication stopped.
-        m.high_water := sharded_id._remote('shid_source', format(
+        m.high_water := sharded_id._remote(src, format(
             'SELECT high_water FROM sharded_id.retired_shards WHERE shard_id = %s', m.shard_id))::bigint;
         UPDATE sharded_id.moves x SET high_water = m.high_water WHERE x.move_id = m.move_id;
         IF m.method = 'online' THEN
-            PERFORM sharded_id._remote_exec('shid_target', format(
+            PERFORM sharded_id._remote_exec(tgt, format(
                 'ALTER SUBSCRIPTION %I DISABLE', 'sharded_id_move_' || m.shard_id))
-            WHERE sharded_id._remote('shid_target', format(
+            WHERE sharded_id._remote(tgt, format(
                 'SELECT 1 FROM pg_subscription WHERE subname = %L AND subenabled', 'sharded_id_move_' || m.shard_id)) IS NOT NULL;
         END IF;
         PERFORM sharded_id._move_register_target(m);
@@ -662,11 +869,24 @@ DECLARE
     cols text;
     fields text;
     batch text[];
+    src text;
+    tgt text;
+    frz text;
+    snaps text[];
+    saved_lock_timeout text;
 BEGIN
     SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = _move_step.move_id;
     repl := 'sharded_id_move_' || m.shard_id;
-    PERFORM sharded_id._remote_open('shid_source', m.source_node);
-    PERFORM sharded_id._remote_open('shid_target', m.target_node);
+    IF step IN ('stop_replication', 'retire_source', 'register_target', 'switch') THEN
+        -- Inside the final freeze: the connections the freeze step
+        -- checked, without a round trip more; a dead one fails the step.
+        src := sharded_id._move_conn(m.move_id, 'source', m.source_node);
+        tgt := sharded_id._move_conn(m.move_id, 'target', m.target_node);
+    ELSE
+        src := sharded_id._move_open(m, 'source');
+        tgt := sharded_id._move_open(m, 'target');
+    END IF;
+    frz := sharded_id._move_conn(m.move_id, 'freeze', m.source_node);
     CASE step
     WHEN 'record_objects' THEN
         -- move_shard commits these before the next step creates them.
@@ -680,27 +900,28 @@ BEGIN
             PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'mark', m.move_id::text, 'always');
         END IF;
     WHEN 'create_publication' THEN
-        PERFORM sharded_id._remote_exec('shid_source', format(
-            'CREATE PUBLICATION %I FOR TABLES IN SCHEMA %I, TABLE sharded_id.move_marks', repl, m.schema_name));
-        PERFORM sharded_id._remote('shid_source', format(
+        PERFORM sharded_id._remote_exec(src, format(
+            'CREATE PUBLICATION %I FOR TABLES IN SCHEMA %I, TABLE sharded_id.move_marks WHERE (move_id = %s)',
+            repl, m.schema_name, m.move_id));
+        PERFORM sharded_id._remote(src, format(
             'SELECT 1 FROM pg_create_logical_replication_slot(%L, ''pgoutput'')', repl));
     WHEN 'subscribe' THEN
         -- The schema without rows, and the subscription that fills it, in
         -- one transaction of the target.
-        ddl := sharded_id._remote('shid_source', format(
+        ddl := sharded_id._remote(src, format(
             'SELECT string_agg(s, E'';\n'') FROM sharded_id.schema_ddl(%L) s', m.schema_name));
-        PERFORM sharded_id._remote_exec('shid_target', format(
+        PERFORM sharded_id._remote_exec(tgt, format(
             'BEGIN; SET LOCAL client_min_messages = warning; %s; '
             'CREATE SUBSCRIPTION %I CONNECTION %L PUBLICATION %I WITH (create_slot = false, slot_name = %L, '
             'copy_data = true, synchronous_commit = on, disable_on_error = true%s); COMMIT',
             ddl, repl, sharded_id._move_subscription_connstr(m), repl, repl, sharded_id._move_subscription_options(m)));
-        UPDATE sharded_id.moves x SET sub_oid = sharded_id._remote('shid_target', format(
+        UPDATE sharded_id.moves x SET sub_oid = sharded_id._remote(tgt, format(
             'SELECT oid FROM pg_subscription WHERE subname = %L
              AND subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())', repl))::oid
         WHERE x.move_id = m.move_id;
     WHEN 'copy' THEN
         LOOP
-            state := sharded_id._remote('shid_target', format(
+            state := sharded_id._remote(tgt, format(
                 'SELECT s.subenabled::text || '':'' || count(*) FILTER (WHERE r.srsubstate <> ''r'')
                  FROM pg_subscription s LEFT JOIN pg_subscription_rel r ON r.srsubid = s.oid
                  WHERE s.oid = %s GROUP BY s.subenabled', m.sub_oid));
@@ -712,13 +933,13 @@ BEGIN
             END IF;
             IF clock_timestamp() > deadline THEN
                 RAISE EXCEPTION 'the copy of shard % did not finish within %', m.shard_id, timeout
-                    USING ERRCODE = 'query_canceled';
+                    USING ERRCODE = 'lock_not_available';
             END IF;
             PERFORM pg_sleep(0.05);
         END LOOP;
     WHEN 'catch_up' THEN
         LOOP
-            lag := sharded_id._remote('shid_source', format(
+            lag := sharded_id._remote(src, format(
                 'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint FROM pg_replication_slots WHERE slot_name = %L',
                 repl))::bigint;
             IF lag IS NULL THEN
@@ -728,7 +949,7 @@ BEGIN
             EXIT WHEN lag <= max_lag;
             IF clock_timestamp() > deadline THEN
                 RAISE EXCEPTION 'the lag of the copy of shard % stayed over % bytes for %', m.shard_id, max_lag, timeout
-                    USING ERRCODE = 'query_canceled';
+                    USING ERRCODE = 'lock_not_available';
             END IF;
             PERFORM pg_sleep(0.05);
         END LOOP;
@@ -738,71 +959,82 @@ BEGIN
         -- Writers wait on the source's fence meanwhile.
         PERFORM sharded_id._move_freeze_source(m, freeze_timeout);
         PERFORM sharded_id._move_catch_up(m, freeze_timeout);
-        PERFORM sharded_id._remote_open('shid_snap_source', m.source_node);
-        PERFORM sharded_id._remote_open('shid_snap_target', m.target_node);
-        PERFORM sharded_id._remote_exec(c, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
-        FROM unnest(ARRAY['shid_snap_source', 'shid_snap_target']) c;
-        PERFORM sharded_id._remote(c, 'SELECT 1') FROM unnest(ARRAY['shid_snap_source', 'shid_snap_target']) c;
-        PERFORM sharded_id._remote_close('shid_freeze');
-        PERFORM sharded_id._move_compare(m, 'shid_snap_source', 'shid_snap_target');
-        PERFORM sharded_id._remote_close(c) FROM unnest(ARRAY['shid_snap_source', 'shid_snap_target']) c;
+        snaps := ARRAY[sharded_id._move_open(m, 'snap_source'), sharded_id._move_open(m, 'snap_target')];
+        PERFORM sharded_id._remote_exec(c, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY') FROM unnest(snaps) c;
+        PERFORM sharded_id._remote(c, 'SELECT 1') FROM unnest(snaps) c;
+        PERFORM sharded_id._remote_close(frz);
+        PERFORM sharded_id._move_compare(m, snaps[1], snaps[2]);
+        PERFORM sharded_id._remote_close(c) FROM unnest(snaps) c;
     WHEN 'freeze' THEN
-        -- Writers through the router wait from here to the switch.
-        PERFORM pg_advisory_lock(1936222578, m.shard_id);
+        -- Writers through the router wait from here to the switch; the
+        -- move waits at most freeze_timeout for the ones in flight.
+        saved_lock_timeout := current_setting('lock_timeout');
+        PERFORM pg_catalog.set_config('lock_timeout', (extract(epoch FROM freeze_timeout) * 1000)::bigint || 'ms', true);
+        PERFORM sharded_id._lock_shard(m.shard_id, 'route', true);
+        PERFORM pg_catalog.set_config('lock_timeout', saved_lock_timeout, true);
         PERFORM sharded_id._move_freeze_source(m, freeze_timeout);
         IF m.method = 'online' THEN
             PERFORM sharded_id._move_catch_up(m, freeze_timeout);
         END IF;
     WHEN 'stop_replication' THEN
         -- Nothing done to the old copy from now on reaches the new one.
-        PERFORM sharded_id._remote_exec('shid_target', format('ALTER SUBSCRIPTION %I DISABLE', repl));
+        PERFORM sharded_id._remote_exec(tgt, format('ALTER SUBSCRIPTION %I DISABLE', repl));
     WHEN 'copy_rows' THEN
         -- The dump method: the schema, then every table's rows through
-        -- the router, in batches, read in the freeze.
-        ddl := sharded_id._remote('shid_source', format(
+        -- the router, in batches, read in the freeze, and written as they
+        -- are: with the target in replica mode, as logical replication
+        -- and pg_restore --disable-triggers do, no user trigger or rule
+        -- fires on them.
+        ddl := sharded_id._remote(src, format(
             'SELECT string_agg(s, E'';\n'') FROM sharded_id.schema_ddl(%L) s', m.schema_name));
-        PERFORM sharded_id._remote_exec('shid_target', format(
+        PERFORM sharded_id._remote_exec(tgt, format(
             'BEGIN; SET LOCAL client_min_messages = warning; %s; COMMIT', ddl));
         -- Each table by oid, then its name, its insertable columns and
         -- the same columns read from a row, each quoted on the source.
         FOR t IN
-            SELECT * FROM unnest(sharded_id._remote_rows('shid_freeze', format(
+            SELECT * FROM unnest(sharded_id._remote_rows(frz, format(
                 'SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
                  WHERE n.nspname = %L AND c.relkind = ''r'' ORDER BY c.oid', m.schema_name))) AS rel
         LOOP
-            tbl := sharded_id._remote('shid_freeze', format('SELECT %s::regclass::text', t.rel));
-            cols := sharded_id._remote('shid_freeze', format(
+            tbl := sharded_id._remote(frz, format('SELECT %s::regclass::text', t.rel));
+            cols := sharded_id._remote(frz, format(
                 'SELECT string_agg(quote_ident(attname), '','' ORDER BY attnum) FROM pg_attribute
                  WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped AND attgenerated = ''''', t.rel));
-            fields := sharded_id._remote('shid_freeze', format(
+            fields := sharded_id._remote(frz, format(
                 'SELECT string_agg(''(v).'' || quote_ident(attname), '','' ORDER BY attnum) FROM pg_attribute
                  WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped AND attgenerated = ''''', t.rel));
-            PERFORM sharded_id._remote_exec('shid_freeze', format(
+            PERFORM sharded_id._remote_exec(frz, format(
                 'DECLARE shid_rows NO SCROLL CURSOR FOR SELECT r::text FROM %s r', tbl));
             LOOP
-                batch := sharded_id._remote_rows('shid_freeze', 'FETCH 10000 FROM shid_rows');
+                batch := sharded_id._remote_rows(frz, 'FETCH 10000 FROM shid_rows');
                 EXIT WHEN batch IS NULL;
-                PERFORM sharded_id._remote_exec('shid_target', format(
-                    'INSERT INTO %1$s (%2$s) OVERRIDING SYSTEM VALUE SELECT %3$s FROM (SELECT r::%1$s AS v FROM unnest(%4$L::text[]) r) s',
+                PERFORM sharded_id._remote_exec(tgt, format(
+                    'SET session_replication_role = replica; '
+                    'INSERT INTO %1$s (%2$s) OVERRIDING SYSTEM VALUE SELECT %3$s FROM (SELECT r::%1$s AS v FROM unnest(%4$L::text[]) r) s; '
+                    'RESET session_replication_role',
                     tbl, cols, fields, batch));
             END LOOP;
-            PERFORM sharded_id._remote_exec('shid_freeze', 'CLOSE shid_rows');
+            PERFORM sharded_id._remote_exec(frz, 'CLOSE shid_rows');
         END LOOP;
-        PERFORM sharded_id._move_compare(m, 'shid_freeze', 'shid_target');
+        PERFORM sharded_id._move_compare(m, frz, tgt);
     WHEN 'retire_source' THEN
         -- In the freezing transaction: the retirement and its high-water
         -- mark, and a constraint that no new row passes on the old copy
         -- (NOT VALID: no scan).  Then commit.
-        UPDATE sharded_id.moves x SET high_water = sharded_id._remote('shid_freeze', format(
+        UPDATE sharded_id.moves x SET high_water = sharded_id._remote(frz, format(
             'SELECT sharded_id.retire_shard(%s)', m.shard_id))::bigint
         WHERE x.move_id = m.move_id;
-        PERFORM sharded_id._remote('shid_freeze', format(
-            'SELECT count(*) FROM (SELECT sharded_id._on_schema_tables(%L, '
-            '''ALTER TABLE %%s ADD CONSTRAINT sharded_id_moved CHECK (false) NOT VALID'')) f', m.schema_name));
-        PERFORM sharded_id._remote_exec('shid_freeze', 'COMMIT');
-        PERFORM sharded_id._remote_close('shid_freeze');
+        PERFORM sharded_id._remote_exec(frz, format(
+            'SELECT sharded_id._on_schema_tables(%L, ''ALTER TABLE %%s ADD CONSTRAINT sharded_id_moved CHECK (false) NOT VALID''); '
+            'INSERT INTO sharded_id.move_retirements AS r (shard_id, move_id) VALUES (%s, %s) '
+            'ON CONFLICT (shard_id) DO UPDATE SET move_id = excluded.move_id, retired_at = excluded.retired_at',
+            m.schema_name, m.shard_id, m.move_id));
+        PERFORM sharded_id._remote_exec(frz, 'COMMIT');
+        PERFORM sharded_id._remote_close(frz);
+        PERFORM sharded_id._move_hold('retired');
     WHEN 'register_target' THEN
         PERFORM sharded_id._move_register_target(m);
+        PERFORM sharded_id._move_hold('registered');
     WHEN 'switch' THEN
         PERFORM sharded_id._move_switch(m);
     ELSE
@@ -831,6 +1063,9 @@ DECLARE
     versions text[];
     wal_level text;
     bad text;
+    src text;
+    tgt text;
+    n text;
     steps text[];
     step text;
     err text;
@@ -851,6 +1086,14 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     PERFORM sharded_id._dblink_schema();
+    -- Nothing of an earlier call in this session is reused: its
+    -- connections close.  Then the shard's move lock, for this move's
+    -- whole life: a move of the shard running in another session stops
+    -- this one here.
+    PERFORM sharded_id._remote_close_all('sharded_id_');
+    IF NOT dry_run THEN
+        PERFORM sharded_id._move_claim(shard_id);
+    END IF;
     -- First, whatever an earlier move of this shard left unfinished.
     unfinished := (SELECT x.move_id FROM sharded_id.moves x
                    WHERE x.shard_id = move_shard.shard_id AND x.finished_at IS NULL);
@@ -859,90 +1102,122 @@ BEGIN
         PERFORM sharded_id._move_resolve(unfinished);
         COMMIT;
         PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        PERFORM sharded_id._remote_close_all('sharded_id_');
     END IF;
 
-    source := (SELECT s.node_name FROM sharded_id.shard_map s WHERE s.shard_id = move_shard.shard_id);
-    IF source IS NULL THEN
-        RAISE EXCEPTION 'shard % is not in the shard map', shard_id
-            USING ERRCODE = 'undefined_object';
-    END IF;
-    IF NOT EXISTS (SELECT FROM sharded_id.nodes n WHERE n.node_name = target_node) THEN
-        RAISE EXCEPTION 'data node "%" does not exist', target_node
-            USING ERRCODE = 'undefined_object';
-    END IF;
-    IF source = target_node THEN
-        RAISE NOTICE 'shard % is already on node "%"', shard_id, target_node;
-        RETURN;
-    END IF;
-    PERFORM sharded_id._remote_open('shid_source', source);
-    PERFORM sharded_id._remote_open('shid_target', target_node);
-    versions := ARRAY[(SELECT e.extversion FROM pg_extension e WHERE e.extname = 'sharded_id'),
-                      sharded_id._remote('shid_source', 'SELECT extversion FROM pg_extension WHERE extname = ''sharded_id'''),
-                      sharded_id._remote('shid_target', 'SELECT extversion FROM pg_extension WHERE extname = ''sharded_id''')];
-    IF versions[2] IS DISTINCT FROM versions[1] OR versions[3] IS DISTINCT FROM versions[1] THEN
-        RAISE EXCEPTION 'sharded_id versions differ: router %, source %, target %',
-                        versions[1], coalesce(versions[2], 'none'), coalesce(versions[3], 'none')
-            USING ERRCODE = 'object_not_in_prerequisite_state',
-                  HINT = 'Run ALTER EXTENSION sharded_id UPDATE on every node and on the router.';
-    END IF;
-    schema := sharded_id._remote('shid_source', format('SELECT schema_name FROM sharded_id.shards WHERE shard_id = %s', shard_id));
-    IF schema IS NULL THEN
-        RAISE EXCEPTION 'node "%" does not hold shard %', source, shard_id
-            USING ERRCODE = 'object_not_in_prerequisite_state',
-                  DETAIL = 'The shard map names the node, but its sharded_id.shards has no such shard.';
-    END IF;
-    IF sharded_id._remote('shid_target', format(
-           'SELECT 1 FROM sharded_id.shards WHERE shard_id = %s OR schema_name = %L UNION SELECT 1 FROM pg_namespace WHERE nspname = %L',
-           shard_id, schema, schema)) IS NOT NULL THEN
-        RAISE EXCEPTION 'node "%" already holds shard % or a schema "%"', target_node, shard_id, schema
-            USING ERRCODE = 'duplicate_object';
-    END IF;
-    -- The target raises the shard's floor over the source's largest ids and
-    -- its high-water mark: both must be ids a floor may be raised over
-    -- (sharded_id._check_floor), or the move stops here, before it changes
-    -- anything.
-    PERFORM sharded_id._remote('shid_source', format(
-        'SELECT sharded_id._check_floors(s.shard_id, s.schema_name, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %s',
-        shard_id));
-    PERFORM sharded_id._remote('shid_target', format(
-        'SELECT sharded_id._check_floor(%s, %s, %L, %L)', shard_id,
-        sharded_id._remote('shid_source', format(
-            'SELECT sharded_id.high_water(s.shard_id, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %s', shard_id)),
-        (SELECT sharded_id._remote('shid_source', format('SELECT layout FROM sharded_id.shards WHERE shard_id = %s', shard_id))),
-        format('the source, node "%s",', source)));
-    wal_level := sharded_id._remote('shid_source', 'SHOW wal_level');
-    IF method IS NULL THEN
-        method := CASE WHEN wal_level = 'logical' THEN 'online' ELSE 'dump' END;
-    ELSIF method = 'online' AND wal_level <> 'logical' THEN
-        RAISE EXCEPTION 'an online move needs wal_level = logical on node "%"', source
-            USING ERRCODE = 'object_not_in_prerequisite_state',
-                  HINT = 'Set wal_level = logical there, or move with method => ''dump''.';
-    END IF;
-    IF method = 'online' THEN
-        -- Updates and deletes replicate by replica identity; unlogged
-        -- tables do not replicate at all.
-        bad := sharded_id._remote('shid_source', format(
-            'SELECT string_agg(format(''%%I'', c.relname), '', '' ORDER BY c.relname)
-             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-             WHERE n.nspname = %L AND c.relkind = ''r''
-               AND (c.relpersistence <> ''p'' OR c.relreplident = ''n''
-                    OR (c.relreplident = ''d'' AND NOT EXISTS (SELECT FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)))',
-            schema));
-        IF bad IS NOT NULL THEN
-            RAISE EXCEPTION 'an online move needs a primary key or replica identity on every logged table'
-                USING ERRCODE = 'object_not_in_prerequisite_state',
-                      DETAIL = format('These tables of schema "%s" lack one: %s.', schema, bad),
-                      HINT = 'Move with method => ''dump''.';
+    BEGIN
+        source := (SELECT s.node_name FROM sharded_id.shard_map s WHERE s.shard_id = move_shard.shard_id);
+        IF source IS NULL THEN
+            RAISE EXCEPTION 'shard % is not in the shard map', shard_id
+                USING ERRCODE = 'undefined_object';
         END IF;
-        steps := ARRAY['record_objects', 'create_publication', 'subscribe', 'copy', 'catch_up', 'compare', 'catch_up',
-                       'freeze', 'stop_replication', 'retire_source', 'register_target', 'switch'];
-    ELSE
-        steps := ARRAY['record_objects', 'freeze', 'copy_rows', 'retire_source', 'register_target', 'switch'];
-    END IF;
-    PERFORM sharded_id._move_check_schema('shid_source', schema);
-    IF dry_run THEN
-        RAISE NOTICE 'would move shard % (schema "%") from node "%" to node "%", method %: %',
-                     shard_id, schema, source, target_node, method, array_to_string(steps, ', ');
+        IF NOT EXISTS (SELECT FROM sharded_id.nodes x WHERE x.node_name = target_node) THEN
+            RAISE EXCEPTION 'data node "%" does not exist', target_node
+                USING ERRCODE = 'undefined_object';
+        END IF;
+        IF source = target_node THEN
+            RAISE NOTICE 'shard % is already on node "%"', shard_id, target_node;
+            steps := '{}';
+        ELSE
+            src := sharded_id._move_conn(NULL, 'source', source);
+            tgt := sharded_id._move_conn(NULL, 'target', target_node);
+            PERFORM sharded_id._remote_open(src, source);
+            PERFORM sharded_id._remote_open(tgt, target_node);
+            versions := ARRAY[(SELECT e.extversion FROM pg_extension e WHERE e.extname = 'sharded_id'),
+                              sharded_id._remote(src, 'SELECT extversion FROM pg_extension WHERE extname = ''sharded_id'''),
+                              sharded_id._remote(tgt, 'SELECT extversion FROM pg_extension WHERE extname = ''sharded_id''')];
+            IF versions[2] IS DISTINCT FROM versions[1] OR versions[3] IS DISTINCT FROM versions[1] THEN
+                RAISE EXCEPTION 'sharded_id versions differ: router %, source %, target %',
+                                versions[1], coalesce(versions[2], 'none'), coalesce(versions[3], 'none')
+                    USING ERRCODE = 'object_not_in_prerequisite_state',
+                          HINT = 'Run ALTER EXTENSION sharded_id UPDATE on every node and on the router.';
+            END IF;
+            schema := sharded_id._remote(src, format('SELECT schema_name FROM sharded_id.shards WHERE shard_id = %s', shard_id));
+            IF schema IS NULL THEN
+                RAISE EXCEPTION 'node "%" does not hold shard %', source, shard_id
+                    USING ERRCODE = 'object_not_in_prerequisite_state',
+                          DETAIL = 'The shard map names the node, but its sharded_id.shards has no such shard.';
+            END IF;
+            IF sharded_id._remote(tgt, format(
+                   'SELECT 1 FROM sharded_id.shards WHERE shard_id = %s OR schema_name = %L UNION SELECT 1 FROM pg_namespace WHERE nspname = %L',
+                   shard_id, schema, schema)) IS NOT NULL THEN
+                RAISE EXCEPTION 'node "%" already holds shard % or a schema "%"', target_node, shard_id, schema
+                    USING ERRCODE = 'duplicate_object';
+            END IF;
+            -- The target raises the shard's floor over the source's largest
+            -- ids and its high-water mark: both must be ids a floor may be
+            -- raised over (sharded_id._check_floor), or the move stops here,
+            -- before it changes anything.
+            PERFORM sharded_id._remote(src, format(
+                'SELECT sharded_id._check_floors(s.shard_id, s.schema_name, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %s',
+                shard_id));
+            PERFORM sharded_id._remote(tgt, format(
+                'SELECT sharded_id._check_floor(%s, %s, %L, %L)', shard_id,
+                sharded_id._remote(src, format(
+                    'SELECT sharded_id.high_water(s.shard_id, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %s', shard_id)),
+                sharded_id._remote(src, format('SELECT layout FROM sharded_id.shards WHERE shard_id = %s', shard_id)),
+                format('the source, node "%s",', source)));
+            -- Rows are copied and compared with row security off: a mover
+            -- subject to it would fail half-way, or copy only what it sees.
+            bad := sharded_id._remote(src, format(
+                'SELECT string_agg(format(''%%I'', c.relname), '', '' ORDER BY c.relname)
+                 FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
+                 WHERE s.nspname = %L AND c.relkind IN (''r'', ''p'') AND c.relrowsecurity', schema));
+            IF bad IS NOT NULL THEN
+                FOREACH n IN ARRAY ARRAY[source, target_node] LOOP
+                    IF sharded_id._remote(CASE WHEN n = source THEN src ELSE tgt END,
+                           'SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user') IS DISTINCT FROM 't' THEN
+                        RAISE EXCEPTION 'the role that moves shard % on node "%" cannot bypass row security', shard_id, n
+                            USING ERRCODE = 'insufficient_privilege',
+                                  DETAIL = format('Tables of schema "%s" have row security: %s. A move copies and compares every row, which row security would filter.', schema, bad),
+                                  HINT = 'Reach the nodes as a superuser or a role with BYPASSRLS.';
+                    END IF;
+                END LOOP;
+            END IF;
+            wal_level := sharded_id._remote(src, 'SHOW wal_level');
+            IF method IS NULL THEN
+                method := CASE WHEN wal_level = 'logical' THEN 'online' ELSE 'dump' END;
+            ELSIF method = 'online' AND wal_level <> 'logical' THEN
+                RAISE EXCEPTION 'an online move needs wal_level = logical on node "%"', source
+                    USING ERRCODE = 'object_not_in_prerequisite_state',
+                          HINT = 'Set wal_level = logical there, or move with method => ''dump''.';
+            END IF;
+            IF method = 'online' THEN
+                -- Updates and deletes replicate by replica identity; unlogged
+                -- tables do not replicate at all.
+                bad := sharded_id._remote(src, format(
+                    'SELECT string_agg(format(''%%I'', c.relname), '', '' ORDER BY c.relname)
+                     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                     WHERE n.nspname = %L AND c.relkind = ''r''
+                       AND (c.relpersistence <> ''p'' OR c.relreplident = ''n''
+                            OR (c.relreplident = ''d'' AND NOT EXISTS (SELECT FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)))',
+                    schema));
+                IF bad IS NOT NULL THEN
+                    RAISE EXCEPTION 'an online move needs a primary key or replica identity on every logged table'
+                        USING ERRCODE = 'object_not_in_prerequisite_state',
+                              DETAIL = format('These tables of schema "%s" lack one: %s.', schema, bad),
+                              HINT = 'Move with method => ''dump''.';
+                END IF;
+                steps := ARRAY['record_objects', 'create_publication', 'subscribe', 'copy', 'catch_up', 'compare', 'catch_up',
+                               'freeze', 'stop_replication', 'retire_source', 'register_target', 'switch'];
+            ELSE
+                steps := ARRAY['record_objects', 'freeze', 'copy_rows', 'retire_source', 'register_target', 'switch'];
+            END IF;
+            PERFORM sharded_id._move_check_schema(src, schema);
+            IF dry_run THEN
+                RAISE NOTICE 'would move shard % (schema "%") from node "%" to node "%", method %: %',
+                             shard_id, schema, source, target_node, method, array_to_string(steps, ', ');
+                steps := '{}';
+            END IF;
+        END IF;
+    EXCEPTION WHEN OTHERS OR query_canceled THEN
+        PERFORM sharded_id._remote_close_all('sharded_id_');
+        PERFORM sharded_id._unlock_shard(move_shard.shard_id, 'move');
+        RAISE;
+    END;
+    PERFORM sharded_id._remote_close_all('sharded_id_');
+    IF steps = '{}' THEN
+        PERFORM sharded_id._unlock_shard(shard_id, 'move');
         RETURN;
     END IF;
 
@@ -956,10 +1231,30 @@ BEGIN
             t_freeze := clock_timestamp();
         END IF;
         BEGIN
+            PERFORM sharded_id._move_hold(step);
             PERFORM sharded_id._move_step(m.move_id, step, max_lag, timeout, freeze_timeout);
-        EXCEPTION WHEN OTHERS THEN
+        EXCEPTION WHEN OTHERS OR query_canceled THEN
             GET STACKED DIAGNOSTICS err = MESSAGE_TEXT, err_state = RETURNED_SQLSTATE, err_detail = PG_EXCEPTION_DETAIL;
+            -- At once: the source's freeze ends (closing its connection
+            -- rolls it back, unless the retirement committed).
+            PERFORM sharded_id._remote_close(sharded_id._move_conn(m.move_id, 'freeze', m.source_node));
         END;
+        IF err_state = '57014' THEN
+            -- A cancel or statement_timeout: stop here, the writers free
+            -- to go on, the journal saying where, and nothing left open.
+            -- recover_moves (or the next move_shard of the shard) finishes
+            -- the move or rolls it back.
+            PERFORM sharded_id._remote_close_all('sharded_id_');
+            PERFORM sharded_id._unlock_shard(m.shard_id, 'route');
+            UPDATE sharded_id.moves x SET error = format('%s: %s', step, err), updated_at = clock_timestamp()
+            WHERE x.move_id = m.move_id;
+            COMMIT;
+            PERFORM sharded_id._unlock_shard(m.shard_id, 'move');
+            RAISE EXCEPTION 'move % of shard % to node "%" was canceled at step "%": %', m.move_id, m.shard_id, m.target_node, step, err
+                USING ERRCODE = 'query_canceled',
+                      DETAIL = 'The move is unfinished; writers to the shard go on.',
+                      HINT = 'CALL sharded_id.recover_moves() to finish it or roll it back.';
+        END IF;
         IF step = 'switch' OR err IS NOT NULL THEN
             -- The switch commits with the route lock still held; writers
             -- then find the new map.
@@ -969,9 +1264,7 @@ BEGIN
             WHERE x.move_id = m.move_id AND (t_freeze IS NOT NULL OR err IS NOT NULL);
             COMMIT;
             PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-            PERFORM pg_advisory_unlock(1936222578, m.shard_id)
-            FROM pg_locks l WHERE l.locktype = 'advisory' AND l.pid = pg_backend_pid()
-              AND l.classid = 1936222578 AND l.objid = m.shard_id AND l.mode = 'ExclusiveLock';
+            PERFORM sharded_id._unlock_shard(m.shard_id, 'route');
         END IF;
         EXIT WHEN err IS NOT NULL;
         COMMIT;
@@ -981,8 +1274,12 @@ BEGIN
     IF err IS NULL THEN
         CALL sharded_id._move_journal(m.move_id, 'cleanup');
         PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        PERFORM sharded_id._move_hold('cleanup');
         PERFORM sharded_id._move_resolve(m.move_id);
         COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        PERFORM sharded_id._remote_close_all('sharded_id_');
+        PERFORM sharded_id._unlock_shard(m.shard_id, 'move');
         SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = m.move_id;
         RAISE NOTICE 'moved shard % (schema "%") from node "%" to node "%" by method %: write freeze % ms, high-water mark %',
                      m.shard_id, m.schema_name, m.source_node, m.target_node, m.method,
@@ -999,6 +1296,10 @@ BEGIN
         GET STACKED DIAGNOSTICS recovery_err = MESSAGE_TEXT;
     END;
     COMMIT;
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    PERFORM sharded_id._remote_close_all('sharded_id_');
+    PERFORM sharded_id._unlock_shard(m.shard_id, 'route');
+    PERFORM sharded_id._unlock_shard(m.shard_id, 'move');
     IF recovery_err IS NOT NULL THEN
         RAISE EXCEPTION 'move % of shard % to node "%" failed at step "%": %', m.move_id, m.shard_id, m.target_node, step, err
             USING ERRCODE = err_state,
@@ -1027,7 +1328,11 @@ DECLARE
     moved boolean;
 BEGIN
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    PERFORM sharded_id._dblink_schema();
+    PERFORM sharded_id._remote_close_all('sharded_id_');
     FOR m IN SELECT x.move_id, x.shard_id, x.state FROM sharded_id.moves x WHERE x.finished_at IS NULL ORDER BY x.move_id LOOP
+        -- Never a move that is still running in another session.
+        PERFORM sharded_id._move_claim(m.shard_id);
         CALL sharded_id._move_journal(m.move_id, 'recover');
         PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
         moved := sharded_id._move_resolve(m.move_id);
@@ -1035,12 +1340,14 @@ BEGIN
                      CASE WHEN moved THEN 'finished' ELSE 'rolled back' END;
         COMMIT;
         PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        PERFORM sharded_id._remote_close_all('sharded_id_');
+        PERFORM sharded_id._unlock_shard(m.shard_id, 'move');
     END LOOP;
 END
 $$;
 
 COMMENT ON PROCEDURE sharded_id.recover_moves() IS
-'finish or roll back every move that did not end (a crash, a failed step), from the journal and what the nodes hold; CALL it on the router';
+'finish or roll back every move that did not end (a crash, a failed step, a cancel), from the journal and what the nodes hold, and fail on a move still running in another session; CALL it on the router';
 
 -- The moves that even the shards out over the listed nodes (NULL: every
 -- node): shards on unlisted nodes go to the listed node with the fewest,
@@ -1116,6 +1423,12 @@ BEGIN
         RAISE NOTICE 'the shards are balanced: nothing to move';
         RETURN;
     END IF;
+    -- Every shard of the plan first, so that a move running in another
+    -- session stops the rebalance before it moves anything.
+    IF NOT dry_run THEN
+        PERFORM sharded_id._dblink_schema();
+        PERFORM sharded_id._move_claim(x.shard_id) FROM sharded_id.rebalance_plan(nodes) x ORDER BY x.move_no;
+    END IF;
     FOR p IN SELECT * FROM sharded_id.rebalance_plan(nodes) ORDER BY move_no LOOP
         IF dry_run THEN
             RAISE NOTICE 'move %/%: shard % from node "%" to node "%"', p.move_no, total, p.shard_id, p.source_node, p.target_node;
@@ -1138,6 +1451,13 @@ REVOKE EXECUTE ON FUNCTION sharded_id._remote_close(text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._remote(text, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._remote_rows(text, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._remote_exec(text, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._remote_close_all(text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_conn(bigint, text, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_open(sharded_id.moves, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_claim(integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._lock_shard(integer, text, boolean) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._unlock_shard(integer, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_hold(text) FROM PUBLIC;
 REVOKE EXECUTE ON PROCEDURE sharded_id._move_journal(bigint, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_will_create(bigint, text, text, text, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_freeze_source(sharded_id.moves, interval) FROM PUBLIC;
@@ -1193,33 +1513,36 @@ DECLARE
     on_source text[];
     on_target text[];
     differences text;
+    -- Connections of this move, bound to its nodes, closed with the move's.
+    src text := sharded_id._move_conn(m.move_id, 'check_source', m.source_node);
+    tgt text := sharded_id._move_conn(m.move_id, 'check_target', m.target_node);
 BEGIN
-    PERFORM sharded_id._remote_open('shid_check_source', m.source_node);
-    PERFORM sharded_id._remote_open('shid_check_target', m.target_node);
+    PERFORM sharded_id._remote_open(src, m.source_node);
+    PERFORM sharded_id._remote_open(tgt, m.target_node);
     -- Dropped already, by a cleanup that was cut short before it recorded so.
-    IF sharded_id._remote('shid_check_source', format('SELECT 1 FROM pg_namespace WHERE nspname = %L', m.schema_name)) IS NULL THEN
+    IF sharded_id._remote(src, format('SELECT 1 FROM pg_namespace WHERE nspname = %L', m.schema_name)) IS NULL THEN
         RETURN;
     END IF;
-    refresh := sharded_id._remote('shid_check_source', format(
+    refresh := sharded_id._remote(src, format(
         'SELECT string_agg(s, ''; '') FROM sharded_id.schema_ddl(%L) s WHERE s LIKE ''REFRESH MATERIALIZED VIEW %%''',
         m.schema_name));
     IF refresh IS NOT NULL THEN
-        PERFORM sharded_id._remote_exec('shid_check_target', refresh);
+        PERFORM sharded_id._remote_exec(tgt, refresh);
     END IF;
     -- Servers of two majors may print one definition two ways: then the
     -- objects, owners, privileges and flags are compared, not the hashes.
-    IF sharded_id._remote('shid_check_source', 'SELECT current_setting(''server_version_num'')::integer / 10000')
-       IS DISTINCT FROM sharded_id._remote('shid_check_target', 'SELECT current_setting(''server_version_num'')::integer / 10000') THEN
+    IF sharded_id._remote(src, 'SELECT current_setting(''server_version_num'')::integer / 10000')
+       IS DISTINCT FROM sharded_id._remote(tgt, 'SELECT current_setting(''server_version_num'')::integer / 10000') THEN
         inventory := replace(inventory, ', definition)', ', '''')');
     END IF;
-    on_source := coalesce(sharded_id._remote_rows('shid_check_source', inventory), '{}');
-    on_target := coalesce(sharded_id._remote_rows('shid_check_target', inventory), '{}');
+    on_source := coalesce(sharded_id._remote_rows(src, inventory), '{}');
+    on_target := coalesce(sharded_id._remote_rows(tgt, inventory), '{}');
     SELECT string_agg(d, '; ' ORDER BY d) INTO differences FROM (
         (SELECT 'only on the source: ' || x AS d FROM unnest(on_source) x EXCEPT SELECT 'only on the source: ' || x FROM unnest(on_target) x)
         UNION ALL
         (SELECT 'only on the target: ' || x FROM unnest(on_target) x EXCEPT SELECT 'only on the target: ' || x FROM unnest(on_source) x)
     ) diff;
-    PERFORM sharded_id._remote_close(c) FROM unnest(ARRAY['shid_check_source', 'shid_check_target']) c;
+    PERFORM sharded_id._remote_close(c) FROM unnest(ARRAY[src, tgt]) c;
     IF differences IS NOT NULL THEN
         RAISE EXCEPTION 'the copy of shard % on node "%" is not the same schema as its source', m.shard_id, m.target_node
             USING ERRCODE = 'data_corrupted',
@@ -1258,7 +1581,8 @@ LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF sharded_id._remote('shid_target', 'SHOW server_version_num')::integer >= 160000 THEN
+    IF sharded_id._remote(sharded_id._move_conn(m.move_id, 'target', m.target_node),
+                          'SHOW server_version_num')::integer >= 160000 THEN
         RETURN ', run_as_owner = true';
     END IF;
     RETURN '';
