@@ -1713,3 +1713,380 @@ $$;
 COMMENT ON PROCEDURE sharded_id.move_shard(integer, text, text, boolean, name, bigint, interval, interval) IS
 'move a logical shard to another data node, online (logical replication) or by dump, journaled step by step in sharded_id.moves; writers through sharded_id.route wait out the switch; CALL it on the router, outside a transaction block';
 
+
+-- Issue 28: the scale-out runbook runs as written: rebalance_plan shows
+-- each move's method, a move forced to the dump method by wal_level warns,
+-- and place_shard tells the router about a shard restored on another node.
+CREATE OR REPLACE PROCEDURE sharded_id.move_shard(shard_id integer, target_node text,
+                                       method text DEFAULT NULL,
+                                       dry_run boolean DEFAULT false,
+                                       cluster name DEFAULT 'sharded_id',
+                                       max_lag bigint DEFAULT 1048576,
+                                       timeout interval DEFAULT '1 hour',
+                                       freeze_timeout interval DEFAULT '10 s')
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    m sharded_id.moves;
+    unfinished bigint;
+    source text;
+    schema name;
+    versions text[];
+    wal_level text;
+    bad text;
+    steps text[];
+    step text;
+    err text;
+    err_state text;
+    err_detail text;
+    t_freeze timestamptz;
+    moved boolean;
+    recovery_err text;
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    IF shard_id IS NULL OR target_node IS NULL OR dry_run IS NULL OR cluster IS NULL
+       OR max_lag IS NULL OR timeout IS NULL OR freeze_timeout IS NULL THEN
+        RAISE EXCEPTION 'arguments of move_shard must not be null, except method'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF method IS NOT NULL AND method NOT IN ('online', 'dump') THEN
+        RAISE EXCEPTION 'move method "%" is not online or dump', method
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM sharded_id._dblink_schema();
+    -- First, whatever an earlier move of this shard left unfinished.
+    unfinished := (SELECT x.move_id FROM sharded_id.moves x
+                   WHERE x.shard_id = move_shard.shard_id AND x.finished_at IS NULL);
+    IF unfinished IS NOT NULL AND NOT dry_run THEN
+        RAISE NOTICE 'finishing move % of shard %, which did not end', unfinished, shard_id;
+        PERFORM sharded_id._move_resolve(unfinished);
+        COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    END IF;
+
+    source := (SELECT s.node_name FROM sharded_id.shard_map s WHERE s.shard_id = move_shard.shard_id);
+    IF source IS NULL THEN
+        RAISE EXCEPTION 'shard % is not in the shard map', shard_id
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    IF NOT EXISTS (SELECT FROM sharded_id.nodes n WHERE n.node_name = target_node) THEN
+        RAISE EXCEPTION 'data node "%" does not exist', target_node
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    IF source = target_node THEN
+        RAISE NOTICE 'shard % is already on node "%"', shard_id, target_node;
+        RETURN;
+    END IF;
+    PERFORM sharded_id._remote_open('shid_source', source);
+    PERFORM sharded_id._remote_open('shid_target', target_node);
+    versions := ARRAY[(SELECT e.extversion FROM pg_extension e WHERE e.extname = 'sharded_id'),
+                      sharded_id._remote('shid_source', 'SELECT extversion FROM pg_extension WHERE extname = ''sharded_id'''),
+                      sharded_id._remote('shid_target', 'SELECT extversion FROM pg_extension WHERE extname = ''sharded_id''')];
+    IF versions[2] IS DISTINCT FROM versions[1] OR versions[3] IS DISTINCT FROM versions[1] THEN
+        RAISE EXCEPTION 'sharded_id versions differ: router %, source %, target %',
+                        versions[1], coalesce(versions[2], 'none'), coalesce(versions[3], 'none')
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Run ALTER EXTENSION sharded_id UPDATE on every node and on the router.';
+    END IF;
+    schema := sharded_id._remote('shid_source', format('SELECT schema_name FROM sharded_id.shards WHERE shard_id = %s', shard_id));
+    IF schema IS NULL THEN
+        RAISE EXCEPTION 'node "%" does not hold shard %', source, shard_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'The shard map names the node, but its sharded_id.shards has no such shard.';
+    END IF;
+    IF sharded_id._remote('shid_target', format(
+           'SELECT 1 FROM sharded_id.shards WHERE shard_id = %s OR schema_name = %L UNION SELECT 1 FROM pg_namespace WHERE nspname = %L',
+           shard_id, schema, schema)) IS NOT NULL THEN
+        RAISE EXCEPTION 'node "%" already holds shard % or a schema "%"', target_node, shard_id, schema
+            USING ERRCODE = 'duplicate_object';
+    END IF;
+    -- The target raises the shard's floor over the source's largest ids and
+    -- its high-water mark: both must be ids a floor may be raised over
+    -- (sharded_id._check_floor), or the move stops here, before it changes
+    -- anything.
+    PERFORM sharded_id._remote('shid_source', format(
+        'SELECT sharded_id._check_floors(s.shard_id, s.schema_name, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %s',
+        shard_id));
+    PERFORM sharded_id._remote('shid_target', format(
+        'SELECT sharded_id._check_floor(%s, %s, %L, %L)', shard_id,
+        sharded_id._remote('shid_source', format(
+            'SELECT sharded_id.high_water(s.shard_id, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %s', shard_id)),
+        (SELECT sharded_id._remote('shid_source', format('SELECT layout FROM sharded_id.shards WHERE shard_id = %s', shard_id))),
+        format('the source, node "%s",', source)));
+    wal_level := sharded_id._remote('shid_source', 'SHOW wal_level');
+    IF method IS NULL THEN
+        method := CASE WHEN wal_level = 'logical' THEN 'online' ELSE 'dump' END;
+        IF method = 'dump' THEN
+            RAISE WARNING 'node "%" has wal_level = %, so shard % moves by the dump method', source, wal_level, shard_id
+                USING DETAIL = 'An online move needs wal_level = logical on the source. The dump method freezes the shard''s writes for as long as its copy takes, which grows with the shard.',
+                      HINT = 'Set wal_level = logical on that node and restart it before moving, or pass method => ''dump'' to choose the dump method.';
+        END IF;
+    ELSIF method = 'online' AND wal_level <> 'logical' THEN
+        RAISE EXCEPTION 'an online move needs wal_level = logical on node "%"', source
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Set wal_level = logical there, or move with method => ''dump''.';
+    END IF;
+    IF method = 'online' THEN
+        -- Updates and deletes replicate by replica identity; unlogged
+        -- tables do not replicate at all.
+        bad := sharded_id._remote('shid_source', format(
+            'SELECT string_agg(format(''%%I'', c.relname), '', '' ORDER BY c.relname)
+             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = %L AND c.relkind = ''r''
+               AND (c.relpersistence <> ''p'' OR c.relreplident = ''n''
+                    OR (c.relreplident = ''d'' AND NOT EXISTS (SELECT FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)))',
+            schema));
+        IF bad IS NOT NULL THEN
+            RAISE EXCEPTION 'an online move needs a primary key or replica identity on every logged table'
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      DETAIL = format('These tables of schema "%s" lack one: %s.', schema, bad),
+                      HINT = 'Move with method => ''dump''.';
+        END IF;
+        steps := ARRAY['record_objects', 'create_publication', 'subscribe', 'copy', 'catch_up', 'compare', 'catch_up',
+                       'freeze', 'stop_replication', 'retire_source', 'register_target', 'switch'];
+    ELSE
+        steps := ARRAY['record_objects', 'freeze', 'copy_rows', 'retire_source', 'register_target', 'switch'];
+    END IF;
+    PERFORM sharded_id._move_check_schema('shid_source', schema);
+    IF dry_run THEN
+        RAISE NOTICE 'would move shard % (schema "%") from node "%" to node "%", method %: %',
+                     shard_id, schema, source, target_node, method, array_to_string(steps, ', ');
+        RETURN;
+    END IF;
+
+    INSERT INTO sharded_id.moves (shard_id, source_node, target_node, method, cluster, schema_name)
+    VALUES (shard_id, source, target_node, method, cluster, schema)
+    RETURNING * INTO m;
+    FOREACH step IN ARRAY steps LOOP
+        CALL sharded_id._move_journal(m.move_id, step);
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        IF step = 'freeze' THEN
+            t_freeze := clock_timestamp();
+        END IF;
+        BEGIN
+            PERFORM sharded_id._move_step(m.move_id, step, max_lag, timeout, freeze_timeout);
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS err = MESSAGE_TEXT, err_state = RETURNED_SQLSTATE, err_detail = PG_EXCEPTION_DETAIL;
+        END;
+        IF step = 'switch' OR err IS NOT NULL THEN
+            -- The switch commits with the route lock still held; writers
+            -- then find the new map.
+            UPDATE sharded_id.moves x
+            SET freeze_ms = extract(epoch FROM clock_timestamp() - t_freeze) * 1000,
+                error = CASE WHEN err IS NOT NULL THEN format('%s: %s', step, err) END
+            WHERE x.move_id = m.move_id AND (t_freeze IS NOT NULL OR err IS NOT NULL);
+            COMMIT;
+            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+            PERFORM pg_advisory_unlock(1936222578, m.shard_id)
+            FROM pg_locks l WHERE l.locktype = 'advisory' AND l.pid = pg_backend_pid()
+              AND l.classid = 1936222578 AND l.objid = m.shard_id AND l.mode = 'ExclusiveLock';
+        END IF;
+        EXIT WHEN err IS NOT NULL;
+        COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    END LOOP;
+
+    IF err IS NULL THEN
+        CALL sharded_id._move_journal(m.move_id, 'cleanup');
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        PERFORM sharded_id._move_resolve(m.move_id);
+        COMMIT;
+        SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = m.move_id;
+        RAISE NOTICE 'moved shard % (schema "%") from node "%" to node "%" by method %: write freeze % ms, high-water mark %',
+                     m.shard_id, m.schema_name, m.source_node, m.target_node, m.method,
+                     round(m.freeze_ms::numeric, 1), m.high_water;
+        RETURN;
+    END IF;
+
+    -- A step failed: finish the move or roll it back, as the nodes allow.
+    CALL sharded_id._move_journal(m.move_id, 'recover');
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    BEGIN
+        moved := sharded_id._move_resolve(m.move_id);
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS recovery_err = MESSAGE_TEXT;
+    END;
+    COMMIT;
+    IF recovery_err IS NOT NULL THEN
+        RAISE EXCEPTION 'move % of shard % to node "%" failed at step "%": %', m.move_id, m.shard_id, m.target_node, step, err
+            USING ERRCODE = err_state,
+                  DETAIL = format('Finishing or rolling back the move failed too: %s', recovery_err),
+                  HINT = 'CALL sharded_id.recover_moves() once both nodes answer.';
+    END IF;
+    IF moved THEN
+        RAISE WARNING 'move % of shard % to node "%" finished after step "%" failed: %',
+                      m.move_id, m.shard_id, m.target_node, step, err;
+        RETURN;
+    END IF;
+    RAISE EXCEPTION 'move % of shard % to node "%" failed at step "%": %', m.move_id, m.shard_id, m.target_node, step, err
+        USING ERRCODE = err_state,
+              DETAIL = coalesce(err_detail || ' ', '') || 'The move was rolled back: the shard stays on node "' || m.source_node || '".';
+END
+$$;
+
+COMMENT ON PROCEDURE sharded_id.move_shard(integer, text, text, boolean, name, bigint, interval, interval) IS
+'move a logical shard to another data node, online (logical replication) or by dump, journaled step by step in sharded_id.moves; writers through sharded_id.route wait out the switch; CALL it on the router, outside a transaction block';
+
+DROP FUNCTION sharded_id.rebalance_plan(text[]);
+
+CREATE FUNCTION sharded_id.rebalance_plan(nodes text[] DEFAULT NULL)
+RETURNS TABLE (move_no integer, shard_id integer, source_node text, target_node text, method text)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    methods jsonb := '{}';
+    listed text[];
+    counts jsonb;
+    placement jsonb;
+    s record;
+    fullest text;
+    emptiest text;
+    moving integer;
+BEGIN
+    IF nodes IS NOT NULL AND EXISTS (SELECT FROM unnest(nodes) n WHERE n NOT IN (SELECT x.node_name FROM sharded_id.nodes x)) THEN
+        RAISE EXCEPTION 'data node "%" does not exist',
+                        (SELECT n FROM unnest(nodes) n WHERE n NOT IN (SELECT x.node_name FROM sharded_id.nodes x) LIMIT 1)
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    listed := (SELECT array_agg(x.node_name ORDER BY x.node_name) FROM sharded_id.nodes x
+               WHERE nodes IS NULL OR x.node_name = ANY (nodes));
+    IF listed IS NULL THEN
+        RAISE EXCEPTION 'the router knows no data nodes to balance over'
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    counts := (SELECT jsonb_object_agg(n, (SELECT count(*) FROM sharded_id.shard_map m WHERE m.node_name = n))
+               FROM unnest(listed) n);
+    placement := (SELECT coalesce(jsonb_object_agg(m.shard_id::text, m.node_name), '{}') FROM sharded_id.shard_map m);
+    -- What move_shard would choose on each node that holds shards.
+    FOR s IN SELECT DISTINCT m.node_name FROM sharded_id.shard_map m ORDER BY 1 LOOP
+        BEGIN
+            PERFORM sharded_id._remote_open('shid_plan', s.node_name);
+            methods := methods || jsonb_build_object(s.node_name,
+                CASE WHEN sharded_id._remote('shid_plan', 'SHOW wal_level') = 'logical' THEN 'online' ELSE 'dump' END);
+            PERFORM sharded_id._remote_close('shid_plan');
+        EXCEPTION WHEN OTHERS THEN
+            PERFORM sharded_id._remote_close('shid_plan');
+        END;
+    END LOOP;
+    move_no := 0;
+    FOR s IN SELECT m.shard_id, m.node_name FROM sharded_id.shard_map m
+             WHERE m.node_name <> ALL (listed) ORDER BY m.shard_id LOOP
+        emptiest := (SELECT k FROM jsonb_each_text(counts) e(k, v) ORDER BY v::int, k LIMIT 1);
+        move_no := move_no + 1;
+        shard_id := s.shard_id; source_node := s.node_name; target_node := emptiest;
+        method := methods ->> source_node;
+        RETURN NEXT;
+        counts := jsonb_set(counts, ARRAY[emptiest], to_jsonb((counts ->> emptiest)::int + 1));
+        placement := jsonb_set(placement, ARRAY[s.shard_id::text], to_jsonb(emptiest));
+    END LOOP;
+    LOOP
+        fullest := (SELECT k FROM jsonb_each_text(counts) e(k, v) ORDER BY v::int DESC, k LIMIT 1);
+        emptiest := (SELECT k FROM jsonb_each_text(counts) e(k, v) ORDER BY v::int, k LIMIT 1);
+        EXIT WHEN (counts ->> fullest)::int - (counts ->> emptiest)::int < 2;
+        moving := (SELECT max(k::int) FROM jsonb_each_text(placement) e(k, v) WHERE v = fullest);
+        move_no := move_no + 1;
+        shard_id := moving; source_node := fullest; target_node := emptiest;
+        method := methods ->> source_node;
+        RETURN NEXT;
+        counts := jsonb_set(jsonb_set(counts, ARRAY[fullest], to_jsonb((counts ->> fullest)::int - 1)),
+                            ARRAY[emptiest], to_jsonb((counts ->> emptiest)::int + 1));
+        placement := jsonb_set(placement, ARRAY[moving::text], to_jsonb(emptiest));
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id.rebalance_plan(text[]) IS
+'the moves that rebalance would make: shards off unlisted nodes, then from the fullest node to the emptiest until they differ by at most one, each with the method move_shard would choose (online or dump, from the source''s wal_level)';
+
+REVOKE EXECUTE ON FUNCTION sharded_id.rebalance_plan(text[]) FROM PUBLIC;
+
+CREATE OR REPLACE PROCEDURE sharded_id.rebalance(nodes text[] DEFAULT NULL, method text DEFAULT NULL,
+                                      dry_run boolean DEFAULT false, cluster name DEFAULT 'sharded_id')
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    p record;
+    total integer;
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    total := (SELECT count(*) FROM sharded_id.rebalance_plan(nodes));
+    IF total = 0 THEN
+        RAISE NOTICE 'the shards are balanced: nothing to move';
+        RETURN;
+    END IF;
+    FOR p IN SELECT * FROM sharded_id.rebalance_plan(nodes) ORDER BY move_no LOOP
+        IF dry_run THEN
+            RAISE NOTICE 'move %/%: shard % from node "%" to node "%", method %', p.move_no, total, p.shard_id, p.source_node, p.target_node,
+                         coalesce(method, p.method, 'unknown (the node did not answer)');
+        ELSE
+            RAISE NOTICE 'move %/%: shard % from node "%" to node "%"', p.move_no, total, p.shard_id, p.source_node, p.target_node;
+            CALL sharded_id.move_shard(p.shard_id, p.target_node, method => method, cluster => cluster);
+            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        END IF;
+    END LOOP;
+END
+$$;
+
+COMMENT ON PROCEDURE sharded_id.rebalance(text[], text, boolean, name) IS
+'even the shards out over the listed data nodes (NULL: all), moving one shard at a time with move_shard; a node left out is drained; CALL it on the router';
+
+CREATE FUNCTION sharded_id.place_shard(shard integer, node text, cluster name DEFAULT 'sharded_id')
+RETURNS text
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    previous text;
+    held text;
+BEGIN
+    IF shard IS NULL OR node IS NULL OR cluster IS NULL THEN
+        RAISE EXCEPTION 'arguments of place_shard must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF NOT EXISTS (SELECT FROM sharded_id.nodes n WHERE n.node_name = node) THEN
+        RAISE EXCEPTION 'data node "%" does not exist', node
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'Add it to sharded_id.nodes first.';
+    END IF;
+    -- Calls routed with route() or route_id() wait from here until commit.
+    PERFORM pg_advisory_xact_lock(1936222578, shard);
+    SELECT m.node_name INTO previous FROM sharded_id.shard_map m WHERE m.shard_id = shard FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'shard % is not in the shard map', shard
+            USING ERRCODE = 'undefined_object',
+                  DETAIL = 'place_shard changes where a mapped shard is; the map''s shards are set when the router is set up.';
+    END IF;
+    IF to_regclass('sharded_id.moves') IS NOT NULL
+       AND EXISTS (SELECT FROM sharded_id.moves v WHERE v.shard_id = shard AND v.finished_at IS NULL) THEN
+        RAISE EXCEPTION 'shard % has a move that did not end', shard
+            USING ERRCODE = 'object_in_use',
+                  HINT = 'Run CALL sharded_id.recover_moves() first.';
+    END IF;
+    -- The node must hold the shard: otherwise every call would fail there.
+    BEGIN
+        PERFORM sharded_id._remote_open('shid_place', node);
+        held := sharded_id._remote('shid_place', format(
+            'SELECT count(*) FROM sharded_id.shards WHERE shard_id = %s', shard));
+        PERFORM sharded_id._remote_close('shid_place');
+    EXCEPTION WHEN OTHERS THEN
+        PERFORM sharded_id._remote_close('shid_place');
+        RAISE;
+    END;
+    IF held IS DISTINCT FROM '1' THEN
+        RAISE EXCEPTION 'data node "%" does not hold shard %', node, shard
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'The shard is not in the node''s sharded_id.shards.',
+                  HINT = 'Restore the shard''s schema there and register it with sharded_id.create_shard first.';
+    END IF;
+    UPDATE sharded_id.shard_map m SET node_name = node WHERE m.shard_id = shard;
+    PERFORM sharded_id.apply_shard_map(cluster);
+    RETURN previous;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id.place_shard(integer, text, name) IS
+'after a shard is restored on another data node: point the shard map at that node and apply it, in one transaction under the shard''s route lock; checks that the node holds the shard; returns the node the map named before';
+
+REVOKE EXECUTE ON FUNCTION sharded_id.place_shard(integer, text, name) FROM PUBLIC;
+-- End of issue 28.
