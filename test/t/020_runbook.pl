@@ -252,6 +252,18 @@ is($server->{router}->safe_psql('app', q{SELECT string_agg(format('%s:%s>%s:%s',
 		'and moves the shard by the dump method');
 }
 
+# place_shard refuses a node that does not hold the shard, and roles
+# other than the owner, and changes nothing then.
+{
+	my ($ret, $stdout, $stderr) = $server->{router}->psql('app', q{SELECT sharded_id.place_shard(1, 'node1')},
+		extra_params => [ '-v', 'VERBOSITY=sqlstate' ]);
+	like($stderr, qr/ERROR:  55000/, 'place_shard refuses a node that does not hold the shard (55000)');
+	($ret, $stdout, $stderr) = $app_psql->(q{SELECT sharded_id.place_shard(1, 'node2')});
+	like($stderr, qr/permission denied for function place_shard/, 'the application role may not call place_shard');
+	is($server->{router}->safe_psql('app', 'SELECT node_name FROM sharded_id.shard_map WHERE shard_id = 1'), 'node2',
+		'the map still puts shard 1 on node2');
+}
+
 # What the runbook leaves: every shard where the map says, no id twice.
 my %map = map { split /\|/ } split /\n/, $server->{router}->safe_psql('app', 'SELECT shard_id, node_name FROM sharded_id.shard_map');
 my @ids;
