@@ -15,6 +15,8 @@
 #   role, runs through the whole move and has 0 failed transactions;
 # - after the restore, the first call through the router for the restored
 #   shard succeeds and reaches the node it was restored on;
+# - the recovery drill leaves a move unfinished, and recover_moves rolls
+#   it back;
 # - at the end, every shard is only where the map says, no id repeats over
 #   the nodes, and no node keeps a slot, publication or subscription.
 # Then a copy of the runbook with one block broken fails on that block,
@@ -171,6 +173,7 @@ my $online_move = $step_of->(qr/CALL sharded_id\.move_shard\(3, 'node1'\)/);
 my $writer_wait = $step_of->(qr/number of failed transactions/);
 my $restore = $step_of->(qr/retire_shard\(6\)/);
 my $place = $step_of->(qr/place_shard\(6, 'node1'\)/);
+my $recover = $step_of->(qr/CALL sharded_id\.recover_moves\(\)/);
 ok($writer_start < $online_move && $online_move < $writer_wait, 'the writer starts before the online move and is waited for after it');
 ok($restore < $place, 'the restore comes before place_shard');
 
@@ -217,6 +220,17 @@ my %after = (
 		($restored_user, $restored_name) = split /\|/, $server->{node2}->safe_psql('app',
 			'SELECT id, name FROM shard_0006.users ORDER BY id LIMIT 1');
 		ok(defined $restored_name, "shard 6 has a user before the restore ($restored_user)");
+	},
+	($recover - 1) => sub {
+		is($server->{router}->safe_psql('app', q{SELECT state FROM sharded_id.moves WHERE shard_id = 2 AND finished_at IS NULL}),
+			'copy', 'the drill leaves the move of shard 2 unfinished after its copy step');
+		is($server->{node2}->safe_psql('app', 'SELECT count(*) FROM pg_subscription'), '1',
+			'with its subscription on the target');
+	},
+	$recover => sub {
+		is($server->{router}->safe_psql('app', q{SELECT outcome || '/' || (SELECT node_name FROM sharded_id.shard_map WHERE shard_id = 2)
+			FROM sharded_id.moves WHERE shard_id = 2 ORDER BY move_id DESC LIMIT 1}),
+			'rolled back/node1', 'recover_moves rolls the interrupted move back, and shard 2 stays on node1');
 	},
 	$place => sub {
 		my ($ret, $out, $err) = $app_psql->("SELECT name FROM app_api.user_by_id($restored_user)");
