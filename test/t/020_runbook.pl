@@ -68,6 +68,17 @@ sub parse_steps
 		}
 		push @steps, \%step;
 	}
+	# The line a reader sees before each step says the same as the step line.
+	my @human = $text =~ /^([^\n]*)\n<!--[ \t]*step:/mg;
+	for my $i (0 .. $#steps)
+	{
+		my $st = $steps[$i];
+		my $want = $st->{kind} eq 'shell' ? '*In a shell, in the scratch directory:*'
+		  : $st->{kind} eq 'conf' ? '*In postgresql.conf of ' . join(', ', @{ $st->{servers} }) . ':*'
+		  : '*On ' . join(', ', @{ $st->{servers} }) . ", as $st->{role}, in database $st->{db}:*";
+		die "step $st->{n}: the line before it reads \"" . ($human[$i] // '') . "\", not \"$want\""
+		  unless defined $human[$i] && $human[$i] eq $want;
+	}
 	# A fenced block without a step line would be skipped silently.
 	my $fences = () = $text =~ /^```\w+\s*$/mg;
 	die "the runbook has $fences code blocks and " . scalar(@steps) . ' step lines'
