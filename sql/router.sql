@@ -103,6 +103,22 @@ DELETE FROM sharded_id.shard_map WHERE shard_id >= 1024;
 SELECT sharded_id.apply_shard_map('regress_cluster');
 DELETE FROM sharded_id.settings;
 
+-- place_shard: bad input is refused before anything changes, and PUBLIC
+-- may not call it.  (test/t/020_runbook.pl places a restored shard.)
+\set VERBOSITY sqlstate
+SELECT sharded_id.place_shard(NULL, 'n1');
+SELECT sharded_id.place_shard(1, NULL);
+SELECT sharded_id.place_shard(1, 'no_such_node');
+SELECT sharded_id.place_shard(5000, 'n1');
+\set VERBOSITY default
+SELECT sharded_id.place_shard(5000, 'n1');
+SELECT node_name FROM sharded_id.shard_map WHERE shard_id = 1;
+CREATE ROLE regress_placer;
+SET ROLE regress_placer;
+SELECT sharded_id.place_shard(1, 'n1');
+RESET ROLE;
+DROP ROLE regress_placer;
+
 DROP SERVER regress_cluster CASCADE;
 DROP EXTENSION plproxy;
 DELETE FROM sharded_id.shard_map;

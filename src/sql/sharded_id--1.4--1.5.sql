@@ -1620,42 +1620,6 @@ COMMENT ON PROCEDURE sharded_id.recover_moves() IS
 'finish or roll back every move that did not end (a crash, a failed step, a cancel), from the journal and what the nodes hold, and fail on a move still running in another session; CALL it on the router';
 
 
-CREATE OR REPLACE PROCEDURE sharded_id.rebalance(nodes text[] DEFAULT NULL, method text DEFAULT NULL,
-                                      dry_run boolean DEFAULT false, cluster name DEFAULT 'sharded_id')
-LANGUAGE plpgsql
-AS $$
-DECLARE
-    p record;
-    total integer;
-BEGIN
-    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-    total := (SELECT count(*) FROM sharded_id.rebalance_plan(nodes));
-    IF total = 0 THEN
-        RAISE NOTICE 'the shards are balanced: nothing to move';
-        RETURN;
-    END IF;
-    -- Every shard of the plan first, so that a move running in another
-    -- session stops the rebalance before it moves anything.
-    IF NOT dry_run THEN
-        PERFORM sharded_id._dblink_schema();
-        PERFORM sharded_id._move_claim(x.shard_id) FROM sharded_id.rebalance_plan(nodes) x ORDER BY x.move_no;
-    END IF;
-    FOR p IN SELECT * FROM sharded_id.rebalance_plan(nodes) ORDER BY move_no LOOP
-        IF dry_run THEN
-            RAISE NOTICE 'move %/%: shard % from node "%" to node "%"', p.move_no, total, p.shard_id, p.source_node, p.target_node;
-        ELSE
-            RAISE NOTICE 'move %/%: shard % from node "%" to node "%"', p.move_no, total, p.shard_id, p.source_node, p.target_node;
-            CALL sharded_id.move_shard(p.shard_id, p.target_node, method => method, cluster => cluster);
-            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-        END IF;
-    END LOOP;
-END
-$$;
-
-COMMENT ON PROCEDURE sharded_id.rebalance(text[], text, boolean, name) IS
-'even the shards out over the listed data nodes (NULL: all), moving one shard at a time with move_shard; a node left out is drained; CALL it on the router';
-
-
 -- End of issue 26.
 
 CREATE OR REPLACE FUNCTION sharded_id._move_cleanup(m sharded_id.moves, moved boolean)
@@ -2039,6 +2003,145 @@ $$;
 COMMENT ON FUNCTION sharded_id._relation_extras_ddl(regclass, text) IS
 'internal: statements giving a copy of a relation its triggers and their state, row security, policies, owner, privileges and comments';
 
+-- Issue 28: the scale-out runbook runs as written: rebalance_plan shows
+-- each move's method, a move forced to the dump method by wal_level warns,
+-- and place_shard tells the router about a shard restored on another node.
+DROP FUNCTION sharded_id.rebalance_plan(text[]);
+
+CREATE FUNCTION sharded_id.rebalance_plan(nodes text[] DEFAULT NULL)
+RETURNS TABLE (move_no integer, shard_id integer, source_node text, target_node text, method text)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    methods jsonb := '{}';
+    listed text[];
+    counts jsonb;
+    placement jsonb;
+    s record;
+    fullest text;
+    emptiest text;
+    moving integer;
+BEGIN
+    IF nodes IS NOT NULL AND EXISTS (SELECT FROM unnest(nodes) n WHERE n NOT IN (SELECT x.node_name FROM sharded_id.nodes x)) THEN
+        RAISE EXCEPTION 'data node "%" does not exist',
+                        (SELECT n FROM unnest(nodes) n WHERE n NOT IN (SELECT x.node_name FROM sharded_id.nodes x) LIMIT 1)
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    listed := (SELECT array_agg(x.node_name ORDER BY x.node_name) FROM sharded_id.nodes x
+               WHERE nodes IS NULL OR x.node_name = ANY (nodes));
+    IF listed IS NULL THEN
+        RAISE EXCEPTION 'the router knows no data nodes to balance over'
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    counts := (SELECT jsonb_object_agg(n, (SELECT count(*) FROM sharded_id.shard_map m WHERE m.node_name = n))
+               FROM unnest(listed) n);
+    placement := (SELECT coalesce(jsonb_object_agg(m.shard_id::text, m.node_name), '{}') FROM sharded_id.shard_map m);
+    -- What move_shard would choose on each node that holds shards.
+    FOR s IN SELECT DISTINCT m.node_name FROM sharded_id.shard_map m ORDER BY 1 LOOP
+        BEGIN
+            PERFORM sharded_id._remote_open(sharded_id._move_conn(NULL, 'plan', s.node_name), s.node_name);
+            methods := methods || jsonb_build_object(s.node_name,
+                CASE WHEN sharded_id._remote(sharded_id._move_conn(NULL, 'plan', s.node_name), 'SHOW wal_level') = 'logical'
+                     THEN 'online' ELSE 'dump' END);
+            PERFORM sharded_id._remote_close(sharded_id._move_conn(NULL, 'plan', s.node_name));
+        EXCEPTION WHEN OTHERS THEN
+            PERFORM sharded_id._remote_close(sharded_id._move_conn(NULL, 'plan', s.node_name));
+        END;
+    END LOOP;
+    move_no := 0;
+    FOR s IN SELECT m.shard_id, m.node_name FROM sharded_id.shard_map m
+             WHERE m.node_name <> ALL (listed) ORDER BY m.shard_id LOOP
+        emptiest := (SELECT k FROM jsonb_each_text(counts) e(k, v) ORDER BY v::int, k LIMIT 1);
+        move_no := move_no + 1;
+        shard_id := s.shard_id; source_node := s.node_name; target_node := emptiest;
+        method := methods ->> source_node;
+        RETURN NEXT;
+        counts := jsonb_set(counts, ARRAY[emptiest], to_jsonb((counts ->> emptiest)::int + 1));
+        placement := jsonb_set(placement, ARRAY[s.shard_id::text], to_jsonb(emptiest));
+    END LOOP;
+    LOOP
+        fullest := (SELECT k FROM jsonb_each_text(counts) e(k, v) ORDER BY v::int DESC, k LIMIT 1);
+        emptiest := (SELECT k FROM jsonb_each_text(counts) e(k, v) ORDER BY v::int, k LIMIT 1);
+        EXIT WHEN (counts ->> fullest)::int - (counts ->> emptiest)::int < 2;
+        moving := (SELECT max(k::int) FROM jsonb_each_text(placement) e(k, v) WHERE v = fullest);
+        move_no := move_no + 1;
+        shard_id := moving; source_node := fullest; target_node := emptiest;
+        method := methods ->> source_node;
+        RETURN NEXT;
+        counts := jsonb_set(jsonb_set(counts, ARRAY[fullest], to_jsonb((counts ->> fullest)::int - 1)),
+                            ARRAY[emptiest], to_jsonb((counts ->> emptiest)::int + 1));
+        placement := jsonb_set(placement, ARRAY[moving::text], to_jsonb(emptiest));
+    END LOOP;
+END
+$$;
+
+
+COMMENT ON FUNCTION sharded_id.rebalance_plan(text[]) IS
+'the moves that rebalance would make: shards off unlisted nodes, then from the fullest node to the emptiest until they differ by at most one, each with the method move_shard would choose (online or dump, from the source''s wal_level)';
+
+REVOKE EXECUTE ON FUNCTION sharded_id.rebalance_plan(text[]) FROM PUBLIC;
+
+CREATE FUNCTION sharded_id.place_shard(shard integer, node text, cluster name DEFAULT 'sharded_id')
+RETURNS text
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    previous text;
+    held text;
+BEGIN
+    IF shard IS NULL OR node IS NULL OR cluster IS NULL THEN
+        RAISE EXCEPTION 'arguments of place_shard must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF NOT EXISTS (SELECT FROM sharded_id.nodes n WHERE n.node_name = node) THEN
+        RAISE EXCEPTION 'data node "%" does not exist', node
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'Add it to sharded_id.nodes first.';
+    END IF;
+    -- Calls routed with route() or route_id() wait from here until commit.
+    PERFORM pg_advisory_xact_lock(1936222578, shard);
+    SELECT m.node_name INTO previous FROM sharded_id.shard_map m WHERE m.shard_id = shard FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'shard % is not in the shard map', shard
+            USING ERRCODE = 'undefined_object',
+                  DETAIL = 'place_shard changes where a mapped shard is; the map''s shards are set when the router is set up.';
+    END IF;
+    IF to_regclass('sharded_id.moves') IS NOT NULL
+       AND EXISTS (SELECT FROM sharded_id.moves v WHERE v.shard_id = shard AND v.finished_at IS NULL) THEN
+        RAISE EXCEPTION 'shard % has a move that did not end', shard
+            USING ERRCODE = 'object_in_use',
+                  HINT = 'Run CALL sharded_id.recover_moves() first.';
+    END IF;
+    -- The node must hold the shard: otherwise every call would fail there.
+    BEGIN
+        PERFORM sharded_id._remote_open('shid_place', node);
+        held := sharded_id._remote('shid_place', format(
+            'SELECT count(*) FROM sharded_id.shards WHERE shard_id = %s', shard));
+        PERFORM sharded_id._remote_close('shid_place');
+    EXCEPTION WHEN OTHERS THEN
+        PERFORM sharded_id._remote_close('shid_place');
+        RAISE;
+    END;
+    IF held IS DISTINCT FROM '1' THEN
+        RAISE EXCEPTION 'data node "%" does not hold shard %', node, shard
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'The shard is not in the node''s sharded_id.shards.',
+                  HINT = 'Restore the shard''s schema there and register it with sharded_id.create_shard first.';
+    END IF;
+    UPDATE sharded_id.shard_map m SET node_name = node WHERE m.shard_id = shard;
+    PERFORM sharded_id.apply_shard_map(cluster);
+    RETURN previous;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id.place_shard(integer, text, name) IS
+'after a shard is restored on another data node: point the shard map at that node and apply it, in one transaction under the shard''s route lock; checks that the node holds the shard; returns the node the map named before';
+
+REVOKE EXECUTE ON FUNCTION sharded_id.place_shard(integer, text, name) FROM PUBLIC;
+-- End of issue 28.
+
 CREATE OR REPLACE PROCEDURE sharded_id.move_shard(shard_id integer, target_node text,
                                        method text DEFAULT NULL,
                                        dry_run boolean DEFAULT false,
@@ -2170,6 +2273,11 @@ BEGIN
             wal_level := sharded_id._remote(src, 'SHOW wal_level');
             IF method IS NULL THEN
                 method := CASE WHEN wal_level = 'logical' THEN 'online' ELSE 'dump' END;
+                IF method = 'dump' THEN
+                    RAISE WARNING 'node "%" has wal_level = %, so shard % moves by the dump method', source, wal_level, shard_id
+                        USING DETAIL = 'An online move needs wal_level = logical on the source. The dump method freezes the shard''s writes for as long as its copy takes, which grows with the shard.',
+                              HINT = 'Set wal_level = logical on that node and restart it before moving, or pass method => ''dump'' to choose the dump method.';
+                END IF;
             ELSIF method = 'online' AND wal_level <> 'logical' THEN
                 RAISE EXCEPTION 'an online move needs wal_level = logical on node "%"', source
                     USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -2312,4 +2420,40 @@ $$;
 
 COMMENT ON PROCEDURE sharded_id.move_shard(integer, text, text, boolean, name, bigint, interval, interval) IS
 'move a logical shard to another data node, online (logical replication) or by dump, journaled step by step in sharded_id.moves; writers through sharded_id.route wait out the switch; CALL it on the router, outside a transaction block';
+
+CREATE OR REPLACE PROCEDURE sharded_id.rebalance(nodes text[] DEFAULT NULL, method text DEFAULT NULL,
+                                      dry_run boolean DEFAULT false, cluster name DEFAULT 'sharded_id')
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    p record;
+    total integer;
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    total := (SELECT count(*) FROM sharded_id.rebalance_plan(nodes));
+    IF total = 0 THEN
+        RAISE NOTICE 'the shards are balanced: nothing to move';
+        RETURN;
+    END IF;
+    -- Every shard of the plan first, so that a move running in another
+    -- session stops the rebalance before it moves anything.
+    IF NOT dry_run THEN
+        PERFORM sharded_id._dblink_schema();
+        PERFORM sharded_id._move_claim(x.shard_id) FROM sharded_id.rebalance_plan(nodes) x ORDER BY x.move_no;
+    END IF;
+    FOR p IN SELECT * FROM sharded_id.rebalance_plan(nodes) ORDER BY move_no LOOP
+        IF dry_run THEN
+            RAISE NOTICE 'move %/%: shard % from node "%" to node "%", method %', p.move_no, total, p.shard_id, p.source_node, p.target_node,
+                         coalesce(method, p.method, 'unknown (the node did not answer)');
+        ELSE
+            RAISE NOTICE 'move %/%: shard % from node "%" to node "%"', p.move_no, total, p.shard_id, p.source_node, p.target_node;
+            CALL sharded_id.move_shard(p.shard_id, p.target_node, method => method, cluster => cluster);
+            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        END IF;
+    END LOOP;
+END
+$$;
+
+COMMENT ON PROCEDURE sharded_id.rebalance(text[], text, boolean, name) IS
+'even the shards out over the listed data nodes (NULL: all), moving one shard at a time with move_shard; a node left out is drained; CALL it on the router';
 

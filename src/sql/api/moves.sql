@@ -1177,6 +1177,11 @@ BEGIN
             wal_level := sharded_id._remote(src, 'SHOW wal_level');
             IF method IS NULL THEN
                 method := CASE WHEN wal_level = 'logical' THEN 'online' ELSE 'dump' END;
+                IF method = 'dump' THEN
+                    RAISE WARNING 'node "%" has wal_level = %, so shard % moves by the dump method', source, wal_level, shard_id
+                        USING DETAIL = 'An online move needs wal_level = logical on the source. The dump method freezes the shard''s writes for as long as its copy takes, which grows with the shard.',
+                              HINT = 'Set wal_level = logical on that node and restart it before moving, or pass method => ''dump'' to choose the dump method.';
+                END IF;
             ELSIF method = 'online' AND wal_level <> 'logical' THEN
                 RAISE EXCEPTION 'an online move needs wal_level = logical on node "%"', source
                     USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -1353,12 +1358,16 @@ COMMENT ON PROCEDURE sharded_id.recover_moves() IS
 -- node): shards on unlisted nodes go to the listed node with the fewest,
 -- then the fullest node gives its highest shard to the emptiest until
 -- they differ by at most one.  Ties go to the name that sorts first.
+-- method is what move_shard would choose for each move: online when the
+-- source node has wal_level = logical, else dump (NULL: the node did not
+-- answer).
 CREATE FUNCTION sharded_id.rebalance_plan(nodes text[] DEFAULT NULL)
-RETURNS TABLE (move_no integer, shard_id integer, source_node text, target_node text)
-LANGUAGE plpgsql STABLE PARALLEL SAFE
+RETURNS TABLE (move_no integer, shard_id integer, source_node text, target_node text, method text)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+    methods jsonb := '{}';
     listed text[];
     counts jsonb;
     placement jsonb;
@@ -1381,12 +1390,25 @@ BEGIN
     counts := (SELECT jsonb_object_agg(n, (SELECT count(*) FROM sharded_id.shard_map m WHERE m.node_name = n))
                FROM unnest(listed) n);
     placement := (SELECT coalesce(jsonb_object_agg(m.shard_id::text, m.node_name), '{}') FROM sharded_id.shard_map m);
+    -- What move_shard would choose on each node that holds shards.
+    FOR s IN SELECT DISTINCT m.node_name FROM sharded_id.shard_map m ORDER BY 1 LOOP
+        BEGIN
+            PERFORM sharded_id._remote_open(sharded_id._move_conn(NULL, 'plan', s.node_name), s.node_name);
+            methods := methods || jsonb_build_object(s.node_name,
+                CASE WHEN sharded_id._remote(sharded_id._move_conn(NULL, 'plan', s.node_name), 'SHOW wal_level') = 'logical'
+                     THEN 'online' ELSE 'dump' END);
+            PERFORM sharded_id._remote_close(sharded_id._move_conn(NULL, 'plan', s.node_name));
+        EXCEPTION WHEN OTHERS THEN
+            PERFORM sharded_id._remote_close(sharded_id._move_conn(NULL, 'plan', s.node_name));
+        END;
+    END LOOP;
     move_no := 0;
     FOR s IN SELECT m.shard_id, m.node_name FROM sharded_id.shard_map m
              WHERE m.node_name <> ALL (listed) ORDER BY m.shard_id LOOP
         emptiest := (SELECT k FROM jsonb_each_text(counts) e(k, v) ORDER BY v::int, k LIMIT 1);
         move_no := move_no + 1;
         shard_id := s.shard_id; source_node := s.node_name; target_node := emptiest;
+        method := methods ->> source_node;
         RETURN NEXT;
         counts := jsonb_set(counts, ARRAY[emptiest], to_jsonb((counts ->> emptiest)::int + 1));
         placement := jsonb_set(placement, ARRAY[s.shard_id::text], to_jsonb(emptiest));
@@ -1398,6 +1420,7 @@ BEGIN
         moving := (SELECT max(k::int) FROM jsonb_each_text(placement) e(k, v) WHERE v = fullest);
         move_no := move_no + 1;
         shard_id := moving; source_node := fullest; target_node := emptiest;
+        method := methods ->> source_node;
         RETURN NEXT;
         counts := jsonb_set(jsonb_set(counts, ARRAY[fullest], to_jsonb((counts ->> fullest)::int - 1)),
                             ARRAY[emptiest], to_jsonb((counts ->> emptiest)::int + 1));
@@ -1407,7 +1430,7 @@ END
 $$;
 
 COMMENT ON FUNCTION sharded_id.rebalance_plan(text[]) IS
-'the moves that rebalance would make: shards off unlisted nodes, then from the fullest node to the emptiest until they differ by at most one';
+'the moves that rebalance would make: shards off unlisted nodes, then from the fullest node to the emptiest until they differ by at most one, each with the method move_shard would choose (online or dump, from the source''s wal_level)';
 
 CREATE PROCEDURE sharded_id.rebalance(nodes text[] DEFAULT NULL, method text DEFAULT NULL,
                                       dry_run boolean DEFAULT false, cluster name DEFAULT 'sharded_id')
@@ -1431,7 +1454,8 @@ BEGIN
     END IF;
     FOR p IN SELECT * FROM sharded_id.rebalance_plan(nodes) ORDER BY move_no LOOP
         IF dry_run THEN
-            RAISE NOTICE 'move %/%: shard % from node "%" to node "%"', p.move_no, total, p.shard_id, p.source_node, p.target_node;
+            RAISE NOTICE 'move %/%: shard % from node "%" to node "%", method %', p.move_no, total, p.shard_id, p.source_node, p.target_node,
+                         coalesce(method, p.method, 'unknown (the node did not answer)');
         ELSE
             RAISE NOTICE 'move %/%: shard % from node "%" to node "%"', p.move_no, total, p.shard_id, p.source_node, p.target_node;
             CALL sharded_id.move_shard(p.shard_id, p.target_node, method => method, cluster => cluster);

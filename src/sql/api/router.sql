@@ -331,3 +331,67 @@ REVOKE EXECUTE ON FUNCTION sharded_id._set_mapping_options(name, text[]) FROM PU
 REVOKE EXECUTE ON FUNCTION sharded_id.apply_shard_map(name, integer, integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._attach_ops_partitions(regclass) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.create_ops_table(regclass, name, name) FROM PUBLIC;
+
+-- Tell the router that a node now holds a shard, as after a restore of the
+-- shard there from a dump: the shard map and apply_shard_map in one
+-- transaction, under the shard's route lock, so that calls through the
+-- router go to the node from the next one on.  The node must already hold
+-- the shard (create_shard there); a move in progress for it is refused.
+CREATE FUNCTION sharded_id.place_shard(shard integer, node text, cluster name DEFAULT 'sharded_id')
+RETURNS text
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    previous text;
+    held text;
+BEGIN
+    IF shard IS NULL OR node IS NULL OR cluster IS NULL THEN
+        RAISE EXCEPTION 'arguments of place_shard must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF NOT EXISTS (SELECT FROM sharded_id.nodes n WHERE n.node_name = node) THEN
+        RAISE EXCEPTION 'data node "%" does not exist', node
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'Add it to sharded_id.nodes first.';
+    END IF;
+    -- Calls routed with route() or route_id() wait from here until commit.
+    PERFORM pg_advisory_xact_lock(1936222578, shard);
+    SELECT m.node_name INTO previous FROM sharded_id.shard_map m WHERE m.shard_id = shard FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'shard % is not in the shard map', shard
+            USING ERRCODE = 'undefined_object',
+                  DETAIL = 'place_shard changes where a mapped shard is; the map''s shards are set when the router is set up.';
+    END IF;
+    IF to_regclass('sharded_id.moves') IS NOT NULL
+       AND EXISTS (SELECT FROM sharded_id.moves v WHERE v.shard_id = shard AND v.finished_at IS NULL) THEN
+        RAISE EXCEPTION 'shard % has a move that did not end', shard
+            USING ERRCODE = 'object_in_use',
+                  HINT = 'Run CALL sharded_id.recover_moves() first.';
+    END IF;
+    -- The node must hold the shard: otherwise every call would fail there.
+    BEGIN
+        PERFORM sharded_id._remote_open('shid_place', node);
+        held := sharded_id._remote('shid_place', format(
+            'SELECT count(*) FROM sharded_id.shards WHERE shard_id = %s', shard));
+        PERFORM sharded_id._remote_close('shid_place');
+    EXCEPTION WHEN OTHERS THEN
+        PERFORM sharded_id._remote_close('shid_place');
+        RAISE;
+    END;
+    IF held IS DISTINCT FROM '1' THEN
+        RAISE EXCEPTION 'data node "%" does not hold shard %', node, shard
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'The shard is not in the node''s sharded_id.shards.',
+                  HINT = 'Restore the shard''s schema there and register it with sharded_id.create_shard first.';
+    END IF;
+    UPDATE sharded_id.shard_map m SET node_name = node WHERE m.shard_id = shard;
+    PERFORM sharded_id.apply_shard_map(cluster);
+    RETURN previous;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id.place_shard(integer, text, name) IS
+'after a shard is restored on another data node: point the shard map at that node and apply it, in one transaction under the shard''s route lock; checks that the node holds the shard; returns the node the map named before';
+
+REVOKE EXECUTE ON FUNCTION sharded_id.place_shard(integer, text, name) FROM PUBLIC;

@@ -1,0 +1,331 @@
+# test/t/020_runbook.pl
+#
+# doc/sharded_id-runbook.md runs as written.  Its blocks are extracted in
+# order, each with the step line before it (server, role, database), and
+# run on three fresh clusters (router, node1, node2): SQL blocks with psql
+# -v ON_ERROR_STOP=1 as the named role, shell blocks with bash in one
+# scratch directory, with ROUTER, NODE1 and NODE2 holding the servers'
+# connection strings, postgresql.conf blocks appended to the server's file
+# before a restart.  The first block that fails fails the test, by name.
+#
+# Around the runbook's own blocks the test checks:
+# - the application role is no superuser, and writes through the router
+#   and reads the ops tables;
+# - the pgbench writer of the online move, through the router as that
+#   role, runs through the whole move and has 0 failed transactions;
+# - after the restore, the first call through the router for the restored
+#   shard succeeds and reaches the node it was restored on;
+# - the recovery drill leaves a move unfinished, and recover_moves rolls
+#   it back;
+# - at the end, every shard is only where the map says, no id repeats over
+#   the nodes, and no node keeps a slot, publication or subscription.
+# Then a copy of the runbook with one block broken fails on that block,
+# and on none before it.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use File::Temp ();
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $doc_path = "$FindBin::RealBin/../../doc/sharded_id-runbook.md";
+my $doc = slurp_file($doc_path);
+
+# The steps of a runbook: each fenced block with the step line before it.
+sub parse_steps
+{
+	my ($text) = @_;
+	my @steps;
+	my $n = 0;
+	while ($text =~ /^<!--[ \t]*step:[ \t]*([^\n]*?)[ \t]*-->[ \t]*\n```(\w+)\n(.*?)^```[ \t]*$/msg)
+	{
+		my ($spec, $lang, $body) = ($1, $2, $3);
+		my %step = (n => ++$n, spec => $spec, lang => $lang, body => $body);
+		if ($spec eq 'shell')
+		{
+			die "step $n: a shell step needs an sh block" unless $lang eq 'sh';
+			$step{kind} = 'shell';
+		}
+		elsif ($spec =~ /^([\w, ]+?)\s+postgresql\.conf$/)
+		{
+			$step{kind} = 'conf';
+			$step{servers} = [ split /\s*,\s*/, $1 ];
+		}
+		elsif ($spec =~ /^([\w, ]+?)\s+as\s+(\w+),\s*database\s+(\w+)$/)
+		{
+			die "step $n: an SQL step needs an sql block" unless $lang eq 'sql';
+			$step{kind} = 'sql';
+			$step{servers} = [ split /\s*,\s*/, $1 ];
+			$step{role} = $2;
+			$step{db} = $3;
+		}
+		else
+		{
+			die "step $n: step line not understood: $spec";
+		}
+		push @steps, \%step;
+	}
+	# The line a reader sees before each step says the same as the step line.
+	my @human = $text =~ /^([^\n]*)\n<!--[ \t]*step:/mg;
+	for my $i (0 .. $#steps)
+	{
+		my $st = $steps[$i];
+		my $want = $st->{kind} eq 'shell' ? '*In a shell, in the scratch directory:*'
+		  : $st->{kind} eq 'conf' ? '*In postgresql.conf of ' . join(', ', @{ $st->{servers} }) . ':*'
+		  : '*On ' . join(', ', @{ $st->{servers} }) . ", as $st->{role}, in database $st->{db}:*";
+		die "step $st->{n}: the line before it reads \"" . ($human[$i] // '') . "\", not \"$want\""
+		  unless defined $human[$i] && $human[$i] eq $want;
+	}
+	# A fenced block without a step line would be skipped silently.
+	my $fences = () = $text =~ /^```\w+\s*$/mg;
+	die "the runbook has $fences code blocks and " . scalar(@steps) . ' step lines'
+	  unless $fences == @steps;
+	return @steps;
+}
+
+# Three fresh clusters, with a superuser role postgres as the runbook
+# expects of a server.
+sub fresh_servers
+{
+	my ($tag) = @_;
+	my %server;
+	for my $name (qw(router node1 node2))
+	{
+		my $node = PostgreSQL::Test::Cluster->new("${tag}_$name");
+		$node->init;
+		$node->append_conf('postgresql.conf', "log_connections = on\n");
+		$node->start;
+		$node->safe_psql('postgres', 'CREATE ROLE postgres SUPERUSER LOGIN')
+		  unless $node->safe_psql('postgres', "SELECT count(*) FROM pg_roles WHERE rolname = 'postgres'");
+		$server{$name} = $node;
+	}
+	return \%server;
+}
+
+sub conninfo
+{
+	my ($node) = @_;
+	return 'host=' . $node->host . ' port=' . $node->port;
+}
+
+# Run the steps in order on the servers; after step n, $after->{n} runs
+# (if any).  Returns (undef, count run) when all pass, or the failing step's
+# description and output.
+sub run_steps
+{
+	my ($server, $steps, $after) = @_;
+	my $scratch = File::Temp::tempdir(DIR => PostgreSQL::Test::Utils::tempdir(), CLEANUP => 1);
+	local $ENV{ROUTER} = conninfo($server->{router});
+	local $ENV{NODE1} = conninfo($server->{node1});
+	local $ENV{NODE2} = conninfo($server->{node2});
+	local $ENV{PGPASSFILE} = '/nonexistent';
+	my $run = 0;
+	for my $step (@$steps)
+	{
+		my $what = "step $step->{n} ($step->{spec})";
+		my ($ok, $out) = (1, '');
+		if ($step->{kind} eq 'conf')
+		{
+			for my $name (@{ $step->{servers} })
+			{
+				$server->{$name}->append_conf('postgresql.conf', $step->{body});
+				$server->{$name}->restart;
+			}
+		}
+		elsif ($step->{kind} eq 'shell')
+		{
+			my ($stdout, $stderr) = ('', '');
+			$ok = IPC::Run::run([ 'bash', '-e', '-o', 'pipefail', '-c', "cd '$scratch' && $step->{body}" ],
+				'<', \undef, '>', \$stdout, '2>', \$stderr,
+				IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+			$out = $stdout . $stderr;
+		}
+		else
+		{
+			for my $name (@{ $step->{servers} })
+			{
+				my ($stdout, $stderr) = ('', '');
+				my $node = $server->{$name} or die "$what: no server $name";
+				my $r = IPC::Run::run(
+					[ 'psql', '-X', '-v', 'ON_ERROR_STOP=1', '-d',
+					  conninfo($node) . " dbname=$step->{db} user=$step->{role}" ],
+					'<', \$step->{body}, '>', \$stdout, '2>', \$stderr,
+					IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+				$out .= "[$name]\n$stdout$stderr";
+				$ok &&= $r;
+				last unless $r;
+			}
+		}
+		print "# $what\n$step->{body}# output:\n$out\n";
+		return ("$what failed", $out) unless $ok;
+		$run++;
+		$after->{ $step->{n} }->($scratch, $out) if $after && $after->{ $step->{n} };
+	}
+	return (undef, $run);
+}
+
+my @steps = parse_steps($doc);
+ok(scalar(@steps) >= 20, 'the runbook has ' . scalar(@steps) . ' steps');
+
+# The steps the checks hang on, found by what they do.
+my ($step_of) = sub {
+	my ($re) = @_;
+	my @hits = grep { $_->{body} =~ $re } @steps;
+	die "no single step matches $re" unless @hits == 1;
+	return $hits[0]{n};
+};
+my $app_writes = $step_of->(qr/CREATE TEMP TABLE demo/);
+my $ops_reads = $step_of->(qr/FROM ops\.users GROUP BY/);
+my $writer_start = $step_of->(qr/pgbench .*writer\.sql/);
+my $online_move = $step_of->(qr/CALL sharded_id\.move_shard\(3, 'node1'\)/);
+my $writer_wait = $step_of->(qr/number of failed transactions/);
+my $restore = $step_of->(qr/retire_shard\(6\)/);
+my $place = $step_of->(qr/place_shard\(6, 'node1'\)/);
+my $recover = $step_of->(qr/CALL sharded_id\.recover_moves\(\)/);
+ok($writer_start < $online_move && $online_move < $writer_wait, 'the writer starts before the online move and is waited for after it');
+ok($restore < $place, 'the restore comes before place_shard');
+
+my $server = fresh_servers('rb');
+my $app_psql = sub {
+	my ($sql) = @_;
+	my ($ret, $stdout, $stderr) = $server->{router}->psql('app', $sql,
+		extra_params => [ '-U', 'app' ]);
+	return ($ret, $stdout, $stderr);
+};
+my ($restored_user, $restored_name);
+my %after = (
+	$app_writes => sub {
+		is($server->{router}->safe_psql('app', q{SELECT rolsuper OR rolcreaterole OR rolcreatedb OR rolbypassrls FROM pg_roles WHERE rolname = 'app'}),
+			'f', 'the application role has no superuser, CREATEROLE, CREATEDB or BYPASSRLS');
+		like(slurp_file($server->{node1}->logfile), qr/connection authorized: user=app database=app/,
+			'the router\'s calls reach the data nodes as the application role');
+		my ($ret, $out) = $app_psql->(q{SELECT count(*) FROM ops.photos WHERE caption LIKE 'first photo of user %'});
+		is("$ret/$out", '0/100', 'as the application role, the ops table holds the 100 photos it wrote');
+	},
+	$ops_reads => sub {
+		my ($ret, $out) = $app_psql->(q{SELECT count(DISTINCT sharded_id.shard_id(id)) FROM ops.users});
+		is("$ret/$out", '0/8', 'as the application role, the ops tables reach every shard');
+	},
+	$online_move => sub {
+		my ($scratch) = @_;
+		unlike(slurp_file("$scratch/writer.log"), qr/actually processed/,
+			'the writer was still running when the online move ended');
+		is($server->{router}->safe_psql('app',
+				q{SELECT method || '/' || outcome FROM sharded_id.moves WHERE shard_id = 3 ORDER BY move_id DESC LIMIT 1}),
+			'online/moved', 'shard 3 moved online');
+	},
+	$writer_wait => sub {
+		my ($scratch) = @_;
+		my $log = slurp_file("$scratch/writer.log");
+		my ($processed) = $log =~ /number of transactions actually processed: (\d+)/;
+		my ($failed) = $log =~ /number of failed transactions: (\d+)/;
+		ok(defined $processed && $processed > 0, 'the writer committed ' . ($processed // 'no') . ' transactions');
+		is($failed, 0, 'the writer through the router, as the application role, had 0 failed transactions');
+		is($server->{node1}->safe_psql('app', q{SELECT count(*) FROM shard_0003.photos WHERE caption = 'written during a move'})
+			  + 0 > 0 ? 'yes' : 'no', 'yes', 'writes of the writer to shard 3 are on node1');
+	},
+	($restore - 1) => sub {
+		($restored_user, $restored_name) = split /\|/, $server->{node2}->safe_psql('app',
+			'SELECT id, name FROM shard_0006.users ORDER BY id LIMIT 1');
+		ok(defined $restored_name, "shard 6 has a user before the restore ($restored_user)");
+	},
+	($recover - 1) => sub {
+		is($server->{router}->safe_psql('app', q{SELECT state FROM sharded_id.moves WHERE shard_id = 2 AND finished_at IS NULL}),
+			'copy', 'the drill leaves the move of shard 2 unfinished after its copy step');
+		is($server->{node2}->safe_psql('app', 'SELECT count(*) FROM pg_subscription'), '1',
+			'with its subscription on the target');
+	},
+	$recover => sub {
+		is($server->{router}->safe_psql('app', q{SELECT outcome || '/' || (SELECT node_name FROM sharded_id.shard_map WHERE shard_id = 2)
+			FROM sharded_id.moves WHERE shard_id = 2 ORDER BY move_id DESC LIMIT 1}),
+			'rolled back/node1', 'recover_moves rolls the interrupted move back, and shard 2 stays on node1');
+	},
+	$place => sub {
+		my ($ret, $out, $err) = $app_psql->("SELECT name FROM app_api.user_by_id($restored_user)");
+		is("$ret/$out", "0/$restored_name", 'the first call through the router for the restored shard succeeds')
+		  or diag($err);
+		($ret, $out, $err) = $app_psql->("SELECT app_api.add_photo($restored_user, 'after the restore')");
+		is($ret, 0, 'a write through the router to the restored shard succeeds') or diag($err);
+		is($server->{node1}->safe_psql('app', q{SELECT count(*) FROM shard_0006.photos WHERE caption = 'after the restore'}),
+			'1', 'it is on node1, where the shard was restored');
+	},
+);
+my ($failed, $out) = run_steps($server, \@steps, \%after);
+ok(!defined $failed, 'every step of the runbook runs: ' . ($failed // scalar(@steps) . ' steps'))
+  or diag($out);
+
+# A node without wal_level = logical: rebalance_plan names the dump method
+# for moves from it, and a move from it without a method warns and dumps.
+$server->{node2}->append_conf('postgresql.conf', "wal_level = replica\n");
+$server->{node2}->restart;
+is($server->{router}->safe_psql('app', q{SELECT string_agg(format('%s:%s>%s:%s', shard_id, source_node, target_node, method), ' ' ORDER BY move_no)
+	FROM sharded_id.rebalance_plan('{node1}')}), '1:node2>node1:dump 5:node2>node1:dump 7:node2>node1:dump',
+	'rebalance_plan names the dump method for moves from a node without wal_level = logical');
+is($server->{router}->safe_psql('app', q{SELECT string_agg(format('%s:%s>%s:%s', shard_id, source_node, target_node, method), ' ' ORDER BY move_no)
+	FROM sharded_id.rebalance_plan()}), '6:node1>node2:online',
+	'and the online method for moves from a node with it');
+{
+	my ($ret, $stdout, $stderr) = $server->{router}->psql('app', q{CALL sharded_id.move_shard(7, 'node1')});
+	is($ret, 0, 'a move from that node without a method runs') or diag($stderr);
+	like($stderr, qr/WARNING:  node "node2" has wal_level = replica, so shard 7 moves by the dump method/,
+		'it warns that wal_level forces the dump method');
+	is($server->{router}->safe_psql('app', q{SELECT method || '/' || outcome || '/' || (SELECT node_name FROM sharded_id.shard_map WHERE shard_id = 7)
+		FROM sharded_id.moves WHERE shard_id = 7 ORDER BY move_id DESC LIMIT 1}), 'dump/moved/node1',
+		'and moves the shard by the dump method');
+}
+
+# place_shard refuses a node that does not hold the shard, and roles
+# other than the owner, and changes nothing then.
+{
+	my ($ret, $stdout, $stderr) = $server->{router}->psql('app', q{SELECT sharded_id.place_shard(1, 'node1')},
+		extra_params => [ '-v', 'VERBOSITY=sqlstate' ]);
+	like($stderr, qr/ERROR:  55000/, 'place_shard refuses a node that does not hold the shard (55000)');
+	($ret, $stdout, $stderr) = $app_psql->(q{SELECT sharded_id.place_shard(1, 'node2')});
+	like($stderr, qr/permission denied for function place_shard/, 'the application role may not call place_shard');
+	is($server->{router}->safe_psql('app', 'SELECT node_name FROM sharded_id.shard_map WHERE shard_id = 1'), 'node2',
+		'the map still puts shard 1 on node2');
+}
+
+# What the runbook leaves: every shard where the map says, no id twice.
+my %map = map { split /\|/ } split /\n/, $server->{router}->safe_psql('app', 'SELECT shard_id, node_name FROM sharded_id.shard_map');
+my @ids;
+for my $name (qw(node1 node2))
+{
+	my $node = $server->{$name};
+	my $held = $node->safe_psql('app', 'SELECT string_agg(shard_id::text, \',\' ORDER BY shard_id) FROM sharded_id.shards');
+	my $mapped = join(',', sort { $a <=> $b } grep { $map{$_} eq $name } keys %map);
+	is($held, $mapped, "$name holds exactly the shards the map gives it ($mapped)");
+	my $schemas = $node->safe_psql('app', q{SELECT string_agg(substr(nspname, 7)::int::text, ',' ORDER BY nspname) FROM pg_namespace WHERE nspname ~ '^shard_\d{4}$'});
+	is($schemas, $mapped, "$name keeps no schema of a shard it does not hold");
+	is($node->safe_psql('app', q{SELECT (SELECT count(*) FROM pg_replication_slots) || '/' || (SELECT count(*) FROM pg_publication) || '/' || (SELECT count(*) FROM pg_subscription)}),
+		'0/0/0', "$name keeps no slot, publication or subscription");
+	for my $shard (split /,/, $held)
+	{
+		my $schema = sprintf('shard_%04d', $shard);
+		my $misplaced = $node->safe_psql('app', "SELECT count(*) FROM (SELECT id FROM $schema.users UNION ALL SELECT id FROM $schema.photos) t WHERE sharded_id.shard_id(id) <> $shard");
+		is($misplaced, 0, "$name: every id of $schema carries shard $shard");
+		push @ids, split /\n/, $node->safe_psql('app', "SELECT id FROM $schema.users UNION ALL SELECT id FROM $schema.photos");
+	}
+}
+my %seen;
+is(scalar(grep { $seen{$_}++ } @ids), 0, 'no id repeats over the nodes (' . scalar(@ids) . ' ids)');
+my ($ret, $count) = $app_psql->('SELECT (SELECT count(*) FROM ops.users) + (SELECT count(*) FROM ops.photos)');
+is("$ret/$count", '0/' . scalar(@ids), 'the ops tables, read as the application role, see every row once');
+$_->stop for values %$server;
+
+# A broken block fails the run, on that block.  Block 3 of a copy (on the
+# data nodes, after the servers' settings) becomes SQL that does not run.
+my @broken = parse_steps($doc);
+my ($victim) = grep { $_->{kind} eq 'sql' } @broken[ 2 .. $#broken ];
+$victim->{body} = "SELECT * FROM no_such_table_in_the_runbook;\n";
+my $broken_servers = fresh_servers('broken');
+my ($broken_failed, $broken_out) = run_steps($broken_servers, \@broken);
+like($broken_failed // '', qr/^step $victim->{n} \(/, "a copy with step $victim->{n} broken fails on that step")
+  or diag($broken_failed // 'it did not fail');
+like($broken_out, qr/no_such_table_in_the_runbook/, 'the failure is the broken statement');
+$_->stop for values %$broken_servers;
+
+done_testing();
