@@ -119,6 +119,16 @@ SELECT sharded_id.place_shard(1, 'n1');
 RESET ROLE;
 DROP ROLE regress_placer;
 
+-- route() checks its arguments: a shard some layout has, a cluster name
+-- that can name a foreign server.
+\set VERBOSITY sqlstate
+SELECT sharded_id.route(99999);
+SELECT sharded_id.route(-1);
+SELECT sharded_id.route(1, repeat('x', 100000));
+SELECT sharded_id.route(1, '');
+\set VERBOSITY default
+SELECT sharded_id.route(8191, repeat('x', 63)) = repeat('x', 63) AS largest_accepted;
+
 DROP SERVER regress_cluster CASCADE;
 DROP EXTENSION plproxy;
 DELETE FROM sharded_id.shard_map;

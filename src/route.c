@@ -37,6 +37,7 @@
 #include "postgres.h"
 
 #include "compat.h"
+#include "layout.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "access/xact.h"
@@ -115,6 +116,34 @@ shid_shard_for_text(PG_FUNCTION_ARGS)
 }
 
 /*
+ * The checks of route()'s arguments: a shard that some layout has (0 to
+ * the largest shard of any layout), and a cluster name that can name a
+ * PL/Proxy cluster, a foreign server (at most NAMEDATALEN - 1 bytes, not
+ * empty).
+ */
+static void
+shid_check_route_args(int32 shard, text *cluster)
+{
+	int64		max_shard = 0;
+	int			len = VARSIZE_ANY_EXHDR(cluster);
+
+	for (int i = 0; i < shid_num_layouts(); i++)
+		max_shard = Max(max_shard, shid_max_shard(shid_layout_at(i)));
+	if (shard < 0 || shard > max_shard)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("shard id %d is out of range", shard),
+				 errdetail("Shard ids of the built-in layouts are between 0 and %lld.",
+						   (long long) max_shard)));
+	if (len == 0 || len >= NAMEDATALEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_NAME),
+				 errmsg("cluster name of %d bytes is not valid", len),
+				 errdetail("A PL/Proxy cluster is named like a foreign server: 1 to %d bytes.",
+						   NAMEDATALEN - 1)));
+}
+
+/*
  * route(shard integer, cluster text DEFAULT 'sharded_id') RETURNS text
  *
  * The PL/Proxy cluster a router function runs on, for a call on the given
@@ -133,14 +162,10 @@ Datum
 shid_route(PG_FUNCTION_ARGS)
 {
 	int32		shard = PG_GETARG_INT32(0);
+	text	   *cluster = PG_GETARG_TEXT_PP(1);
 	LOCKTAG		tag;
 
-	if (shard < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("shard id %d is out of range", shard),
-				 errdetail("Shard ids are at least 0.")));
-
+	shid_check_route_args(shard, cluster);
 	SET_LOCKTAG_SHID(tag, SHID_ROUTE_LOCK_CLASS, shard);
 	(void) LockAcquire(&tag, ShareLock, false, false);
 	AcceptInvalidationMessages();
