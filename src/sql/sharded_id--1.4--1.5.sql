@@ -1622,95 +1622,6 @@ COMMENT ON PROCEDURE sharded_id.recover_moves() IS
 
 -- End of issue 26.
 
-CREATE OR REPLACE FUNCTION sharded_id._move_cleanup(m sharded_id.moves, moved boolean)
-RETURNS void
-LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    c record;
-    conn text;
-    left_slots bigint;
-    deadline timestamptz;
-    first_err text;
-    first_state text;
-BEGIN
-    FOR c IN
-        SELECT * FROM sharded_id.move_cleanup x
-        WHERE x.move_id = m.move_id AND x.policy <> CASE WHEN moved THEN 'on_failure' ELSE 'on_success' END
-        ORDER BY CASE x.object_type WHEN 'subscription' THEN 1 WHEN 'slot' THEN 2 WHEN 'publication' THEN 3
-                                    WHEN 'mark' THEN 4 ELSE 5 END, x.node_name
-    LOOP
-      -- A node that does not answer keeps its records for the next try;
-      -- the other nodes are cleaned meanwhile.
-      BEGIN
-        conn := sharded_id._move_conn(m.move_id, 'cleanup', c.node_name);
-        PERFORM sharded_id._remote_open(conn, c.node_name);
-        IF c.object_type = 'subscription' THEN
-            IF sharded_id._remote(conn, format('SELECT 1 FROM pg_subscription WHERE subname = %L
-                   AND subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())', c.object_name)) IS NOT NULL THEN
-                PERFORM sharded_id._remote_exec(conn, format('ALTER SUBSCRIPTION %I DISABLE', c.object_name));
-                PERFORM sharded_id._remote_exec(conn, format('ALTER SUBSCRIPTION %I SET (slot_name = NONE)', c.object_name));
-                PERFORM sharded_id._remote_exec(conn, format('DROP SUBSCRIPTION %I', c.object_name));
-            END IF;
-        ELSIF c.object_type = 'slot' THEN
-            -- The move's slot and its table-copy slots, whose walsenders are
-            -- ended first.
-            deadline := clock_timestamp() + interval '10 s';
-            LOOP
-                left_slots := sharded_id._remote(conn, format(
-                    'WITH s AS (SELECT * FROM pg_replication_slots WHERE slot_name = %L OR (%s <> 0 AND slot_name LIKE %L)), '
-                    't AS (SELECT pg_terminate_backend(active_pid) FROM s WHERE active_pid IS NOT NULL), '
-                    'd AS (SELECT pg_drop_replication_slot(slot_name) FROM s WHERE NOT active) '
-                    'SELECT (SELECT count(*) FROM s) - (SELECT count(*) FROM d) + 0 * (SELECT count(*) FROM t)',
-                    c.object_name, coalesce(m.sub_oid, 0), format('pg\_%s\_sync\_%%', coalesce(m.sub_oid, 0))))::bigint;
-                EXIT WHEN left_slots = 0;
-                IF clock_timestamp() > deadline THEN
-                    RAISE EXCEPTION 'could not drop replication slot "%" on node "%"', c.object_name, c.node_name
-                        USING ERRCODE = 'object_in_use',
-                              HINT = 'Something keeps using it. CALL sharded_id.recover_moves() again once it is free.';
-                END IF;
-                PERFORM pg_sleep(0.05);
-            END LOOP;
-        ELSIF c.object_type = 'publication' THEN
-            PERFORM sharded_id._remote_exec(conn, format('DROP PUBLICATION IF EXISTS %I', c.object_name));
-        ELSIF c.object_type = 'mark' THEN
-            PERFORM sharded_id._remote_exec(conn, format('DELETE FROM sharded_id.move_marks WHERE move_id = %s', c.object_name));
-        ELSIF c.object_type = 'schema' THEN
-            IF moved THEN
-                PERFORM sharded_id._move_check_copy(m);
-            END IF;
-            -- Never a schema the node holds as a shard.
-            PERFORM sharded_id._remote_exec(conn, format(
-                'SET client_min_messages = warning; DO $do$ BEGIN IF NOT EXISTS (SELECT FROM sharded_id.shards WHERE schema_name = %L) '
-                'THEN DROP SCHEMA IF EXISTS %I CASCADE; END IF; END $do$', c.object_name, c.object_name));
-        END IF;
-        DELETE FROM sharded_id.move_cleanup x
-        WHERE x.move_id = c.move_id AND x.node_name = c.node_name
-          AND x.object_type = c.object_type AND x.object_name = c.object_name;
-      EXCEPTION WHEN OTHERS THEN
-        IF first_err IS NULL THEN
-            first_err := format('node "%s", %s %s: %s', c.node_name, c.object_type, c.object_name, SQLERRM);
-            first_state := SQLSTATE;
-        END IF;
-      END;
-    END LOOP;
-    IF first_err IS NOT NULL THEN
-        RAISE EXCEPTION 'could not drop everything move % made: %', m.move_id, first_err
-            USING ERRCODE = first_state,
-                  HINT = 'CALL sharded_id.recover_moves() again once every node answers.';
-    END IF;
-    DELETE FROM sharded_id.move_cleanup x WHERE x.move_id = m.move_id;
-    UPDATE sharded_id.moves
-    SET state = 'finished', outcome = CASE WHEN moved THEN 'moved' ELSE 'rolled back' END,
-        finished_at = clock_timestamp(), updated_at = clock_timestamp()
-    WHERE move_id = m.move_id;
-END
-$$;
-
-COMMENT ON FUNCTION sharded_id._move_cleanup(sharded_id.moves, boolean) IS
-'internal: drop what a finished or rolled-back move left on its nodes, as its cleanup records say';
-
 CREATE OR REPLACE FUNCTION sharded_id._move_step(move_id bigint, step text, max_lag bigint,
                                       timeout interval, freeze_timeout interval)
 RETURNS void
@@ -2142,6 +2053,140 @@ COMMENT ON FUNCTION sharded_id.place_shard(integer, text, name) IS
 REVOKE EXECUTE ON FUNCTION sharded_id.place_shard(integer, text, name) FROM PUBLIC;
 -- End of issue 28.
 
+CREATE OR REPLACE PROCEDURE sharded_id.rebalance(nodes text[] DEFAULT NULL, method text DEFAULT NULL,
+                                      dry_run boolean DEFAULT false, cluster name DEFAULT 'sharded_id')
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    p record;
+    total integer;
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    total := (SELECT count(*) FROM sharded_id.rebalance_plan(nodes));
+    IF total = 0 THEN
+        RAISE NOTICE 'the shards are balanced: nothing to move';
+        RETURN;
+    END IF;
+    -- Every shard of the plan first, so that a move running in another
+    -- session stops the rebalance before it moves anything.
+    IF NOT dry_run THEN
+        PERFORM sharded_id._dblink_schema();
+        PERFORM sharded_id._move_claim(x.shard_id) FROM sharded_id.rebalance_plan(nodes) x ORDER BY x.move_no;
+    END IF;
+    FOR p IN SELECT * FROM sharded_id.rebalance_plan(nodes) ORDER BY move_no LOOP
+        IF dry_run THEN
+            RAISE NOTICE 'move %/%: shard % from node "%" to node "%", method %', p.move_no, total, p.shard_id, p.source_node, p.target_node,
+                         coalesce(method, p.method, 'unknown (the node did not answer)');
+        ELSE
+            RAISE NOTICE 'move %/%: shard % from node "%" to node "%"', p.move_no, total, p.shard_id, p.source_node, p.target_node;
+            CALL sharded_id.move_shard(p.shard_id, p.target_node, method => method, cluster => cluster);
+            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        END IF;
+    END LOOP;
+END
+$$;
+
+COMMENT ON PROCEDURE sharded_id.rebalance(text[], text, boolean, name) IS
+'even the shards out over the listed data nodes (NULL: all), moving one shard at a time with move_shard; a node left out is drained; CALL it on the router';
+
+CREATE OR REPLACE FUNCTION sharded_id._move_cleanup(m sharded_id.moves, moved boolean)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    c record;
+    conn text;
+    left_slots bigint;
+    deadline timestamptz;
+    first_err text;
+    first_detail text;
+    first_hint text;
+    first_state text;
+BEGIN
+    FOR c IN
+        SELECT * FROM sharded_id.move_cleanup x
+        WHERE x.move_id = m.move_id AND x.policy <> CASE WHEN moved THEN 'on_failure' ELSE 'on_success' END
+        ORDER BY CASE x.object_type WHEN 'subscription' THEN 1 WHEN 'slot' THEN 2 WHEN 'publication' THEN 3
+                                    WHEN 'mark' THEN 4 ELSE 5 END, x.node_name
+    LOOP
+      -- A node that does not answer keeps its records for the next try;
+      -- the other nodes are cleaned meanwhile.
+      BEGIN
+        conn := sharded_id._move_conn(m.move_id, 'cleanup', c.node_name);
+        PERFORM sharded_id._remote_open(conn, c.node_name);
+        IF c.object_type = 'subscription' THEN
+            IF sharded_id._remote(conn, format('SELECT 1 FROM pg_subscription WHERE subname = %L
+                   AND subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())', c.object_name)) IS NOT NULL THEN
+                PERFORM sharded_id._remote_exec(conn, format('ALTER SUBSCRIPTION %I DISABLE', c.object_name));
+                PERFORM sharded_id._remote_exec(conn, format('ALTER SUBSCRIPTION %I SET (slot_name = NONE)', c.object_name));
+                PERFORM sharded_id._remote_exec(conn, format('DROP SUBSCRIPTION %I', c.object_name));
+            END IF;
+        ELSIF c.object_type = 'slot' THEN
+            -- The move's slot and its table-copy slots, whose walsenders are
+            -- ended first.
+            deadline := clock_timestamp() + interval '10 s';
+            LOOP
+                left_slots := sharded_id._remote(conn, format(
+                    'WITH s AS (SELECT * FROM pg_replication_slots WHERE slot_name = %L OR (%s <> 0 AND slot_name LIKE %L)), '
+                    't AS (SELECT pg_terminate_backend(active_pid) FROM s WHERE active_pid IS NOT NULL), '
+                    'd AS (SELECT pg_drop_replication_slot(slot_name) FROM s WHERE NOT active) '
+                    'SELECT (SELECT count(*) FROM s) - (SELECT count(*) FROM d) + 0 * (SELECT count(*) FROM t)',
+                    c.object_name, coalesce(m.sub_oid, 0), format('pg\_%s\_sync\_%%', coalesce(m.sub_oid, 0))))::bigint;
+                EXIT WHEN left_slots = 0;
+                IF clock_timestamp() > deadline THEN
+                    RAISE EXCEPTION 'could not drop replication slot "%" on node "%"', c.object_name, c.node_name
+                        USING ERRCODE = 'object_in_use',
+                              HINT = 'Something keeps using it. CALL sharded_id.recover_moves() again once it is free.';
+                END IF;
+                PERFORM pg_sleep(0.05);
+            END LOOP;
+        ELSIF c.object_type = 'publication' THEN
+            PERFORM sharded_id._remote_exec(conn, format('DROP PUBLICATION IF EXISTS %I', c.object_name));
+        ELSIF c.object_type = 'mark' THEN
+            PERFORM sharded_id._remote_exec(conn, format('DELETE FROM sharded_id.move_marks WHERE move_id = %s', c.object_name));
+        ELSIF c.object_type = 'schema' THEN
+            IF moved THEN
+                PERFORM sharded_id._move_check_copy(m);
+            END IF;
+            -- Never a schema the node holds as a shard.
+            PERFORM sharded_id._remote_exec(conn, format(
+                'SET client_min_messages = warning; DO $do$ BEGIN IF NOT EXISTS (SELECT FROM sharded_id.shards WHERE schema_name = %L) '
+                'THEN DROP SCHEMA IF EXISTS %I CASCADE; END IF; END $do$', c.object_name, c.object_name));
+        END IF;
+        DELETE FROM sharded_id.move_cleanup x
+        WHERE x.move_id = c.move_id AND x.node_name = c.node_name
+          AND x.object_type = c.object_type AND x.object_name = c.object_name;
+      EXCEPTION WHEN OTHERS THEN
+        IF first_err IS NULL THEN
+            GET STACKED DIAGNOSTICS first_detail = PG_EXCEPTION_DETAIL, first_hint = PG_EXCEPTION_HINT;
+            first_err := format('node "%s", %s %s: %s', c.node_name, c.object_type, c.object_name, SQLERRM);
+            first_state := SQLSTATE;
+        END IF;
+      END;
+    END LOOP;
+    IF first_err IS NOT NULL THEN
+        -- The first failure's own detail and hint say what to do about it.
+        IF nullif(first_detail, '') IS NOT NULL THEN
+            RAISE EXCEPTION 'could not drop everything move % made: %', m.move_id, first_err
+                USING ERRCODE = first_state, DETAIL = first_detail,
+                      HINT = coalesce(nullif(first_hint, ''), 'CALL sharded_id.recover_moves() again once every node answers.');
+        END IF;
+        RAISE EXCEPTION 'could not drop everything move % made: %', m.move_id, first_err
+            USING ERRCODE = first_state,
+                  HINT = coalesce(nullif(first_hint, ''), 'CALL sharded_id.recover_moves() again once every node answers.');
+    END IF;
+    DELETE FROM sharded_id.move_cleanup x WHERE x.move_id = m.move_id;
+    UPDATE sharded_id.moves
+    SET state = 'finished', outcome = CASE WHEN moved THEN 'moved' ELSE 'rolled back' END,
+        finished_at = clock_timestamp(), updated_at = clock_timestamp()
+    WHERE move_id = m.move_id;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_cleanup(sharded_id.moves, boolean) IS
+'internal: drop what a finished or rolled-back move left on its nodes, as its cleanup records say';
+
 CREATE OR REPLACE PROCEDURE sharded_id.move_shard(shard_id integer, target_node text,
                                        method text DEFAULT NULL,
                                        dry_run boolean DEFAULT false,
@@ -2240,19 +2285,6 @@ BEGIN
                 RAISE EXCEPTION 'node "%" already holds shard % or a schema "%"', target_node, shard_id, schema
                     USING ERRCODE = 'duplicate_object';
             END IF;
-            -- The target raises the shard's floor over the source's largest
-            -- ids and its high-water mark: both must be ids a floor may be
-            -- raised over (sharded_id._check_floor), or the move stops here,
-            -- before it changes anything.
-            PERFORM sharded_id._remote(src, format(
-                'SELECT sharded_id._check_floors(s.shard_id, s.schema_name, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %s',
-                shard_id));
-            PERFORM sharded_id._remote(tgt, format(
-                'SELECT sharded_id._check_floor(%s, %s, %L, %L)', shard_id,
-                sharded_id._remote(src, format(
-                    'SELECT sharded_id.high_water(s.shard_id, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %s', shard_id)),
-                sharded_id._remote(src, format('SELECT layout FROM sharded_id.shards WHERE shard_id = %s', shard_id)),
-                format('the source, node "%s",', source)));
             -- Rows are copied and compared with row security off: a mover
             -- subject to it would fail half-way, or copy only what it sees.
             bad := sharded_id._remote(src, format(
@@ -2304,6 +2336,19 @@ BEGIN
             ELSE
                 steps := ARRAY['record_objects', 'freeze', 'copy_rows', 'retire_source', 'register_target', 'switch'];
             END IF;
+            -- The target raises the shard's floor over the source's largest
+            -- ids and its high-water mark: both must be ids a floor may be
+            -- raised over (sharded_id._check_floor), or the move stops here,
+            -- before it changes anything.
+            PERFORM sharded_id._remote(src, format(
+                'SELECT sharded_id._check_floors(s.shard_id, s.schema_name, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %s',
+                shard_id));
+            PERFORM sharded_id._remote(tgt, format(
+                'SELECT sharded_id._check_floor(%s, %s, %L, %L)', shard_id,
+                sharded_id._remote(src, format(
+                    'SELECT sharded_id.high_water(s.shard_id, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %s', shard_id)),
+                sharded_id._remote(src, format('SELECT layout FROM sharded_id.shards WHERE shard_id = %s', shard_id)),
+                format('the source, node "%s",', source)));
             PERFORM sharded_id._move_check_schema(src, schema);
             IF dry_run THEN
                 RAISE NOTICE 'would move shard % (schema "%") from node "%" to node "%", method %: %',
@@ -2420,40 +2465,4 @@ $$;
 
 COMMENT ON PROCEDURE sharded_id.move_shard(integer, text, text, boolean, name, bigint, interval, interval) IS
 'move a logical shard to another data node, online (logical replication) or by dump, journaled step by step in sharded_id.moves; writers through sharded_id.route wait out the switch; CALL it on the router, outside a transaction block';
-
-CREATE OR REPLACE PROCEDURE sharded_id.rebalance(nodes text[] DEFAULT NULL, method text DEFAULT NULL,
-                                      dry_run boolean DEFAULT false, cluster name DEFAULT 'sharded_id')
-LANGUAGE plpgsql
-AS $$
-DECLARE
-    p record;
-    total integer;
-BEGIN
-    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-    total := (SELECT count(*) FROM sharded_id.rebalance_plan(nodes));
-    IF total = 0 THEN
-        RAISE NOTICE 'the shards are balanced: nothing to move';
-        RETURN;
-    END IF;
-    -- Every shard of the plan first, so that a move running in another
-    -- session stops the rebalance before it moves anything.
-    IF NOT dry_run THEN
-        PERFORM sharded_id._dblink_schema();
-        PERFORM sharded_id._move_claim(x.shard_id) FROM sharded_id.rebalance_plan(nodes) x ORDER BY x.move_no;
-    END IF;
-    FOR p IN SELECT * FROM sharded_id.rebalance_plan(nodes) ORDER BY move_no LOOP
-        IF dry_run THEN
-            RAISE NOTICE 'move %/%: shard % from node "%" to node "%", method %', p.move_no, total, p.shard_id, p.source_node, p.target_node,
-                         coalesce(method, p.method, 'unknown (the node did not answer)');
-        ELSE
-            RAISE NOTICE 'move %/%: shard % from node "%" to node "%"', p.move_no, total, p.shard_id, p.source_node, p.target_node;
-            CALL sharded_id.move_shard(p.shard_id, p.target_node, method => method, cluster => cluster);
-            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-        END IF;
-    END LOOP;
-END
-$$;
-
-COMMENT ON PROCEDURE sharded_id.rebalance(text[], text, boolean, name) IS
-'even the shards out over the listed data nodes (NULL: all), moving one shard at a time with move_shard; a node left out is drained; CALL it on the router';
 

@@ -681,6 +681,8 @@ DECLARE
     left_slots bigint;
     deadline timestamptz;
     first_err text;
+    first_detail text;
+    first_hint text;
     first_state text;
 BEGIN
     FOR c IN
@@ -738,15 +740,22 @@ BEGIN
           AND x.object_type = c.object_type AND x.object_name = c.object_name;
       EXCEPTION WHEN OTHERS THEN
         IF first_err IS NULL THEN
+            GET STACKED DIAGNOSTICS first_detail = PG_EXCEPTION_DETAIL, first_hint = PG_EXCEPTION_HINT;
             first_err := format('node "%s", %s %s: %s', c.node_name, c.object_type, c.object_name, SQLERRM);
             first_state := SQLSTATE;
         END IF;
       END;
     END LOOP;
     IF first_err IS NOT NULL THEN
+        -- The first failure's own detail and hint say what to do about it.
+        IF nullif(first_detail, '') IS NOT NULL THEN
+            RAISE EXCEPTION 'could not drop everything move % made: %', m.move_id, first_err
+                USING ERRCODE = first_state, DETAIL = first_detail,
+                      HINT = coalesce(nullif(first_hint, ''), 'CALL sharded_id.recover_moves() again once every node answers.');
+        END IF;
         RAISE EXCEPTION 'could not drop everything move % made: %', m.move_id, first_err
             USING ERRCODE = first_state,
-                  HINT = 'CALL sharded_id.recover_moves() again once every node answers.';
+                  HINT = coalesce(nullif(first_hint, ''), 'CALL sharded_id.recover_moves() again once every node answers.');
     END IF;
     DELETE FROM sharded_id.move_cleanup x WHERE x.move_id = m.move_id;
     UPDATE sharded_id.moves
@@ -1144,19 +1153,6 @@ BEGIN
                 RAISE EXCEPTION 'node "%" already holds shard % or a schema "%"', target_node, shard_id, schema
                     USING ERRCODE = 'duplicate_object';
             END IF;
-            -- The target raises the shard's floor over the source's largest
-            -- ids and its high-water mark: both must be ids a floor may be
-            -- raised over (sharded_id._check_floor), or the move stops here,
-            -- before it changes anything.
-            PERFORM sharded_id._remote(src, format(
-                'SELECT sharded_id._check_floors(s.shard_id, s.schema_name, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %s',
-                shard_id));
-            PERFORM sharded_id._remote(tgt, format(
-                'SELECT sharded_id._check_floor(%s, %s, %L, %L)', shard_id,
-                sharded_id._remote(src, format(
-                    'SELECT sharded_id.high_water(s.shard_id, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %s', shard_id)),
-                sharded_id._remote(src, format('SELECT layout FROM sharded_id.shards WHERE shard_id = %s', shard_id)),
-                format('the source, node "%s",', source)));
             -- Rows are copied and compared with row security off: a mover
             -- subject to it would fail half-way, or copy only what it sees.
             bad := sharded_id._remote(src, format(
@@ -1208,6 +1204,19 @@ BEGIN
             ELSE
                 steps := ARRAY['record_objects', 'freeze', 'copy_rows', 'retire_source', 'register_target', 'switch'];
             END IF;
+            -- The target raises the shard's floor over the source's largest
+            -- ids and its high-water mark: both must be ids a floor may be
+            -- raised over (sharded_id._check_floor), or the move stops here,
+            -- before it changes anything.
+            PERFORM sharded_id._remote(src, format(
+                'SELECT sharded_id._check_floors(s.shard_id, s.schema_name, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %s',
+                shard_id));
+            PERFORM sharded_id._remote(tgt, format(
+                'SELECT sharded_id._check_floor(%s, %s, %L, %L)', shard_id,
+                sharded_id._remote(src, format(
+                    'SELECT sharded_id.high_water(s.shard_id, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %s', shard_id)),
+                sharded_id._remote(src, format('SELECT layout FROM sharded_id.shards WHERE shard_id = %s', shard_id)),
+                format('the source, node "%s",', source)));
             PERFORM sharded_id._move_check_schema(src, schema);
             IF dry_run THEN
                 RAISE NOTICE 'would move shard % (schema "%") from node "%" to node "%", method %: %',
