@@ -6,9 +6,10 @@
  *	  and the highest floor raised under a shard's ids (raise_floor).
  *
  * The generator calls shid_check_clock(now) before it claims a value, and
- * shid_cover(ms) before it returns an id carrying the millisecond ms.  The
- * common case of each, a ceiling already far enough ahead, is one atomic
- * read, inlined here; everything else is in ceiling.c.
+ * shid_cover_slow(ms) (through its inline fast path in generator.c) before
+ * it returns an id carrying the millisecond ms.  The common case of each, a
+ * ceiling already far enough ahead, is one atomic read; everything else is
+ * in ceiling.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -101,7 +102,7 @@ shid_check_clock(int64 now_ms)
 
 /*
  * The reset generation.  A minter reads it before it claims a value and
- * again after shid_cover; if a reset_ceiling ran in between, the value may
+ * again after covering it; if a reset_ceiling ran in between, the value may
  * lie above the lowered ceiling, and the minter claims again.
  */
 static inline uint32
@@ -113,21 +114,6 @@ shid_generation(void)
 	generation = pg_atomic_read_u32(&shid_ceiling->generation);
 	pg_read_barrier();
 	return generation;
-}
-
-/*
- * Make sure ms is covered by the durable ceiling before an id carrying it is
- * returned.  generation is the caller's shid_generation() from before its
- * claim: the slow path does not raise the ceiling for a claim that a reset
- * has overtaken.
- */
-static inline void
-shid_cover(int64 ms, uint32 generation)
-{
-	if (likely((int64) pg_atomic_read_u64(&shid_ceiling->ceiling_ms) >=
-			   ms + SHID_LEASE_MS / 2))
-		return;
-	shid_cover_slow(ms, generation);
 }
 
 #endif							/* SHARDED_ID_CEILING_H */

@@ -1433,7 +1433,6 @@ shid_retire_shard(PG_FUNCTION_ARGS)
 {
 	const ShidLayout *layout = shid_layout_arg(fcinfo, 1);
 	ShidSlot   *slot;
-	uint8		prev;
 	int64		ms;
 
 	/* Without the preload nothing mints here, and nothing is known. */
@@ -1447,11 +1446,10 @@ shid_retire_shard(PG_FUNCTION_ARGS)
 	/* A move relies on the commit: flush it, whatever synchronous_commit. */
 	ForceSyncCommit();
 	SpinLockAcquire(&slot->mutex);
-	prev = slot->owner;
 	slot->owner = SHID_OWNER_RETIRED;
 	ms = slot->ms;
 	SpinLockRelease(&slot->mutex);
-	shid_owner_remember(slot, prev, SHID_OWNER_RETIRED);
+	shid_owner_remember(slot, SHID_OWNER_RETIRED);
 	PG_RETURN_INT64(shid_high_water_id(layout, slot->key.shard, ms));
 }
 
@@ -1480,7 +1478,7 @@ shid_own_shard(PG_FUNCTION_ARGS)
 	shid_shard_change_locked(&slot->key, 0, false, SHID_OWN);
 	LWLockRelease(shid_ceiling->lock);
 	ForceSyncCommit();
-	shid_owner_remember(slot, SHID_OWNER_UNKNOWN, SHID_OWNER_MINTS);
+	shid_owner_remember(slot, SHID_OWNER_MINTS);
 	PG_RETURN_VOID();
 }
 

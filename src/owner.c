@@ -64,7 +64,6 @@
 typedef struct ShidOwnerChange
 {
 	ShidSlot   *slot;
-	uint8		prev;			/* the state before; restored on abort */
 	uint8		at_commit;		/* the state at commit */
 	int			level;			/* transaction nesting level */
 } ShidOwnerChange;
@@ -103,18 +102,18 @@ shid_owner_prepare(void)
 /*
  * Record a change of slot's owner state: at_commit is the state it has
  * once the transaction commits.  A retirement (at_commit RETIRED) has
- * already been applied, and prev is restored if the transaction aborts.
+ * already been applied; if the transaction aborts, the slot reads its state
+ * again (shid_owner_undo).
  * The caller called shid_owner_prepare() first.
  */
 void
-shid_owner_remember(ShidSlot *slot, uint8 prev, uint8 at_commit)
+shid_owner_remember(ShidSlot *slot, uint8 at_commit)
 {
 	ShidOwnerChange *change;
 
 	Assert(shid_nchanges < shid_maxchanges);
 	change = &shid_changes[shid_nchanges++];
 	change->slot = slot;
-	change->prev = prev;
 	change->at_commit = at_commit;
 	change->level = GetCurrentTransactionNestLevel();
 }

@@ -29,7 +29,7 @@ typedef struct ShidSlot ShidSlot;
 extern void shid_owner_init(void);
 extern bool shid_owner_catalog_retired(int32 shard, const ShidLayout *layout);
 extern void shid_owner_prepare(void);
-extern void shid_owner_remember(ShidSlot *slot, uint8 prev, uint8 at_commit);
+extern void shid_owner_remember(ShidSlot *slot, uint8 at_commit);
 
 /* In generator.c: set a slot's owner state under its spinlock. */
 extern uint8 shid_slot_set_owner(ShidSlot *slot, uint8 owner, bool only_if_unknown);
