@@ -85,6 +85,23 @@ SELECT sharded_id._connstr_secrets('host=a user=u password=p sslpassword=k'),
        sharded_id._connstr_secrets('host=a user=u password=p', with_user => true);
 -- A string libpq cannot parse: its words may quote the string, so they stay out.
 SELECT sharded_id._connstr_public('host=a password=''Sekr1t');
+-- The PL/Proxy partitions of nodes with a password name no user: PL/Proxy
+-- adds its user mapping's options only to a string that names none.
+SELECT sharded_id._connstr_public('host=a user=u password=p dbname=d', with_user => false);
+
+-- What one user mapping cannot carry is refused, and nothing changes: a
+-- node with a password beside one without ...
+SELECT srvoptions AS options_before FROM pg_foreign_server WHERE srvname = 'secret_cluster' \gset
+UPDATE sharded_id.nodes SET connstr = 'host=db1.example dbname=app user=app password=Sekr1t-pw' WHERE node_name = 's1';
+UPDATE sharded_id.nodes SET connstr = 'host=db2.example dbname=app user=app' WHERE node_name = 's2';
+SELECT sharded_id.apply_shard_map('secret_cluster');
+-- ... a secret other than a password ...
+UPDATE sharded_id.nodes SET connstr = 'host=db' || right(node_name, 1) || '.example dbname=app user=app password=Sekr1t-pw sslpassword=key-pw';
+SELECT sharded_id.apply_shard_map('secret_cluster');
+-- ... and a password that PL/Proxy would quote wrongly.
+UPDATE sharded_id.nodes SET connstr = $$host=db$$ || right(node_name, 1) || $$.example dbname=app user=app password='it\'s'$$;
+SELECT sharded_id.apply_shard_map('secret_cluster');
+SELECT srvoptions = :'options_before' AS options_unchanged FROM pg_foreign_server WHERE srvname = 'secret_cluster';
 
 -- Clean up.
 SET client_min_messages = warning;

@@ -97,21 +97,25 @@ shid_connstr_options(PG_FUNCTION_ARGS)
 }
 
 /*
- * _connstr_public(connstr text) RETURNS text
+ * _connstr_public(connstr text, with_user boolean DEFAULT true) RETURNS text
  *
  * The same connection string, keyword/value string or URI, as a
  * keyword/value string without its secrets (password, sslpassword and any
  * other option libpq displays as '*'): what may be written into a
  * statement, a catalog or a log.  A password then comes from a password
- * file (passfile, ~/.pgpass) or a service file, or a user mapping.  An
- * invalid string is an error (22023) without libpq's words, which may
- * quote a piece of it.  Takes no lock.
+ * file (passfile, ~/.pgpass) or a service file, or a user mapping.  Without
+ * with_user the user is left out too, for a user mapping that names it
+ * beside the password (PL/Proxy uses a mapping's options only for a
+ * partition whose string names no user).  An invalid string is an error
+ * (22023) without libpq's words, which may quote a piece of it.  Takes no
+ * lock.
  */
 SHID_FUNCTION_INFO(shid_connstr_public);
 Datum
 shid_connstr_public(PG_FUNCTION_ARGS)
 {
 	char	   *connstr = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	bool		with_user = PG_NARGS() < 2 || PG_GETARG_BOOL(1);
 	char	   *errmsg_libpq = NULL;
 	PQconninfoOption *opts;
 	StringInfoData buf;
@@ -130,7 +134,8 @@ shid_connstr_public(PG_FUNCTION_ARGS)
 	initStringInfo(&buf);
 	for (PQconninfoOption *opt = opts; opt->keyword != NULL; opt++)
 	{
-		if (opt->val == NULL || strchr(opt->dispchar, '*') != NULL)
+		if (opt->val == NULL || strchr(opt->dispchar, '*') != NULL ||
+			(!with_user && strcmp(opt->keyword, "user") == 0))
 			continue;
 		if (buf.len > 0)
 			appendStringInfoChar(&buf, ' ');

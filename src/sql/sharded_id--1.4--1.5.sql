@@ -888,13 +888,13 @@ REVOKE EXECUTE ON FUNCTION sharded_id._move_check_copy(sharded_id.moves) FROM PU
 -- on_success when it did not.  Each record goes once its object is gone.
 -- The same connection string without its secrets (password, sslpassword),
 -- as a keyword/value string parsed and written back by libpq's rules.
-CREATE FUNCTION sharded_id._connstr_public(connstr text)
+CREATE FUNCTION sharded_id._connstr_public(connstr text, with_user boolean DEFAULT true)
 RETURNS text
 AS 'MODULE_PATHNAME', 'shid_connstr_public'
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
-COMMENT ON FUNCTION sharded_id._connstr_public(text) IS
-'internal: a libpq connection string or URI as a keyword/value string without its secrets, fit for statements, catalogs and logs';
+COMMENT ON FUNCTION sharded_id._connstr_public(text, boolean) IS
+'internal: a libpq connection string or URI as a keyword/value string without its secrets (and optionally its user), fit for statements, catalogs and logs';
 
 
 -- The source's connection string for the target's subscription, without
@@ -995,101 +995,6 @@ COMMENT ON FUNCTION sharded_id._set_mapping_options(name, text[]) IS
 'internal: add or set options of the user mapping for PUBLIC of a foreign server, keeping its others';
 
 REVOKE EXECUTE ON FUNCTION sharded_id._set_mapping_options(name, text[]) FROM PUBLIC;
-
-CREATE OR REPLACE FUNCTION sharded_id.apply_shard_map(cluster name DEFAULT 'sharded_id',
-                                           connection_lifetime integer DEFAULT NULL,
-                                           query_timeout integer DEFAULT NULL)
-RETURNS integer
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    map_layout text := (SELECT c.layout FROM sharded_id.current_settings() c);
-    max_count integer := (SELECT l.max_shard + 1 FROM sharded_id.layouts() l WHERE l.name = map_layout);
-    shard_count integer;
-    options text[];
-    secrets text[];
-    node record;
-    ops record;
-BEGIN
-    PERFORM sharded_id.check_shard(m.shard_id, map_layout) FROM sharded_id.shard_map m;
-    SELECT count(*) INTO shard_count FROM sharded_id.shard_map;
-    IF shard_count = 0 OR shard_count > max_count OR (shard_count & (shard_count - 1)) <> 0 THEN
-        RAISE EXCEPTION 'the shard map holds % shards', shard_count
-            USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = format('PL/Proxy needs a power of two between 1 and %s partitions, one per logical shard of layout "%s".',
-                                  max_count, map_layout);
-    END IF;
-    IF (SELECT max(shard_id) FROM sharded_id.shard_map) <> shard_count - 1 THEN
-        RAISE EXCEPTION 'the shard map does not hold shards 0 to %', shard_count - 1
-            USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = 'Partition n of the cluster serves logical shard n, so every shard from 0 up needs a node.';
-    END IF;
-    IF NOT EXISTS (SELECT 1 FROM pg_foreign_data_wrapper WHERE fdwname = 'plproxy') THEN
-        RAISE EXCEPTION 'foreign-data wrapper "plproxy" does not exist'
-            USING ERRCODE = 'undefined_object',
-                  HINT = 'Run CREATE EXTENSION plproxy on the router first.';
-    END IF;
-
-    -- The PL/Proxy cluster: partition n is logical shard n.  Its options
-    -- are readable by every role, so they hold no secret: a password goes
-    -- to the cluster's user mapping for PUBLIC, which PL/Proxy adds to
-    -- every partition's connection string and PostgreSQL shows to no other
-    -- role, or comes from a password file or service file.
-    SELECT array_agg(format('p%s=%s', m.shard_id, sharded_id._connstr_public(n.connstr)) ORDER BY m.shard_id)
-    INTO options
-    FROM sharded_id.shard_map m JOIN sharded_id.nodes n USING (node_name);
-    SELECT array_agg(DISTINCT sharded_id._connstr_secrets(n.connstr)::text) FILTER (WHERE sharded_id._connstr_secrets(n.connstr) <> '{}')
-    INTO secrets
-    FROM sharded_id.shard_map m JOIN sharded_id.nodes n USING (node_name);
-    IF cardinality(secrets) > 1 THEN
-        RAISE EXCEPTION 'the data nodes of cluster "%" have different passwords', cluster
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = 'PL/Proxy takes one user mapping per cluster, and passwords stay out of the cluster''s options, which every role can read.',
-                  HINT = 'Give the nodes one password, or keep the passwords in a password file (passfile=) or service file of the router''s server and out of sharded_id.nodes.';
-    END IF;
-    -- Settings not given keep their value, or start at 1800 s and none.
-    SELECT coalesce(apply_shard_map.connection_lifetime,
-                    (SELECT split_part(o, '=', 2)::integer
-                     FROM pg_foreign_server s, unnest(s.srvoptions) o
-                     WHERE s.srvname = cluster AND o LIKE 'connection\_lifetime=%'), 1800),
-           coalesce(apply_shard_map.query_timeout,
-                    (SELECT split_part(o, '=', 2)::integer
-                     FROM pg_foreign_server s, unnest(s.srvoptions) o
-                     WHERE s.srvname = cluster AND o LIKE 'query\_timeout=%'), 0)
-    INTO connection_lifetime, query_timeout;
-    options := options || format('connection_lifetime=%s', connection_lifetime)
-                       || format('query_timeout=%s', query_timeout);
-    PERFORM sharded_id._set_server_options(cluster, 'plproxy', options);
-    IF cardinality(secrets) = 1 THEN
-        PERFORM sharded_id._set_mapping_options(cluster, secrets[1]::text[]);
-    END IF;
-
-    -- A postgres_fdw server per node, for ops queries.
-    IF EXISTS (SELECT 1 FROM pg_foreign_data_wrapper WHERE fdwname = 'postgres_fdw') THEN
-        FOR node IN SELECT * FROM sharded_id.nodes ORDER BY node_name LOOP
-            PERFORM sharded_id._set_server_options(
-                sharded_id.node_server(node.node_name), 'postgres_fdw',
-                sharded_id._connstr_options(node.connstr)
-                || ARRAY['extensions=sharded_id', 'async_capable=true']);
-            -- A node's password, with the user it is for, goes to the
-            -- server's user mapping; without one, the connections log in as
-            -- the calling role, as the mapping says.
-            IF sharded_id._connstr_secrets(node.connstr) <> '{}' THEN
-                PERFORM sharded_id._set_mapping_options(sharded_id.node_server(node.node_name),
-                                                        sharded_id._connstr_secrets(node.connstr, true));
-            END IF;
-        END LOOP;
-        FOR ops IN SELECT * FROM sharded_id.ops_tables LOOP
-            PERFORM sharded_id._attach_ops_partitions(ops.ops_table);
-        END LOOP;
-    END IF;
-    RETURN shard_count;
-END
-$$;
-
-COMMENT ON FUNCTION sharded_id.apply_shard_map(name, integer, integer) IS
-'create or update the PL/Proxy cluster (one partition per logical shard), the postgres_fdw server of each node and the ops tables from the shard map';
 
 CREATE OR REPLACE FUNCTION sharded_id._provision(shard_id integer, schema_name name)
 RETURNS name
@@ -2465,4 +2370,116 @@ $$;
 
 COMMENT ON PROCEDURE sharded_id.move_shard(integer, text, text, boolean, name, bigint, interval, interval) IS
 'move a logical shard to another data node, online (logical replication) or by dump, journaled step by step in sharded_id.moves; writers through sharded_id.route wait out the switch; CALL it on the router, outside a transaction block';
+
+CREATE OR REPLACE FUNCTION sharded_id.apply_shard_map(cluster name DEFAULT 'sharded_id',
+                                           connection_lifetime integer DEFAULT NULL,
+                                           query_timeout integer DEFAULT NULL)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    map_layout text := (SELECT c.layout FROM sharded_id.current_settings() c);
+    max_count integer := (SELECT l.max_shard + 1 FROM sharded_id.layouts() l WHERE l.name = map_layout);
+    shard_count integer;
+    options text[];
+    secrets text[];
+    node record;
+    ops record;
+BEGIN
+    PERFORM sharded_id.check_shard(m.shard_id, map_layout) FROM sharded_id.shard_map m;
+    SELECT count(*) INTO shard_count FROM sharded_id.shard_map;
+    IF shard_count = 0 OR shard_count > max_count OR (shard_count & (shard_count - 1)) <> 0 THEN
+        RAISE EXCEPTION 'the shard map holds % shards', shard_count
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('PL/Proxy needs a power of two between 1 and %s partitions, one per logical shard of layout "%s".',
+                                  max_count, map_layout);
+    END IF;
+    IF (SELECT max(shard_id) FROM sharded_id.shard_map) <> shard_count - 1 THEN
+        RAISE EXCEPTION 'the shard map does not hold shards 0 to %', shard_count - 1
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'Partition n of the cluster serves logical shard n, so every shard from 0 up needs a node.';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_foreign_data_wrapper WHERE fdwname = 'plproxy') THEN
+        RAISE EXCEPTION 'foreign-data wrapper "plproxy" does not exist'
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'Run CREATE EXTENSION plproxy on the router first.';
+    END IF;
+
+    -- The PL/Proxy cluster: partition n is logical shard n.  Its options
+    -- are readable by every role, so they hold no secret: a password goes,
+    -- with the user it is for, to the cluster's user mapping for PUBLIC,
+    -- which PL/Proxy adds to every partition's connection string that
+    -- names no user, and PostgreSQL shows to no other role; or it comes
+    -- from a password file or service file.
+    SELECT array_agg(format('p%s=%s', m.shard_id,
+                            sharded_id._connstr_public(n.connstr, sharded_id._connstr_secrets(n.connstr) = '{}'))
+                     ORDER BY m.shard_id)
+    INTO options
+    FROM sharded_id.shard_map m JOIN sharded_id.nodes n USING (node_name);
+    SELECT array_agg(DISTINCT sharded_id._connstr_secrets(n.connstr, true)::text)
+    INTO secrets
+    FROM sharded_id.shard_map m JOIN sharded_id.nodes n USING (node_name)
+    WHERE EXISTS (SELECT 1 FROM sharded_id.shard_map m2 JOIN sharded_id.nodes n2 USING (node_name)
+                  WHERE sharded_id._connstr_secrets(n2.connstr) <> '{}');
+    IF cardinality(secrets) > 1 THEN
+        RAISE EXCEPTION 'the data nodes of cluster "%" have different users or passwords', cluster
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'PL/Proxy takes one user mapping per cluster, and passwords stay out of the cluster''s options, which every role can read. A node with a password in its connection string shares it, and its user, with every other node of the map.',
+                  HINT = 'Give the nodes one user and password, or keep the passwords in a password file (passfile=) or service file of the router''s server and out of sharded_id.nodes.';
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(secrets[1]::text[]) o WHERE split_part(o, '=', 1) NOT IN ('user', 'password')) THEN
+        RAISE EXCEPTION 'the data nodes of cluster "%" have a secret PL/Proxy cannot take', cluster
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'A PL/Proxy user mapping holds a user and a password, nothing else.',
+                  HINT = 'Keep the other secrets (sslpassword) in a service file of the router''s server.';
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(secrets[1]::text[]) o WHERE o ~ '[''\\]') THEN
+        RAISE EXCEPTION 'the user or password of cluster "%" holds a quote or a backslash', cluster
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'PL/Proxy quotes the options of its user mapping without escaping them.',
+                  HINT = 'Choose a password without them, or keep it in a password file (passfile=) of the router''s server.';
+    END IF;
+    -- Settings not given keep their value, or start at 1800 s and none.
+    SELECT coalesce(apply_shard_map.connection_lifetime,
+                    (SELECT split_part(o, '=', 2)::integer
+                     FROM pg_foreign_server s, unnest(s.srvoptions) o
+                     WHERE s.srvname = cluster AND o LIKE 'connection\_lifetime=%'), 1800),
+           coalesce(apply_shard_map.query_timeout,
+                    (SELECT split_part(o, '=', 2)::integer
+                     FROM pg_foreign_server s, unnest(s.srvoptions) o
+                     WHERE s.srvname = cluster AND o LIKE 'query\_timeout=%'), 0)
+    INTO connection_lifetime, query_timeout;
+    options := options || format('connection_lifetime=%s', connection_lifetime)
+                       || format('query_timeout=%s', query_timeout);
+    PERFORM sharded_id._set_server_options(cluster, 'plproxy', options);
+    IF cardinality(secrets) = 1 THEN
+        PERFORM sharded_id._set_mapping_options(cluster, secrets[1]::text[]);
+    END IF;
+
+    -- A postgres_fdw server per node, for ops queries.
+    IF EXISTS (SELECT 1 FROM pg_foreign_data_wrapper WHERE fdwname = 'postgres_fdw') THEN
+        FOR node IN SELECT * FROM sharded_id.nodes ORDER BY node_name LOOP
+            PERFORM sharded_id._set_server_options(
+                sharded_id.node_server(node.node_name), 'postgres_fdw',
+                sharded_id._connstr_options(node.connstr)
+                || ARRAY['extensions=sharded_id', 'async_capable=true']);
+            -- A node's password, with the user it is for, goes to the
+            -- server's user mapping; without one, the connections log in as
+            -- the calling role, as the mapping says.
+            IF sharded_id._connstr_secrets(node.connstr) <> '{}' THEN
+                PERFORM sharded_id._set_mapping_options(sharded_id.node_server(node.node_name),
+                                                        sharded_id._connstr_secrets(node.connstr, true));
+            END IF;
+        END LOOP;
+        FOR ops IN SELECT * FROM sharded_id.ops_tables LOOP
+            PERFORM sharded_id._attach_ops_partitions(ops.ops_table);
+        END LOOP;
+    END IF;
+    RETURN shard_count;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id.apply_shard_map(name, integer, integer) IS
+'create or update the PL/Proxy cluster (one partition per logical shard), the postgres_fdw server of each node and the ops tables from the shard map';
 

@@ -172,7 +172,15 @@ fi
 echo "== router: PL/Proxy overhead, $pgbench_rounds rounds"
 # Two data nodes as two databases of this cluster, this database as router.
 example=$here/../example
-node_conn() { echo "host=$PGHOST port=$PGPORT user=$PGUSER password=$PGPASSWORD dbname=$1"; }
+# The password is in each node's connection string, as an operator may
+# keep it; an online move's subscription carries none, so the server reads
+# it from a password file of its own.
+passdir=$(mktemp -d)
+chmod 711 "$passdir"
+echo "*:*:*:$PGUSER:$PGPASSWORD" >"$passdir/pgpass"
+chmod 600 "$passdir/pgpass"
+chown "$(stat -c %U "$(psql_at -c 'SHOW data_directory')")" "$passdir/pgpass"
+node_conn() { echo "host=$PGHOST port=$PGPORT user=$PGUSER password=$PGPASSWORD passfile=$passdir/pgpass dbname=$1"; }
 for db in bench_node_a bench_node_b; do
     "${psql[@]}" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
     if [ $db = bench_node_a ]; then shards='0,2,4,6'; else shards='1,3,5,7'; fi
@@ -303,6 +311,7 @@ done
 rm -rf "$lat"
 fi
 rm -f "$out.writers"
+rm -rf "$passdir"
 
 {
     echo "## sharded_id benchmark"

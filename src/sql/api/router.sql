@@ -104,13 +104,13 @@ COMMENT ON FUNCTION sharded_id._connstr_options(text) IS
 
 -- The same connection string without its secrets (password, sslpassword),
 -- as a keyword/value string parsed and written back by libpq's rules.
-CREATE FUNCTION sharded_id._connstr_public(connstr text)
+CREATE FUNCTION sharded_id._connstr_public(connstr text, with_user boolean DEFAULT true)
 RETURNS text
 AS 'MODULE_PATHNAME', 'shid_connstr_public'
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
-COMMENT ON FUNCTION sharded_id._connstr_public(text) IS
-'internal: a libpq connection string or URI as a keyword/value string without its secrets, fit for statements, catalogs and logs';
+COMMENT ON FUNCTION sharded_id._connstr_public(text, boolean) IS
+'internal: a libpq connection string or URI as a keyword/value string without its secrets (and optionally its user), fit for statements, catalogs and logs';
 
 -- The secrets of a connection string (password, sslpassword), and with
 -- with_user its user, as 'keyword=value' sorted by keyword: the options of
@@ -201,21 +201,38 @@ BEGIN
     END IF;
 
     -- The PL/Proxy cluster: partition n is logical shard n.  Its options
-    -- are readable by every role, so they hold no secret: a password goes
-    -- to the cluster's user mapping for PUBLIC, which PL/Proxy adds to
-    -- every partition's connection string and PostgreSQL shows to no other
-    -- role, or comes from a password file or service file.
-    SELECT array_agg(format('p%s=%s', m.shard_id, sharded_id._connstr_public(n.connstr)) ORDER BY m.shard_id)
+    -- are readable by every role, so they hold no secret: a password goes,
+    -- with the user it is for, to the cluster's user mapping for PUBLIC,
+    -- which PL/Proxy adds to every partition's connection string that
+    -- names no user, and PostgreSQL shows to no other role; or it comes
+    -- from a password file or service file.
+    SELECT array_agg(format('p%s=%s', m.shard_id,
+                            sharded_id._connstr_public(n.connstr, sharded_id._connstr_secrets(n.connstr) = '{}'))
+                     ORDER BY m.shard_id)
     INTO options
     FROM sharded_id.shard_map m JOIN sharded_id.nodes n USING (node_name);
-    SELECT array_agg(DISTINCT sharded_id._connstr_secrets(n.connstr)::text) FILTER (WHERE sharded_id._connstr_secrets(n.connstr) <> '{}')
+    SELECT array_agg(DISTINCT sharded_id._connstr_secrets(n.connstr, true)::text)
     INTO secrets
-    FROM sharded_id.shard_map m JOIN sharded_id.nodes n USING (node_name);
+    FROM sharded_id.shard_map m JOIN sharded_id.nodes n USING (node_name)
+    WHERE EXISTS (SELECT 1 FROM sharded_id.shard_map m2 JOIN sharded_id.nodes n2 USING (node_name)
+                  WHERE sharded_id._connstr_secrets(n2.connstr) <> '{}');
     IF cardinality(secrets) > 1 THEN
-        RAISE EXCEPTION 'the data nodes of cluster "%" have different passwords', cluster
+        RAISE EXCEPTION 'the data nodes of cluster "%" have different users or passwords', cluster
             USING ERRCODE = 'feature_not_supported',
-                  DETAIL = 'PL/Proxy takes one user mapping per cluster, and passwords stay out of the cluster''s options, which every role can read.',
-                  HINT = 'Give the nodes one password, or keep the passwords in a password file (passfile=) or service file of the router''s server and out of sharded_id.nodes.';
+                  DETAIL = 'PL/Proxy takes one user mapping per cluster, and passwords stay out of the cluster''s options, which every role can read. A node with a password in its connection string shares it, and its user, with every other node of the map.',
+                  HINT = 'Give the nodes one user and password, or keep the passwords in a password file (passfile=) or service file of the router''s server and out of sharded_id.nodes.';
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(secrets[1]::text[]) o WHERE split_part(o, '=', 1) NOT IN ('user', 'password')) THEN
+        RAISE EXCEPTION 'the data nodes of cluster "%" have a secret PL/Proxy cannot take', cluster
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'A PL/Proxy user mapping holds a user and a password, nothing else.',
+                  HINT = 'Keep the other secrets (sslpassword) in a service file of the router''s server.';
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(secrets[1]::text[]) o WHERE o ~ '[''\\]') THEN
+        RAISE EXCEPTION 'the user or password of cluster "%" holds a quote or a backslash', cluster
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'PL/Proxy quotes the options of its user mapping without escaping them.',
+                  HINT = 'Choose a password without them, or keep it in a password file (passfile=) of the router''s server.';
     END IF;
     -- Settings not given keep their value, or start at 1800 s and none.
     SELECT coalesce(apply_shard_map.connection_lifetime,
