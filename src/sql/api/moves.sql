@@ -485,12 +485,11 @@ $$;
 COMMENT ON FUNCTION sharded_id._move_will_create(bigint, text, text, text, text) IS
 'internal: record what a move is about to create on a node, and when to drop it';
 
--- Freeze writes to the shard on the source, on the move's freeze
--- connection, a new one: a transaction holding the fence that enter_shard
--- waits on, the shard's catalog row and its tables.  Closing the
--- connection ends the freeze.
-CREATE FUNCTION sharded_id._move_freeze_source(m sharded_id.moves, lock_timeout interval)
-RETURNS void
+-- Open the move's freeze connection to the source, a new one, before a
+-- freeze begins, and read there what the freeze will read: writers then
+-- wait for neither its login nor its first look at the catalogs.
+CREATE FUNCTION sharded_id._move_open_freeze(m sharded_id.moves)
+RETURNS text
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -499,13 +498,36 @@ DECLARE
 BEGIN
     PERFORM sharded_id._remote_close(frz);
     PERFORM sharded_id._remote_open(frz, m.source_node);
-    PERFORM sharded_id._remote_exec(frz, format('BEGIN; SET LOCAL lock_timeout = %L',
-                                    (extract(epoch FROM lock_timeout) * 1000)::bigint || 'ms'));
-    PERFORM sharded_id._remote(frz, format(
-        'SELECT 1 FROM (SELECT pg_advisory_xact_lock(1936222564, %s)) l, '
-        '(SELECT FROM sharded_id.shards WHERE shard_id = %s FOR UPDATE) s', m.shard_id, m.shard_id));
-    PERFORM sharded_id._remote(frz, format(
-        'SELECT 1 FROM (SELECT sharded_id._on_schema_tables(%L, ''LOCK TABLE %%s IN EXCLUSIVE MODE'')) l', m.schema_name));
+    PERFORM sharded_id._remote_exec(frz, format(
+        'SELECT FROM sharded_id.shards WHERE shard_id = %s; '
+        'SELECT FROM sharded_id._on_schema_tables(%L, ''SELECT FROM %%s WHERE false''); '
+        'SET lock_timeout = DEFAULT',
+        m.shard_id, m.schema_name));
+    RETURN frz;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_open_freeze(sharded_id.moves) IS
+'internal: open a new freeze connection of a move to its source';
+
+-- Freeze writes to the shard on the source, on the move's freeze
+-- connection (_move_open_freeze), in one round trip: a transaction holding
+-- the fence that enter_shard waits on, the shard's catalog row and its
+-- tables.  Closing the connection ends the freeze.
+CREATE FUNCTION sharded_id._move_freeze_source(m sharded_id.moves, lock_timeout interval)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    -- It ends with a command: dblink_exec takes no rows from the last.
+    PERFORM sharded_id._remote_exec(sharded_id._move_conn(m.move_id, 'freeze', m.source_node), format(
+        'BEGIN; SET LOCAL lock_timeout = %1$L; '
+        'SELECT FROM pg_advisory_xact_lock(1936222564, %2$s), '
+        '(SELECT FROM sharded_id.shards WHERE shard_id = %2$s FOR UPDATE) s; '
+        'SELECT FROM sharded_id._on_schema_tables(%3$L, ''LOCK TABLE %%s IN EXCLUSIVE MODE''); '
+        'SET LOCAL lock_timeout = %1$L',
+        (extract(epoch FROM lock_timeout) * 1000)::bigint || 'ms', m.shard_id, m.schema_name));
 END
 $$;
 
@@ -650,16 +672,33 @@ COMMENT ON FUNCTION sharded_id._move_setvals(text, name) IS
 
 -- Point the router at the shard's new owner, and journal the switch, in one
 -- transaction of the router.  Switches of moves running at once take turns,
--- so that each applies a map that holds the others' switches.
+-- so that each applies a map that holds the others' switches.  Writers wait
+-- for it, so it changes only the moved shard's partition of the PL/Proxy
+-- cluster when the target's partition string already serves another shard
+-- (its user mapping then holds for this one too); the ops tables follow at
+-- cleanup.  Otherwise it applies the whole map.
 CREATE FUNCTION sharded_id._move_switch(m sharded_id.moves)
 RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    part text := format('p%s', m.shard_id);
+    connstr text;
 BEGIN
     LOCK TABLE sharded_id.shard_map IN EXCLUSIVE MODE;
     UPDATE sharded_id.shard_map SET node_name = m.target_node WHERE shard_id = m.shard_id;
-    PERFORM sharded_id.apply_shard_map(m.cluster);
+    SELECT sharded_id._connstr_public(n.connstr, sharded_id._connstr_secrets(n.connstr) = '{}') INTO connstr
+    FROM sharded_id.nodes n WHERE n.node_name = m.target_node;
+    IF EXISTS (SELECT FROM pg_foreign_server s, unnest(s.srvoptions) o
+               WHERE s.srvname = m.cluster AND o = format('%s=%s', split_part(o, '=', 1), connstr)
+                 AND split_part(o, '=', 1) ~ '^p[0-9]+$')
+       AND EXISTS (SELECT FROM pg_foreign_server s, unnest(s.srvoptions) o
+                   WHERE s.srvname = m.cluster AND split_part(o, '=', 1) = part) THEN
+        EXECUTE format('ALTER SERVER %I OPTIONS (SET %I %L)', m.cluster, part, connstr);
+    ELSE
+        PERFORM sharded_id.apply_shard_map(m.cluster);
+    END IF;
     UPDATE sharded_id.moves SET state = 'switched', updated_at = clock_timestamp() WHERE move_id = m.move_id;
 END
 $$;
@@ -684,7 +723,19 @@ DECLARE
     first_detail text;
     first_hint text;
     first_state text;
+    ops record;
 BEGIN
+    -- The ops tables follow the switch, before the old copy goes: the
+    -- moved shard's partitions are pointed at its new node.
+    IF moved AND EXISTS (SELECT FROM pg_foreign_data_wrapper WHERE fdwname = 'postgres_fdw') THEN
+        IF EXISTS (SELECT FROM pg_foreign_server WHERE srvname = sharded_id.node_server(m.target_node)) THEN
+            FOR ops IN SELECT * FROM sharded_id.ops_tables LOOP
+                PERFORM sharded_id._attach_ops_partition(ops.ops_table, m.shard_id);
+            END LOOP;
+        ELSE
+            PERFORM sharded_id.apply_shard_map(m.cluster);
+        END IF;
+    END IF;
     FOR c IN
         SELECT * FROM sharded_id.move_cleanup x
         WHERE x.move_id = m.move_id AND x.policy <> CASE WHEN moved THEN 'on_failure' ELSE 'on_success' END
@@ -966,17 +1017,22 @@ BEGIN
         -- A short freeze in which both copies hold the same rows; a
         -- snapshot of each keeps that state for the comparison after it.
         -- Writers wait on the source's fence meanwhile.
-        PERFORM sharded_id._move_freeze_source(m, freeze_timeout);
-        PERFORM sharded_id._move_catch_up(m, freeze_timeout);
+        -- Every connection it needs is open, and the snapshots' transactions
+        -- begun (a snapshot is taken by the first query), before writers wait.
+        PERFORM sharded_id._move_open_freeze(m);
         snaps := ARRAY[sharded_id._move_open(m, 'snap_source'), sharded_id._move_open(m, 'snap_target')];
         PERFORM sharded_id._remote_exec(c, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY') FROM unnest(snaps) c;
+        PERFORM sharded_id._move_freeze_source(m, freeze_timeout);
+        PERFORM sharded_id._move_catch_up(m, freeze_timeout);
         PERFORM sharded_id._remote(c, 'SELECT 1') FROM unnest(snaps) c;
         PERFORM sharded_id._remote_close(frz);
         PERFORM sharded_id._move_compare(m, snaps[1], snaps[2]);
         PERFORM sharded_id._remote_close(c) FROM unnest(snaps) c;
     WHEN 'freeze' THEN
-        -- Writers through the router wait from here to the switch; the
-        -- move waits at most freeze_timeout for the ones in flight.
+        -- Writers through the router wait from the route lock to the
+        -- switch; the move waits at most freeze_timeout for the ones in
+        -- flight.  The freeze's connection is opened first.
+        PERFORM sharded_id._move_open_freeze(m);
         saved_lock_timeout := current_setting('lock_timeout');
         PERFORM pg_catalog.set_config('lock_timeout', (extract(epoch FROM freeze_timeout) * 1000)::bigint || 'ms', true);
         PERFORM sharded_id._lock_shard(m.shard_id, 'route', true);
@@ -1494,6 +1550,7 @@ REVOKE EXECUTE ON FUNCTION sharded_id._move_hold(text) FROM PUBLIC;
 REVOKE EXECUTE ON PROCEDURE sharded_id._move_journal(bigint, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_will_create(bigint, text, text, text, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_freeze_source(sharded_id.moves, interval) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_open_freeze(sharded_id.moves) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._on_schema_tables(name, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_catch_up(sharded_id.moves, interval) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_register_target(sharded_id.moves) FROM PUBLIC;

@@ -279,6 +279,51 @@ COMMENT ON FUNCTION sharded_id.apply_shard_map(name, integer, integer) IS
 
 -- (Re)create the partitions of an ops table: one foreign table per shard,
 -- on the node that holds it.
+-- One shard's postgres_fdw partition of an ops table, on the server of
+-- the node the shard map names; a partition of the shard on another server
+-- is dropped first, and one already on that server is left as it is.
+CREATE FUNCTION sharded_id._attach_ops_partition(ops_table regclass, shard_id integer)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    ops_schema name;
+    ops_name name;
+    remote_table name;
+    server name;
+    cur record;
+    pad integer := (SELECT c.pad_width FROM sharded_id.current_settings() c);
+BEGIN
+    SELECT n.nspname, c.relname INTO ops_schema, ops_name
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = ops_table;
+    SELECT c.relname INTO remote_table
+    FROM sharded_id.ops_tables o JOIN pg_class c ON c.oid = o.template
+    WHERE o.ops_table = _attach_ops_partition.ops_table;
+    server := (SELECT sharded_id.node_server(m.node_name) FROM sharded_id.shard_map m
+               WHERE m.shard_id = _attach_ops_partition.shard_id);
+    SELECT c.oid::regclass AS rel, s.srvname INTO cur
+    FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+    LEFT JOIN pg_foreign_table f ON f.ftrelid = c.oid LEFT JOIN pg_foreign_server s ON s.oid = f.ftserver
+    WHERE i.inhparent = ops_table
+      AND pg_get_expr(c.relpartbound, c.oid) = format('FOR VALUES IN (%s)', _attach_ops_partition.shard_id);
+    IF cur.srvname IS NOT DISTINCT FROM server AND cur.rel IS NOT NULL THEN
+        RETURN;
+    ELSIF cur.rel IS NOT NULL THEN
+        EXECUTE format('DROP FOREIGN TABLE %s', cur.rel);
+    END IF;
+    IF server IS NOT NULL THEN
+        EXECUTE format('CREATE FOREIGN TABLE %I.%I PARTITION OF %s FOR VALUES IN (%s) '
+                       'SERVER %I OPTIONS (schema_name %L, table_name %L)',
+                       ops_schema, format('%s_%s', ops_name, lpad(shard_id::text, greatest(pad, length(shard_id::text)), '0')),
+                       ops_table, shard_id, server, sharded_id.shard_schema(shard_id), remote_table);
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._attach_ops_partition(regclass, integer) IS
+'internal: point one shard''s postgres_fdw partition of an ops table at the node the shard map names';
+
 CREATE FUNCTION sharded_id._attach_ops_partitions(ops_table regclass)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
@@ -286,26 +331,12 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     part record;
-    ops_schema name;
-    ops_name name;
-    remote_table name;
-    pad integer := (SELECT c.pad_width FROM sharded_id.current_settings() c);
 BEGIN
-    SELECT n.nspname, c.relname INTO ops_schema, ops_name
-    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = ops_table;
-    SELECT c.relname INTO remote_table
-    FROM sharded_id.ops_tables o JOIN pg_class c ON c.oid = o.template
-    WHERE o.ops_table = _attach_ops_partitions.ops_table;
     FOR part IN SELECT i.inhrelid::regclass AS rel FROM pg_inherits i WHERE i.inhparent = ops_table LOOP
         EXECUTE format('DROP FOREIGN TABLE %s', part.rel);
     END LOOP;
-    FOR part IN SELECT m.shard_id, m.node_name FROM sharded_id.shard_map m ORDER BY m.shard_id LOOP
-        EXECUTE format('CREATE FOREIGN TABLE %I.%I PARTITION OF %s FOR VALUES IN (%s) '
-                       'SERVER %I OPTIONS (schema_name %L, table_name %L)',
-                       ops_schema, format('%s_%s', ops_name, lpad(part.shard_id::text, greatest(pad, length(part.shard_id::text)), '0')),
-                       ops_table, part.shard_id, sharded_id.node_server(part.node_name),
-                       sharded_id.shard_schema(part.shard_id), remote_table);
-    END LOOP;
+    PERFORM sharded_id._attach_ops_partition(ops_table, m.shard_id)
+    FROM sharded_id.shard_map m ORDER BY m.shard_id;
 END
 $$;
 
@@ -346,6 +377,7 @@ COMMENT ON FUNCTION sharded_id.create_ops_table(regclass, name, name) IS
 REVOKE EXECUTE ON FUNCTION sharded_id._set_server_options(name, name, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._set_mapping_options(name, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.apply_shard_map(name, integer, integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._attach_ops_partition(regclass, integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._attach_ops_partitions(regclass) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.create_ops_table(regclass, name, name) FROM PUBLIC;
 
