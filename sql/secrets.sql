@@ -70,7 +70,9 @@ REVOKE USAGE ON SCHEMA sharded_id FROM sid_snoop;
 UPDATE sharded_id.nodes SET connstr = 'host=db2.example dbname=app user=app password=Other-pw' WHERE node_name = 's2';
 SELECT sharded_id.apply_shard_map('secret_cluster');
 -- With the passwords in a password file, the cluster's options name the
--- file; the mappings are left as they are (an administrator may set them).
+-- file, and the cluster's mapping loses the user and password an earlier
+-- map put there (PL/Proxy would log every caller in as that user); the
+-- postgres_fdw servers' mappings are left as they are.
 UPDATE sharded_id.nodes SET connstr = replace(replace(connstr, 'password=Sekr1t-pw ', 'passfile=/etc/router.pgpass '),
                                              'password=Other-pw', 'passfile=/etc/router.pgpass');
 SELECT sharded_id.apply_shard_map('secret_cluster');
@@ -89,9 +91,8 @@ SELECT sharded_id._connstr_public('host=a password=''Sekr1t');
 -- adds its user mapping's options only to a string that names none.
 SELECT sharded_id._connstr_public('host=a user=u password=p dbname=d', with_user => false);
 
--- What one user mapping cannot carry is refused, and nothing changes: a
--- node with a password beside one without ...
-SELECT srvoptions AS options_before FROM pg_foreign_server WHERE srvname = 'secret_cluster' \gset
+-- What one user mapping cannot carry is refused: a node with a password
+-- beside one without ...
 UPDATE sharded_id.nodes SET connstr = 'host=db1.example dbname=app user=app password=Sekr1t-pw' WHERE node_name = 's1';
 UPDATE sharded_id.nodes SET connstr = 'host=db2.example dbname=app user=app' WHERE node_name = 's2';
 SELECT sharded_id.apply_shard_map('secret_cluster');
@@ -101,7 +102,6 @@ SELECT sharded_id.apply_shard_map('secret_cluster');
 -- ... and a password that PL/Proxy would quote wrongly.
 UPDATE sharded_id.nodes SET connstr = $$host=db$$ || right(node_name, 1) || $$.example dbname=app user=app password='it\'s'$$;
 SELECT sharded_id.apply_shard_map('secret_cluster');
-SELECT srvoptions = :'options_before' AS options_unchanged FROM pg_foreign_server WHERE srvname = 'secret_cluster';
 
 -- Clean up.
 SET client_min_messages = warning;

@@ -36,8 +36,15 @@ if [ "$(id -u)" -eq 0 ]; then
     logs=$(mktemp -d /tmp/sharded_id_repeat.XXXXXX)
     chmod 755 "$logs"
     chown "$test_user:" "$logs"
-    exec runuser -u "$test_user" -- env SHID_LOGS="$logs" STREAMS="$streams" \
-        SHID_PG_CONFIGS="$(shid_pg_configs | paste -sd ' ')" bash "$src/test/repeat.sh" "$runs" "$@"
+    # A copy of the tree the test user owns, as test/run.sh makes.
+    work=$(mktemp -d /tmp/sharded_id_repeat_src.XXXXXX)
+    tar -C "$src" --exclude=./tmp_check --exclude=./results --exclude=./output_iso -cf - . | tar -C "$work" -xf -
+    chown -R "$test_user:" "$work"
+    rc=0
+    runuser -u "$test_user" -- env SHID_LOGS="$logs" STREAMS="$streams" \
+        SHID_PG_CONFIGS="$(shid_pg_configs | paste -sd ' ')" bash "$work/test/repeat.sh" "$runs" "$@" || rc=$?
+    rm -rf "$work"
+    exit $rc
 fi
 
 logs=${SHID_LOGS:-$(mktemp -d /tmp/sharded_id_repeat.XXXXXX)}
@@ -53,8 +60,9 @@ echo "$runs runs of ${#files[@]} TAP files, $streams stream(s) per major, majors
 
 # One stream: its share of the runs, each a pass over every file in order.
 stream() {
-    local pg_config=$1 major=$2 s=$3 work run f name
+    local pg_config=$1 major=$2 s=$3 run f name
     work=$(mktemp -d "/tmp/sharded_id_repeat_pg$major.$s.XXXXXX")
+    trap 'rm -rf "$work"' EXIT
     tar -C "$src" --exclude=./tmp_check --exclude=./results --exclude=./output_iso -cf - . | tar -C "$work" -xf -
     for ((run = s; run <= runs; run += streams)); do
         for f in "${files[@]}"; do
@@ -68,11 +76,12 @@ stream() {
             fi
         done
     done
-    rm -rf "$work"
 }
 
 : >"$logs/results"
 pids=()
+# An interrupt stops every stream; each removes its copy of the tree.
+trap 'kill "${pids[@]}" 2>/dev/null; exit 130' INT TERM
 for pg_config in $configs; do
     major=$(shid_major "$pg_config")
     for ((s = 1; s <= streams; s++)); do
@@ -80,7 +89,7 @@ for pg_config in $configs; do
         pids+=($!)
     done
 done
-for pid in "${pids[@]}"; do wait "$pid"; done
+for pid in "${pids[@]}"; do wait "$pid" || true; done
 
 printf '%-28s' "file"
 for pg_config in $configs; do printf ' %8s' "pg$(shid_major "$pg_config")"; done

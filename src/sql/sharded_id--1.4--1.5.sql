@@ -1454,36 +1454,6 @@ COMMENT ON FUNCTION sharded_id._move_resolve(bigint) IS
 'internal: finish or roll back an interrupted move, from its journal and the state of its nodes';
 
 
-CREATE OR REPLACE PROCEDURE sharded_id.recover_moves()
-LANGUAGE plpgsql
-AS $$
-DECLARE
-    m record;
-    moved boolean;
-BEGIN
-    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-    PERFORM sharded_id._dblink_schema();
-    PERFORM sharded_id._remote_close_all('sharded_id_');
-    FOR m IN SELECT x.move_id, x.shard_id, x.state FROM sharded_id.moves x WHERE x.finished_at IS NULL ORDER BY x.move_id LOOP
-        -- Never a move that is still running in another session.
-        PERFORM sharded_id._move_claim(m.shard_id);
-        CALL sharded_id._move_journal(m.move_id, 'recover');
-        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-        moved := sharded_id._move_resolve(m.move_id);
-        RAISE NOTICE 'move % of shard %, interrupted at step "%": %', m.move_id, m.shard_id, m.state,
-                     CASE WHEN moved THEN 'finished' ELSE 'rolled back' END;
-        COMMIT;
-        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-        PERFORM sharded_id._remote_close_all('sharded_id_');
-        PERFORM sharded_id._unlock_shard(m.shard_id, 'move');
-    END LOOP;
-END
-$$;
-
-COMMENT ON PROCEDURE sharded_id.recover_moves() IS
-'finish or roll back every move that did not end (a crash, a failed step, a cancel), from the journal and what the nodes hold, and fail on a move still running in another session; CALL it on the router';
-
-
 -- End of issue 26.
 
 CREATE OR REPLACE FUNCTION sharded_id._relation_extras_ddl(src regclass, dst text)
@@ -1758,6 +1728,648 @@ $$;
 COMMENT ON PROCEDURE sharded_id.rebalance(text[], text, boolean, name) IS
 'even the shards out over the listed data nodes (NULL: all), moving one shard at a time with move_shard; a node left out is drained; CALL it on the router';
 
+CREATE FUNCTION sharded_id._move_open_freeze(m sharded_id.moves)
+RETURNS text
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    frz text := sharded_id._move_conn(m.move_id, 'freeze', m.source_node);
+BEGIN
+    PERFORM sharded_id._remote_close(frz);
+    PERFORM sharded_id._remote_open(frz, m.source_node);
+    PERFORM sharded_id._remote_exec(frz, format(
+        'SELECT FROM sharded_id.shards WHERE shard_id = %s; '
+        'SELECT FROM sharded_id._on_schema_tables(%L, ''SELECT FROM %%s WHERE false''); '
+        'SET lock_timeout = DEFAULT',
+        m.shard_id, m.schema_name));
+    RETURN frz;
+END
+$$;
+
+
+COMMENT ON FUNCTION sharded_id._move_open_freeze(sharded_id.moves) IS
+'internal: open a new freeze connection of a move to its source';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._move_open_freeze(sharded_id.moves) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION sharded_id._move_freeze_source(m sharded_id.moves, lock_timeout interval)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    -- It ends with a command: dblink_exec takes no rows from the last.
+    PERFORM sharded_id._remote_exec(sharded_id._move_conn(m.move_id, 'freeze', m.source_node), format(
+        'BEGIN; SET LOCAL lock_timeout = %1$L; '
+        'SELECT FROM pg_advisory_xact_lock(1936222564, %2$s), '
+        '(SELECT FROM sharded_id.shards WHERE shard_id = %2$s FOR UPDATE) s; '
+        'SELECT FROM sharded_id._on_schema_tables(%3$L, ''LOCK TABLE %%s IN EXCLUSIVE MODE''); '
+        'SET LOCAL lock_timeout = %1$L',
+        (extract(epoch FROM lock_timeout) * 1000)::bigint || 'ms', m.shard_id, m.schema_name));
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_freeze_source(sharded_id.moves, interval) IS
+'internal: open the freezing transaction of a move on its source';
+
+CREATE FUNCTION sharded_id._attach_ops_partition(ops_table regclass, shard_id integer)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    ops_schema name;
+    ops_name name;
+    remote_table name;
+    server name;
+    cur record;
+    pad integer := (SELECT c.pad_width FROM sharded_id.current_settings() c);
+BEGIN
+    SELECT n.nspname, c.relname INTO ops_schema, ops_name
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = ops_table;
+    SELECT c.relname INTO remote_table
+    FROM sharded_id.ops_tables o JOIN pg_class c ON c.oid = o.template
+    WHERE o.ops_table = _attach_ops_partition.ops_table;
+    server := (SELECT sharded_id.node_server(m.node_name) FROM sharded_id.shard_map m
+               WHERE m.shard_id = _attach_ops_partition.shard_id);
+    SELECT c.oid::regclass AS rel, s.srvname INTO cur
+    FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+    LEFT JOIN pg_foreign_table f ON f.ftrelid = c.oid LEFT JOIN pg_foreign_server s ON s.oid = f.ftserver
+    WHERE i.inhparent = ops_table
+      AND pg_get_expr(c.relpartbound, c.oid) = format('FOR VALUES IN (%s)', _attach_ops_partition.shard_id);
+    IF cur.srvname IS NOT DISTINCT FROM server AND cur.rel IS NOT NULL THEN
+        RETURN;
+    ELSIF cur.rel IS NOT NULL THEN
+        EXECUTE format('DROP FOREIGN TABLE %s', cur.rel);
+    END IF;
+    IF server IS NOT NULL THEN
+        EXECUTE format('CREATE FOREIGN TABLE %I.%I PARTITION OF %s FOR VALUES IN (%s) '
+                       'SERVER %I OPTIONS (schema_name %L, table_name %L)',
+                       ops_schema, format('%s_%s', ops_name, lpad(shard_id::text, greatest(pad, length(shard_id::text)), '0')),
+                       ops_table, shard_id, server, sharded_id.shard_schema(shard_id), remote_table);
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._attach_ops_partition(regclass, integer) IS
+'internal: point one shard''s postgres_fdw partition of an ops table at the node the shard map names';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._attach_ops_partition(regclass, integer) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION sharded_id._attach_ops_partitions(ops_table regclass)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    part record;
+BEGIN
+    FOR part IN SELECT i.inhrelid::regclass AS rel FROM pg_inherits i WHERE i.inhparent = ops_table LOOP
+        EXECUTE format('DROP FOREIGN TABLE %s', part.rel);
+    END LOOP;
+    PERFORM sharded_id._attach_ops_partition(ops_table, m.shard_id)
+    FROM sharded_id.shard_map m ORDER BY m.shard_id;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._attach_ops_partitions(regclass) IS
+'internal: one postgres_fdw partition per shard of an ops table';
+
+CREATE OR REPLACE FUNCTION sharded_id._move_step(move_id bigint, step text, max_lag bigint,
+                                      timeout interval, freeze_timeout interval)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    m sharded_id.moves;
+    repl text := NULL;
+    ddl text;
+    state text;
+    lag bigint;
+    deadline timestamptz := clock_timestamp() + timeout;
+    t record;
+    tbl text;
+    cols text;
+    fields text;
+    batch text[];
+    src text;
+    tgt text;
+    frz text;
+    snaps text[];
+    saved_lock_timeout text;
+BEGIN
+    SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = _move_step.move_id;
+    repl := 'sharded_id_move_' || m.shard_id;
+    IF step IN ('stop_replication', 'retire_source', 'register_target', 'switch') THEN
+        -- Inside the final freeze: the connections the freeze step
+        -- checked, without a round trip more; a dead one fails the step.
+        src := sharded_id._move_conn(m.move_id, 'source', m.source_node);
+        tgt := sharded_id._move_conn(m.move_id, 'target', m.target_node);
+    ELSE
+        src := sharded_id._move_open(m, 'source');
+        tgt := sharded_id._move_open(m, 'target');
+    END IF;
+    frz := sharded_id._move_conn(m.move_id, 'freeze', m.source_node);
+    CASE step
+    WHEN 'record_objects' THEN
+        -- move_shard commits these before the next step creates them.
+        PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'schema', m.schema_name, 'on_failure');
+        PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'schema', m.schema_name, 'on_success');
+        IF m.method = 'online' THEN
+            PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'publication', repl, 'always');
+            PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'slot', repl, 'always');
+            PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'mark', m.move_id::text, 'always');
+            PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'subscription', repl, 'always');
+            PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'mark', m.move_id::text, 'always');
+        END IF;
+    WHEN 'create_publication' THEN
+        PERFORM sharded_id._remote_exec(src, format(
+            'CREATE PUBLICATION %I FOR TABLES IN SCHEMA %I, TABLE sharded_id.move_marks WHERE (move_id = %s)',
+            repl, m.schema_name, m.move_id));
+        PERFORM sharded_id._remote(src, format(
+            'SELECT 1 FROM pg_create_logical_replication_slot(%L, ''pgoutput'')', repl));
+    WHEN 'subscribe' THEN
+        -- The schema without rows, and the subscription that fills it, in
+        -- one transaction of the target.
+        ddl := sharded_id._remote(src, format(
+            'SELECT string_agg(s, E'';\n'') FROM sharded_id.schema_ddl(%L) s', m.schema_name));
+        PERFORM sharded_id._remote_exec(tgt, format(
+            'BEGIN; SET LOCAL client_min_messages = warning; %s; '
+            'CREATE SUBSCRIPTION %I CONNECTION %L PUBLICATION %I WITH (create_slot = false, slot_name = %L, '
+            'copy_data = true, synchronous_commit = on, disable_on_error = true%s); COMMIT',
+            ddl, repl, sharded_id._move_subscription_connstr(m), repl, repl, sharded_id._move_subscription_options(m)));
+        UPDATE sharded_id.moves x SET sub_oid = sharded_id._remote(tgt, format(
+            'SELECT oid FROM pg_subscription WHERE subname = %L
+             AND subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())', repl))::oid
+        WHERE x.move_id = m.move_id;
+    WHEN 'copy' THEN
+        LOOP
+            state := sharded_id._remote(tgt, format(
+                'SELECT s.subenabled::text || '':'' || count(*) FILTER (WHERE r.srsubstate <> ''r'')
+                 FROM pg_subscription s LEFT JOIN pg_subscription_rel r ON r.srsubid = s.oid
+                 WHERE s.oid = %s GROUP BY s.subenabled', m.sub_oid));
+            EXIT WHEN state = 'true:0';
+            IF state IS NULL OR state LIKE 'false:%' THEN
+                RAISE EXCEPTION 'the subscription of move % stopped during the copy', m.move_id
+                    USING ERRCODE = 'object_not_in_prerequisite_state',
+                          HINT = 'The target''s server log says why.';
+            END IF;
+            IF clock_timestamp() > deadline THEN
+                RAISE EXCEPTION 'the copy of shard % did not finish within %', m.shard_id, timeout
+                    USING ERRCODE = 'lock_not_available';
+            END IF;
+            PERFORM pg_sleep(0.05);
+        END LOOP;
+    WHEN 'catch_up' THEN
+        LOOP
+            lag := sharded_id._remote(src, format(
+                'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint FROM pg_replication_slots WHERE slot_name = %L',
+                repl))::bigint;
+            IF lag IS NULL THEN
+                RAISE EXCEPTION 'replication slot "%" is gone from node "%"', repl, m.source_node
+                    USING ERRCODE = 'undefined_object';
+            END IF;
+            EXIT WHEN lag <= max_lag;
+            IF clock_timestamp() > deadline THEN
+                RAISE EXCEPTION 'the lag of the copy of shard % stayed over % bytes for %', m.shard_id, max_lag, timeout
+                    USING ERRCODE = 'lock_not_available';
+            END IF;
+            PERFORM pg_sleep(0.05);
+        END LOOP;
+    WHEN 'compare' THEN
+        -- A short freeze in which both copies hold the same rows; a
+        -- snapshot of each keeps that state for the comparison after it.
+        -- Writers wait on the source's fence meanwhile.
+        -- Every connection it needs is open, and the snapshots' transactions
+        -- begun (a snapshot is taken by the first query), before writers wait.
+        -- A catch-up before it too, so that the frozen one has only the
+        -- last writes to wait for.
+        PERFORM sharded_id._move_open_freeze(m);
+        snaps := ARRAY[sharded_id._move_open(m, 'snap_source'), sharded_id._move_open(m, 'snap_target')];
+        PERFORM sharded_id._remote_exec(c, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY') FROM unnest(snaps) c;
+        PERFORM sharded_id._move_catch_up(m, timeout);
+        PERFORM sharded_id._move_freeze_source(m, freeze_timeout);
+        PERFORM sharded_id._move_catch_up(m, freeze_timeout);
+        PERFORM sharded_id._remote(c, 'SELECT 1') FROM unnest(snaps) c;
+        PERFORM sharded_id._remote_close(frz);
+        PERFORM sharded_id._move_compare(m, snaps[1], snaps[2]);
+        PERFORM sharded_id._remote_close(c) FROM unnest(snaps) c;
+    WHEN 'freeze' THEN
+        -- Writers through the router wait from the route lock to the
+        -- switch; the move waits at most freeze_timeout for the ones in
+        -- flight.  The freeze's connection is opened first, and the target
+        -- caught up unfrozen, so that the frozen catch-up has only the last
+        -- writes to wait for.
+        PERFORM sharded_id._move_open_freeze(m);
+        IF m.method = 'online' THEN
+            PERFORM sharded_id._move_catch_up(m, timeout);
+        END IF;
+        saved_lock_timeout := current_setting('lock_timeout');
+        PERFORM pg_catalog.set_config('lock_timeout', (extract(epoch FROM freeze_timeout) * 1000)::bigint || 'ms', true);
+        PERFORM sharded_id._lock_shard(m.shard_id, 'route', true);
+        PERFORM pg_catalog.set_config('lock_timeout', saved_lock_timeout, true);
+        PERFORM sharded_id._move_freeze_source(m, freeze_timeout);
+        IF m.method = 'online' THEN
+            PERFORM sharded_id._move_catch_up(m, freeze_timeout);
+        END IF;
+    WHEN 'stop_replication' THEN
+        -- Nothing done to the old copy from now on reaches the new one.
+        PERFORM sharded_id._remote_exec(tgt, format('ALTER SUBSCRIPTION %I DISABLE', repl));
+    WHEN 'copy_rows' THEN
+        -- The dump method: the schema, then every table's rows through
+        -- the router, in batches, read in the freeze, and written as they
+        -- are: with the target in replica mode, as logical replication
+        -- and pg_restore --disable-triggers do, no user trigger or rule
+        -- fires on them.
+        ddl := sharded_id._remote(src, format(
+            'SELECT string_agg(s, E'';\n'') FROM sharded_id.schema_ddl(%L) s', m.schema_name));
+        PERFORM sharded_id._remote_exec(tgt, format(
+            'BEGIN; SET LOCAL client_min_messages = warning; %s; COMMIT', ddl));
+        -- Each table by oid, then its name, its insertable columns and
+        -- the same columns read from a row, each quoted on the source.
+        FOR t IN
+            SELECT * FROM unnest(sharded_id._remote_rows(frz, format(
+                'SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                 WHERE n.nspname = %L AND c.relkind = ''r'' ORDER BY c.oid', m.schema_name))) AS rel
+        LOOP
+            tbl := sharded_id._remote(frz, format('SELECT %s::regclass::text', t.rel));
+            cols := sharded_id._remote(frz, format(
+                'SELECT string_agg(quote_ident(attname), '','' ORDER BY attnum) FROM pg_attribute
+                 WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped AND attgenerated = ''''', t.rel));
+            fields := sharded_id._remote(frz, format(
+                'SELECT string_agg(''(v).'' || quote_ident(attname), '','' ORDER BY attnum) FROM pg_attribute
+                 WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped AND attgenerated = ''''', t.rel));
+            PERFORM sharded_id._remote_exec(frz, format(
+                'DECLARE shid_rows NO SCROLL CURSOR FOR SELECT r::text FROM %s r', tbl));
+            LOOP
+                batch := sharded_id._remote_rows(frz, 'FETCH 10000 FROM shid_rows');
+                EXIT WHEN batch IS NULL;
+                PERFORM sharded_id._remote_exec(tgt, format(
+                    'SET session_replication_role = replica; '
+                    'INSERT INTO %1$s (%2$s) OVERRIDING SYSTEM VALUE SELECT %3$s FROM (SELECT r::%1$s AS v FROM unnest(%4$L::text[]) r) s; '
+                    'RESET session_replication_role',
+                    tbl, cols, fields, batch));
+            END LOOP;
+            PERFORM sharded_id._remote_exec(frz, 'CLOSE shid_rows');
+        END LOOP;
+        PERFORM sharded_id._move_compare(m, frz, tgt);
+    WHEN 'retire_source' THEN
+        -- In the freezing transaction: the retirement and its high-water
+        -- mark, and a constraint that no new row passes on the old copy
+        -- (NOT VALID: no scan).  Then commit.
+        UPDATE sharded_id.moves x SET high_water = sharded_id._remote(frz, format(
+            'SELECT sharded_id.retire_shard(%s)', m.shard_id))::bigint
+        WHERE x.move_id = m.move_id;
+        PERFORM sharded_id._remote_exec(frz, format(
+            'SELECT sharded_id._on_schema_tables(%L, ''ALTER TABLE %%s ADD CONSTRAINT sharded_id_moved CHECK (false) NOT VALID''); '
+            'INSERT INTO sharded_id.move_retirements AS r (shard_id, move_id) VALUES (%s, %s) '
+            'ON CONFLICT (shard_id) DO UPDATE SET move_id = excluded.move_id, retired_at = excluded.retired_at',
+            m.schema_name, m.shard_id, m.move_id));
+        PERFORM sharded_id._remote_exec(frz, 'COMMIT');
+        PERFORM sharded_id._remote_close(frz);
+        PERFORM sharded_id._move_hold('retired');
+    WHEN 'register_target' THEN
+        PERFORM sharded_id._move_register_target(m);
+        PERFORM sharded_id._move_hold('registered');
+    WHEN 'switch' THEN
+        PERFORM sharded_id._move_switch(m);
+    ELSE
+        RAISE EXCEPTION 'unknown move step "%"', step USING ERRCODE = 'internal_error';
+    END CASE;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_step(bigint, text, bigint, interval, interval) IS
+'internal: take one step of a move';
+
+CREATE FUNCTION sharded_id._cluster_mapping(cluster name, moved_shard integer DEFAULT NULL, target text DEFAULT NULL)
+RETURNS text[]
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    secrets text[];
+BEGIN
+    WITH conns AS (
+        SELECT n.connstr FROM sharded_id.shard_map m
+        JOIN sharded_id.nodes n ON n.node_name = CASE WHEN m.shard_id = moved_shard THEN target ELSE m.node_name END
+    )
+    SELECT array_agg(DISTINCT sharded_id._connstr_secrets(c.connstr, true)::text) INTO secrets
+    FROM conns c
+    WHERE EXISTS (SELECT FROM conns c2 WHERE sharded_id._connstr_secrets(c2.connstr) <> '{}');
+    IF cardinality(secrets) > 1 THEN
+        RAISE EXCEPTION 'the data nodes of cluster "%" have different users or passwords', cluster
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'PL/Proxy takes one user mapping per cluster, and passwords stay out of the cluster''s options, which every role can read. A node with a password in its connection string shares it, and its user, with every other node of the map.',
+                  HINT = 'Give the nodes one user and password, or keep the passwords in a password file (passfile=) or service file of the router''s server and out of sharded_id.nodes.';
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(secrets[1]::text[]) o WHERE split_part(o, '=', 1) NOT IN ('user', 'password')) THEN
+        RAISE EXCEPTION 'the data nodes of cluster "%" have a secret PL/Proxy cannot take', cluster
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'A PL/Proxy user mapping holds a user and a password, nothing else.',
+                  HINT = 'Keep the other secrets (sslpassword) in a service file of the router''s server.';
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(secrets[1]::text[]) o WHERE o ~ '[''\\]') THEN
+        RAISE EXCEPTION 'the user or password of cluster "%" holds a quote or a backslash', cluster
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'PL/Proxy quotes the options of its user mapping without escaping them.',
+                  HINT = 'Choose a password without them, or keep it in a password file (passfile=) of the router''s server.';
+    END IF;
+    RETURN coalesce(secrets[1]::text[], '{}');
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._cluster_mapping(name, integer, text) IS
+'internal: the options of a PL/Proxy cluster''s user mapping for PUBLIC, from the shard map''s nodes (optionally with one shard moved), failing on what one mapping cannot carry';
+
+CREATE FUNCTION sharded_id._apply_shard_map(cluster name, connection_lifetime integer,
+                                            query_timeout integer, with_ops boolean)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    map_layout text := (SELECT c.layout FROM sharded_id.current_settings() c);
+    max_count integer := (SELECT l.max_shard + 1 FROM sharded_id.layouts() l WHERE l.name = map_layout);
+    shard_count integer;
+    options text[];
+    mapping text[];
+    stale text;
+    node record;
+    ops record;
+BEGIN
+    -- One at a time, and never beside a move's switch, whose map it would
+    -- otherwise overwrite with the one it read before.
+    LOCK TABLE sharded_id.shard_map IN SHARE ROW EXCLUSIVE MODE;
+    PERFORM sharded_id.check_shard(m.shard_id, map_layout) FROM sharded_id.shard_map m;
+    SELECT count(*) INTO shard_count FROM sharded_id.shard_map;
+    IF shard_count = 0 OR shard_count > max_count OR (shard_count & (shard_count - 1)) <> 0 THEN
+        RAISE EXCEPTION 'the shard map holds % shards', shard_count
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('PL/Proxy needs a power of two between 1 and %s partitions, one per logical shard of layout "%s".',
+                                  max_count, map_layout);
+    END IF;
+    IF (SELECT max(shard_id) FROM sharded_id.shard_map) <> shard_count - 1 THEN
+        RAISE EXCEPTION 'the shard map does not hold shards 0 to %', shard_count - 1
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'Partition n of the cluster serves logical shard n, so every shard from 0 up needs a node.';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_foreign_data_wrapper WHERE fdwname = 'plproxy') THEN
+        RAISE EXCEPTION 'foreign-data wrapper "plproxy" does not exist'
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'Run CREATE EXTENSION plproxy on the router first.';
+    END IF;
+
+    -- The PL/Proxy cluster: partition n is logical shard n.  Its options
+    -- are readable by every role, so they hold no secret: a password goes,
+    -- with the user it is for, to the cluster's user mapping for PUBLIC,
+    -- which PL/Proxy adds to every partition's connection string that
+    -- names no user, and PostgreSQL shows to no other role; or it comes
+    -- from a password file or service file.
+    SELECT array_agg(format('p%s=%s', m.shard_id,
+                            sharded_id._connstr_public(n.connstr, sharded_id._connstr_secrets(n.connstr) = '{}'))
+                     ORDER BY m.shard_id)
+    INTO options
+    FROM sharded_id.shard_map m JOIN sharded_id.nodes n USING (node_name);
+    mapping := sharded_id._cluster_mapping(cluster);
+    -- Settings not given keep their value, or start at 1800 s and none.
+    SELECT coalesce(_apply_shard_map.connection_lifetime,
+                    (SELECT split_part(o, '=', 2)::integer
+                     FROM pg_foreign_server s, unnest(s.srvoptions) o
+                     WHERE s.srvname = cluster AND o LIKE 'connection\_lifetime=%'), 1800),
+           coalesce(_apply_shard_map.query_timeout,
+                    (SELECT split_part(o, '=', 2)::integer
+                     FROM pg_foreign_server s, unnest(s.srvoptions) o
+                     WHERE s.srvname = cluster AND o LIKE 'query\_timeout=%'), 0)
+    INTO connection_lifetime, query_timeout;
+    options := options || format('connection_lifetime=%s', connection_lifetime)
+                       || format('query_timeout=%s', query_timeout);
+    PERFORM sharded_id._set_server_options(cluster, 'plproxy', options);
+    IF mapping <> '{}' THEN
+        PERFORM sharded_id._set_mapping_options(cluster, mapping);
+        -- dblink reaches the nodes with the same mapping.
+        IF EXISTS (SELECT FROM pg_proc p
+                   JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+                   JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'dblink'
+                   WHERE p.proname = 'dblink_connect' AND has_function_privilege('public', p.oid, 'EXECUTE')) THEN
+            RAISE WARNING 'every role with USAGE on server "%" can log in to the data nodes with its user mapping through dblink', cluster
+                USING DETAIL = 'PUBLIC may call dblink_connect, and the mapping for PUBLIC holds the nodes'' user and password.',
+                      HINT = 'REVOKE EXECUTE on dblink''s functions FROM PUBLIC, or keep the passwords in a password file of the router''s server.';
+        END IF;
+    ELSE
+        -- No node has a password: one that an earlier map put in the
+        -- mapping, with its user, would log every caller in as that user.
+        SELECT string_agg(format('DROP %I', split_part(o, '=', 1)), ', ') INTO stale
+        FROM pg_user_mappings u, unnest(u.umoptions) o
+        WHERE u.srvname = cluster AND u.umuser = 0 AND split_part(o, '=', 1) IN ('user', 'password');
+        IF stale IS NOT NULL THEN
+            EXECUTE format('ALTER USER MAPPING FOR PUBLIC SERVER %I OPTIONS (%s)', cluster, stale);
+        END IF;
+    END IF;
+
+    -- A postgres_fdw server per node, for ops queries.
+    IF EXISTS (SELECT 1 FROM pg_foreign_data_wrapper WHERE fdwname = 'postgres_fdw') THEN
+        FOR node IN SELECT * FROM sharded_id.nodes ORDER BY node_name LOOP
+            PERFORM sharded_id._set_server_options(
+                sharded_id.node_server(node.node_name), 'postgres_fdw',
+                sharded_id._connstr_options(node.connstr)
+                || ARRAY['extensions=sharded_id', 'async_capable=true']);
+            -- A node's password, with the user it is for, goes to the
+            -- server's user mapping; without one, the connections log in as
+            -- the calling role, as the mapping says.
+            IF sharded_id._connstr_secrets(node.connstr) <> '{}' THEN
+                PERFORM sharded_id._set_mapping_options(sharded_id.node_server(node.node_name),
+                                                        sharded_id._connstr_secrets(node.connstr, true));
+            END IF;
+        END LOOP;
+        FOR ops IN SELECT * FROM sharded_id.ops_tables WHERE with_ops LOOP
+            PERFORM sharded_id._attach_ops_partitions(ops.ops_table);
+        END LOOP;
+    END IF;
+    RETURN shard_count;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._apply_shard_map(name, integer, integer, boolean) IS
+'internal: apply_shard_map, optionally without rebuilding the ops tables'' partitions';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._apply_shard_map(name, integer, integer, boolean) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._cluster_mapping(name, integer, text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION sharded_id.apply_shard_map(cluster name DEFAULT 'sharded_id',
+                                           connection_lifetime integer DEFAULT NULL,
+                                           query_timeout integer DEFAULT NULL)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN sharded_id._apply_shard_map(cluster, connection_lifetime, query_timeout, true);
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id.apply_shard_map(name, integer, integer) IS
+'create or update the PL/Proxy cluster (one partition per logical shard), the postgres_fdw server of each node and the ops tables from the shard map';
+
+CREATE OR REPLACE FUNCTION sharded_id._move_switch(m sharded_id.moves)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    part text := format('p%s', m.shard_id);
+    connstr text;
+BEGIN
+    LOCK TABLE sharded_id.shard_map IN EXCLUSIVE MODE;
+    UPDATE sharded_id.shard_map SET node_name = m.target_node WHERE shard_id = m.shard_id;
+    SELECT sharded_id._connstr_public(n.connstr, sharded_id._connstr_secrets(n.connstr) = '{}') INTO connstr
+    FROM sharded_id.nodes n WHERE n.node_name = m.target_node;
+    IF EXISTS (SELECT FROM pg_foreign_server s, unnest(s.srvoptions) o
+               WHERE s.srvname = m.cluster AND o = format('%s=%s', split_part(o, '=', 1), connstr)
+                 AND split_part(o, '=', 1) ~ '^p[0-9]+$')
+       AND EXISTS (SELECT FROM pg_foreign_server s, unnest(s.srvoptions) o
+                   WHERE s.srvname = m.cluster AND split_part(o, '=', 1) = part) THEN
+        EXECUTE format('ALTER SERVER %I OPTIONS (SET %I %L)', m.cluster, part, connstr);
+    ELSE
+        PERFORM sharded_id._apply_shard_map(m.cluster, NULL, NULL, false);
+    END IF;
+    UPDATE sharded_id.moves SET state = 'switched', updated_at = clock_timestamp() WHERE move_id = m.move_id;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_switch(sharded_id.moves) IS
+'internal: the router''s switch of a shard to its new node';
+
+CREATE OR REPLACE FUNCTION sharded_id._move_cleanup(m sharded_id.moves, moved boolean)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    c record;
+    conn text;
+    left_slots bigint;
+    deadline timestamptz;
+    first_err text;
+    first_detail text;
+    first_hint text;
+    first_state text;
+BEGIN
+    -- The ops tables follow the switch before the old copy goes (move_shard
+    -- and recover_moves have done it already, and committed).
+    IF moved THEN
+        PERFORM sharded_id._move_follow_ops(m);
+    END IF;
+    FOR c IN
+        SELECT * FROM sharded_id.move_cleanup x
+        WHERE x.move_id = m.move_id AND x.policy <> CASE WHEN moved THEN 'on_failure' ELSE 'on_success' END
+        ORDER BY CASE x.object_type WHEN 'subscription' THEN 1 WHEN 'slot' THEN 2 WHEN 'publication' THEN 3
+                                    WHEN 'mark' THEN 4 ELSE 5 END, x.node_name
+    LOOP
+      -- A node that does not answer keeps its records for the next try;
+      -- the other nodes are cleaned meanwhile.
+      BEGIN
+        conn := sharded_id._move_conn(m.move_id, 'cleanup', c.node_name);
+        PERFORM sharded_id._remote_open(conn, c.node_name);
+        IF c.object_type = 'subscription' THEN
+            IF sharded_id._remote(conn, format('SELECT 1 FROM pg_subscription WHERE subname = %L
+                   AND subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())', c.object_name)) IS NOT NULL THEN
+                PERFORM sharded_id._remote_exec(conn, format('ALTER SUBSCRIPTION %I DISABLE', c.object_name));
+                PERFORM sharded_id._remote_exec(conn, format('ALTER SUBSCRIPTION %I SET (slot_name = NONE)', c.object_name));
+                PERFORM sharded_id._remote_exec(conn, format('DROP SUBSCRIPTION %I', c.object_name));
+            END IF;
+        ELSIF c.object_type = 'slot' THEN
+            -- The move's slot and its table-copy slots, whose walsenders are
+            -- ended first.
+            deadline := clock_timestamp() + interval '10 s';
+            LOOP
+                left_slots := sharded_id._remote(conn, format(
+                    'WITH s AS (SELECT * FROM pg_replication_slots WHERE slot_name = %L OR (%s <> 0 AND slot_name LIKE %L)), '
+                    't AS (SELECT pg_terminate_backend(active_pid) FROM s WHERE active_pid IS NOT NULL), '
+                    'd AS (SELECT pg_drop_replication_slot(slot_name) FROM s WHERE NOT active) '
+                    'SELECT (SELECT count(*) FROM s) - (SELECT count(*) FROM d) + 0 * (SELECT count(*) FROM t)',
+                    c.object_name, coalesce(m.sub_oid, 0), format('pg\_%s\_sync\_%%', coalesce(m.sub_oid, 0))))::bigint;
+                EXIT WHEN left_slots = 0;
+                IF clock_timestamp() > deadline THEN
+                    RAISE EXCEPTION 'could not drop replication slot "%" on node "%"', c.object_name, c.node_name
+                        USING ERRCODE = 'object_in_use',
+                              HINT = 'Something keeps using it. CALL sharded_id.recover_moves() again once it is free.';
+                END IF;
+                PERFORM pg_sleep(0.05);
+            END LOOP;
+        ELSIF c.object_type = 'publication' THEN
+            PERFORM sharded_id._remote_exec(conn, format('DROP PUBLICATION IF EXISTS %I', c.object_name));
+        ELSIF c.object_type = 'mark' THEN
+            PERFORM sharded_id._remote_exec(conn, format('DELETE FROM sharded_id.move_marks WHERE move_id = %s', c.object_name));
+        ELSIF c.object_type = 'schema' THEN
+            IF moved THEN
+                PERFORM sharded_id._move_check_copy(m);
+            END IF;
+            -- Never a schema the node holds as a shard.
+            PERFORM sharded_id._remote_exec(conn, format(
+                'SET client_min_messages = warning; DO $do$ BEGIN IF NOT EXISTS (SELECT FROM sharded_id.shards WHERE schema_name = %L) '
+                'THEN DROP SCHEMA IF EXISTS %I CASCADE; END IF; END $do$', c.object_name, c.object_name));
+        END IF;
+        DELETE FROM sharded_id.move_cleanup x
+        WHERE x.move_id = c.move_id AND x.node_name = c.node_name
+          AND x.object_type = c.object_type AND x.object_name = c.object_name;
+      EXCEPTION WHEN OTHERS THEN
+        IF first_err IS NULL THEN
+            GET STACKED DIAGNOSTICS first_detail = PG_EXCEPTION_DETAIL, first_hint = PG_EXCEPTION_HINT;
+            first_err := format('node "%s", %s %s: %s', c.node_name, c.object_type, c.object_name, SQLERRM);
+            first_state := SQLSTATE;
+        END IF;
+      END;
+    END LOOP;
+    IF first_err IS NOT NULL THEN
+        -- The first failure's own detail and hint say what to do about it.
+        IF nullif(first_detail, '') IS NOT NULL THEN
+            RAISE EXCEPTION 'could not drop everything move % made: %', m.move_id, first_err
+                USING ERRCODE = first_state, DETAIL = first_detail,
+                      HINT = coalesce(nullif(first_hint, ''), 'CALL sharded_id.recover_moves() again once every node answers.');
+        END IF;
+        RAISE EXCEPTION 'could not drop everything move % made: %', m.move_id, first_err
+            USING ERRCODE = first_state,
+                  HINT = coalesce(nullif(first_hint, ''), 'CALL sharded_id.recover_moves() again once every node answers.');
+    END IF;
+    DELETE FROM sharded_id.move_cleanup x WHERE x.move_id = m.move_id;
+    UPDATE sharded_id.moves
+    SET state = 'finished', outcome = CASE WHEN moved THEN 'moved' ELSE 'rolled back' END,
+        finished_at = clock_timestamp(), updated_at = clock_timestamp()
+    WHERE move_id = m.move_id;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_cleanup(sharded_id.moves, boolean) IS
+'internal: drop what a finished or rolled-back move left on its nodes, as its cleanup records say';
+
+CREATE FUNCTION sharded_id._move_follow_ops(m sharded_id.moves)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    ops record;
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_foreign_data_wrapper WHERE fdwname = 'postgres_fdw') THEN
+        RETURN;
+    ELSIF NOT EXISTS (SELECT FROM pg_foreign_server WHERE srvname = sharded_id.node_server(m.target_node)) THEN
+        PERFORM sharded_id._apply_shard_map(m.cluster, NULL, NULL, true);
+        RETURN;
+    END IF;
+    FOR ops IN SELECT * FROM sharded_id.ops_tables LOOP
+        PERFORM sharded_id._attach_ops_partition(ops.ops_table, m.shard_id);
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_follow_ops(sharded_id.moves) IS
+'internal: point a moved shard''s partition of every ops table at its new node';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._move_follow_ops(sharded_id.moves) FROM PUBLIC;
+
 CREATE OR REPLACE PROCEDURE sharded_id.move_shard(shard_id integer, target_node text,
                                        method text DEFAULT NULL,
                                        dry_run boolean DEFAULT false,
@@ -1827,6 +2439,8 @@ BEGIN
             RAISE EXCEPTION 'data node "%" does not exist', target_node
                 USING ERRCODE = 'undefined_object';
         END IF;
+        -- The map after the switch must be one the router can apply.
+        PERFORM sharded_id._cluster_mapping(cluster, shard_id, target_node);
         IF source = target_node THEN
             RAISE NOTICE 'shard % is already on node "%"', shard_id, target_node;
             steps := '{}';
@@ -1982,6 +2596,16 @@ BEGIN
             COMMIT;
             PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
             PERFORM sharded_id._unlock_shard(m.shard_id, 'route');
+            -- Then the ops tables follow, committed apart from the cleanup,
+            -- which drops the old copy they read until now.  Cleanup tries
+            -- again if this fails.
+            IF err IS NULL THEN
+                BEGIN
+                    PERFORM sharded_id._move_follow_ops(m);
+                EXCEPTION WHEN OTHERS THEN
+                    RAISE WARNING 'the ops tables of shard % still read node "%": %', m.shard_id, m.source_node, SQLERRM;
+                END;
+            END IF;
         END IF;
         EXIT WHEN err IS NOT NULL;
         COMMIT;
@@ -2037,562 +2661,39 @@ $$;
 COMMENT ON PROCEDURE sharded_id.move_shard(integer, text, text, boolean, name, bigint, interval, interval) IS
 'move a logical shard to another data node, online (logical replication) or by dump, journaled step by step in sharded_id.moves; writers through sharded_id.route wait out the switch; CALL it on the router, outside a transaction block';
 
-CREATE OR REPLACE FUNCTION sharded_id.apply_shard_map(cluster name DEFAULT 'sharded_id',
-                                           connection_lifetime integer DEFAULT NULL,
-                                           query_timeout integer DEFAULT NULL)
-RETURNS integer
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
+CREATE OR REPLACE PROCEDURE sharded_id.recover_moves()
+LANGUAGE plpgsql
 AS $$
 DECLARE
-    map_layout text := (SELECT c.layout FROM sharded_id.current_settings() c);
-    max_count integer := (SELECT l.max_shard + 1 FROM sharded_id.layouts() l WHERE l.name = map_layout);
-    shard_count integer;
-    options text[];
-    secrets text[];
-    node record;
-    ops record;
+    m record;
+    moved boolean;
 BEGIN
-    PERFORM sharded_id.check_shard(m.shard_id, map_layout) FROM sharded_id.shard_map m;
-    SELECT count(*) INTO shard_count FROM sharded_id.shard_map;
-    IF shard_count = 0 OR shard_count > max_count OR (shard_count & (shard_count - 1)) <> 0 THEN
-        RAISE EXCEPTION 'the shard map holds % shards', shard_count
-            USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = format('PL/Proxy needs a power of two between 1 and %s partitions, one per logical shard of layout "%s".',
-                                  max_count, map_layout);
-    END IF;
-    IF (SELECT max(shard_id) FROM sharded_id.shard_map) <> shard_count - 1 THEN
-        RAISE EXCEPTION 'the shard map does not hold shards 0 to %', shard_count - 1
-            USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = 'Partition n of the cluster serves logical shard n, so every shard from 0 up needs a node.';
-    END IF;
-    IF NOT EXISTS (SELECT 1 FROM pg_foreign_data_wrapper WHERE fdwname = 'plproxy') THEN
-        RAISE EXCEPTION 'foreign-data wrapper "plproxy" does not exist'
-            USING ERRCODE = 'undefined_object',
-                  HINT = 'Run CREATE EXTENSION plproxy on the router first.';
-    END IF;
-
-    -- The PL/Proxy cluster: partition n is logical shard n.  Its options
-    -- are readable by every role, so they hold no secret: a password goes,
-    -- with the user it is for, to the cluster's user mapping for PUBLIC,
-    -- which PL/Proxy adds to every partition's connection string that
-    -- names no user, and PostgreSQL shows to no other role; or it comes
-    -- from a password file or service file.
-    SELECT array_agg(format('p%s=%s', m.shard_id,
-                            sharded_id._connstr_public(n.connstr, sharded_id._connstr_secrets(n.connstr) = '{}'))
-                     ORDER BY m.shard_id)
-    INTO options
-    FROM sharded_id.shard_map m JOIN sharded_id.nodes n USING (node_name);
-    SELECT array_agg(DISTINCT sharded_id._connstr_secrets(n.connstr, true)::text)
-    INTO secrets
-    FROM sharded_id.shard_map m JOIN sharded_id.nodes n USING (node_name)
-    WHERE EXISTS (SELECT 1 FROM sharded_id.shard_map m2 JOIN sharded_id.nodes n2 USING (node_name)
-                  WHERE sharded_id._connstr_secrets(n2.connstr) <> '{}');
-    IF cardinality(secrets) > 1 THEN
-        RAISE EXCEPTION 'the data nodes of cluster "%" have different users or passwords', cluster
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = 'PL/Proxy takes one user mapping per cluster, and passwords stay out of the cluster''s options, which every role can read. A node with a password in its connection string shares it, and its user, with every other node of the map.',
-                  HINT = 'Give the nodes one user and password, or keep the passwords in a password file (passfile=) or service file of the router''s server and out of sharded_id.nodes.';
-    END IF;
-    IF EXISTS (SELECT 1 FROM unnest(secrets[1]::text[]) o WHERE split_part(o, '=', 1) NOT IN ('user', 'password')) THEN
-        RAISE EXCEPTION 'the data nodes of cluster "%" have a secret PL/Proxy cannot take', cluster
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = 'A PL/Proxy user mapping holds a user and a password, nothing else.',
-                  HINT = 'Keep the other secrets (sslpassword) in a service file of the router''s server.';
-    END IF;
-    IF EXISTS (SELECT 1 FROM unnest(secrets[1]::text[]) o WHERE o ~ '[''\\]') THEN
-        RAISE EXCEPTION 'the user or password of cluster "%" holds a quote or a backslash', cluster
-            USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = 'PL/Proxy quotes the options of its user mapping without escaping them.',
-                  HINT = 'Choose a password without them, or keep it in a password file (passfile=) of the router''s server.';
-    END IF;
-    -- Settings not given keep their value, or start at 1800 s and none.
-    SELECT coalesce(apply_shard_map.connection_lifetime,
-                    (SELECT split_part(o, '=', 2)::integer
-                     FROM pg_foreign_server s, unnest(s.srvoptions) o
-                     WHERE s.srvname = cluster AND o LIKE 'connection\_lifetime=%'), 1800),
-           coalesce(apply_shard_map.query_timeout,
-                    (SELECT split_part(o, '=', 2)::integer
-                     FROM pg_foreign_server s, unnest(s.srvoptions) o
-                     WHERE s.srvname = cluster AND o LIKE 'query\_timeout=%'), 0)
-    INTO connection_lifetime, query_timeout;
-    options := options || format('connection_lifetime=%s', connection_lifetime)
-                       || format('query_timeout=%s', query_timeout);
-    PERFORM sharded_id._set_server_options(cluster, 'plproxy', options);
-    IF cardinality(secrets) = 1 THEN
-        PERFORM sharded_id._set_mapping_options(cluster, secrets[1]::text[]);
-    END IF;
-
-    -- A postgres_fdw server per node, for ops queries.
-    IF EXISTS (SELECT 1 FROM pg_foreign_data_wrapper WHERE fdwname = 'postgres_fdw') THEN
-        FOR node IN SELECT * FROM sharded_id.nodes ORDER BY node_name LOOP
-            PERFORM sharded_id._set_server_options(
-                sharded_id.node_server(node.node_name), 'postgres_fdw',
-                sharded_id._connstr_options(node.connstr)
-                || ARRAY['extensions=sharded_id', 'async_capable=true']);
-            -- A node's password, with the user it is for, goes to the
-            -- server's user mapping; without one, the connections log in as
-            -- the calling role, as the mapping says.
-            IF sharded_id._connstr_secrets(node.connstr) <> '{}' THEN
-                PERFORM sharded_id._set_mapping_options(sharded_id.node_server(node.node_name),
-                                                        sharded_id._connstr_secrets(node.connstr, true));
-            END IF;
-        END LOOP;
-        FOR ops IN SELECT * FROM sharded_id.ops_tables LOOP
-            PERFORM sharded_id._attach_ops_partitions(ops.ops_table);
-        END LOOP;
-    END IF;
-    RETURN shard_count;
-END
-$$;
-
-COMMENT ON FUNCTION sharded_id.apply_shard_map(name, integer, integer) IS
-'create or update the PL/Proxy cluster (one partition per logical shard), the postgres_fdw server of each node and the ops tables from the shard map';
-
-CREATE FUNCTION sharded_id._move_open_freeze(m sharded_id.moves)
-RETURNS text
-LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    frz text := sharded_id._move_conn(m.move_id, 'freeze', m.source_node);
-BEGIN
-    PERFORM sharded_id._remote_close(frz);
-    PERFORM sharded_id._remote_open(frz, m.source_node);
-    PERFORM sharded_id._remote_exec(frz, format(
-        'SELECT FROM sharded_id.shards WHERE shard_id = %s; '
-        'SELECT FROM sharded_id._on_schema_tables(%L, ''SELECT FROM %%s WHERE false''); '
-        'SET lock_timeout = DEFAULT',
-        m.shard_id, m.schema_name));
-    RETURN frz;
-END
-$$;
-
-
-COMMENT ON FUNCTION sharded_id._move_open_freeze(sharded_id.moves) IS
-'internal: open a new freeze connection of a move to its source';
-
-REVOKE EXECUTE ON FUNCTION sharded_id._move_open_freeze(sharded_id.moves) FROM PUBLIC;
-
-CREATE OR REPLACE FUNCTION sharded_id._move_freeze_source(m sharded_id.moves, lock_timeout interval)
-RETURNS void
-LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    -- It ends with a command: dblink_exec takes no rows from the last.
-    PERFORM sharded_id._remote_exec(sharded_id._move_conn(m.move_id, 'freeze', m.source_node), format(
-        'BEGIN; SET LOCAL lock_timeout = %1$L; '
-        'SELECT FROM pg_advisory_xact_lock(1936222564, %2$s), '
-        '(SELECT FROM sharded_id.shards WHERE shard_id = %2$s FOR UPDATE) s; '
-        'SELECT FROM sharded_id._on_schema_tables(%3$L, ''LOCK TABLE %%s IN EXCLUSIVE MODE''); '
-        'SET LOCAL lock_timeout = %1$L',
-        (extract(epoch FROM lock_timeout) * 1000)::bigint || 'ms', m.shard_id, m.schema_name));
-END
-$$;
-
-COMMENT ON FUNCTION sharded_id._move_freeze_source(sharded_id.moves, interval) IS
-'internal: open the freezing transaction of a move on its source';
-
-CREATE OR REPLACE FUNCTION sharded_id._move_step(move_id bigint, step text, max_lag bigint,
-                                      timeout interval, freeze_timeout interval)
-RETURNS void
-LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    m sharded_id.moves;
-    repl text := NULL;
-    ddl text;
-    state text;
-    lag bigint;
-    deadline timestamptz := clock_timestamp() + timeout;
-    t record;
-    tbl text;
-    cols text;
-    fields text;
-    batch text[];
-    src text;
-    tgt text;
-    frz text;
-    snaps text[];
-    saved_lock_timeout text;
-BEGIN
-    SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = _move_step.move_id;
-    repl := 'sharded_id_move_' || m.shard_id;
-    IF step IN ('stop_replication', 'retire_source', 'register_target', 'switch') THEN
-        -- Inside the final freeze: the connections the freeze step
-        -- checked, without a round trip more; a dead one fails the step.
-        src := sharded_id._move_conn(m.move_id, 'source', m.source_node);
-        tgt := sharded_id._move_conn(m.move_id, 'target', m.target_node);
-    ELSE
-        src := sharded_id._move_open(m, 'source');
-        tgt := sharded_id._move_open(m, 'target');
-    END IF;
-    frz := sharded_id._move_conn(m.move_id, 'freeze', m.source_node);
-    CASE step
-    WHEN 'record_objects' THEN
-        -- move_shard commits these before the next step creates them.
-        PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'schema', m.schema_name, 'on_failure');
-        PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'schema', m.schema_name, 'on_success');
-        IF m.method = 'online' THEN
-            PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'publication', repl, 'always');
-            PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'slot', repl, 'always');
-            PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'mark', m.move_id::text, 'always');
-            PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'subscription', repl, 'always');
-            PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'mark', m.move_id::text, 'always');
-        END IF;
-    WHEN 'create_publication' THEN
-        PERFORM sharded_id._remote_exec(src, format(
-            'CREATE PUBLICATION %I FOR TABLES IN SCHEMA %I, TABLE sharded_id.move_marks WHERE (move_id = %s)',
-            repl, m.schema_name, m.move_id));
-        PERFORM sharded_id._remote(src, format(
-            'SELECT 1 FROM pg_create_logical_replication_slot(%L, ''pgoutput'')', repl));
-    WHEN 'subscribe' THEN
-        -- The schema without rows, and the subscription that fills it, in
-        -- one transaction of the target.
-        ddl := sharded_id._remote(src, format(
-            'SELECT string_agg(s, E'';\n'') FROM sharded_id.schema_ddl(%L) s', m.schema_name));
-        PERFORM sharded_id._remote_exec(tgt, format(
-            'BEGIN; SET LOCAL client_min_messages = warning; %s; '
-            'CREATE SUBSCRIPTION %I CONNECTION %L PUBLICATION %I WITH (create_slot = false, slot_name = %L, '
-            'copy_data = true, synchronous_commit = on, disable_on_error = true%s); COMMIT',
-            ddl, repl, sharded_id._move_subscription_connstr(m), repl, repl, sharded_id._move_subscription_options(m)));
-        UPDATE sharded_id.moves x SET sub_oid = sharded_id._remote(tgt, format(
-            'SELECT oid FROM pg_subscription WHERE subname = %L
-             AND subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())', repl))::oid
-        WHERE x.move_id = m.move_id;
-    WHEN 'copy' THEN
-        LOOP
-            state := sharded_id._remote(tgt, format(
-                'SELECT s.subenabled::text || '':'' || count(*) FILTER (WHERE r.srsubstate <> ''r'')
-                 FROM pg_subscription s LEFT JOIN pg_subscription_rel r ON r.srsubid = s.oid
-                 WHERE s.oid = %s GROUP BY s.subenabled', m.sub_oid));
-            EXIT WHEN state = 'true:0';
-            IF state IS NULL OR state LIKE 'false:%' THEN
-                RAISE EXCEPTION 'the subscription of move % stopped during the copy', m.move_id
-                    USING ERRCODE = 'object_not_in_prerequisite_state',
-                          HINT = 'The target''s server log says why.';
-            END IF;
-            IF clock_timestamp() > deadline THEN
-                RAISE EXCEPTION 'the copy of shard % did not finish within %', m.shard_id, timeout
-                    USING ERRCODE = 'lock_not_available';
-            END IF;
-            PERFORM pg_sleep(0.05);
-        END LOOP;
-    WHEN 'catch_up' THEN
-        LOOP
-            lag := sharded_id._remote(src, format(
-                'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint FROM pg_replication_slots WHERE slot_name = %L',
-                repl))::bigint;
-            IF lag IS NULL THEN
-                RAISE EXCEPTION 'replication slot "%" is gone from node "%"', repl, m.source_node
-                    USING ERRCODE = 'undefined_object';
-            END IF;
-            EXIT WHEN lag <= max_lag;
-            IF clock_timestamp() > deadline THEN
-                RAISE EXCEPTION 'the lag of the copy of shard % stayed over % bytes for %', m.shard_id, max_lag, timeout
-                    USING ERRCODE = 'lock_not_available';
-            END IF;
-            PERFORM pg_sleep(0.05);
-        END LOOP;
-    WHEN 'compare' THEN
-        -- A short freeze in which both copies hold the same rows; a
-        -- snapshot of each keeps that state for the comparison after it.
-        -- Writers wait on the source's fence meanwhile.
-        -- Every connection it needs is open, and the snapshots' transactions
-        -- begun (a snapshot is taken by the first query), before writers wait.
-        PERFORM sharded_id._move_open_freeze(m);
-        snaps := ARRAY[sharded_id._move_open(m, 'snap_source'), sharded_id._move_open(m, 'snap_target')];
-        PERFORM sharded_id._remote_exec(c, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY') FROM unnest(snaps) c;
-        PERFORM sharded_id._move_freeze_source(m, freeze_timeout);
-        PERFORM sharded_id._move_catch_up(m, freeze_timeout);
-        PERFORM sharded_id._remote(c, 'SELECT 1') FROM unnest(snaps) c;
-        PERFORM sharded_id._remote_close(frz);
-        PERFORM sharded_id._move_compare(m, snaps[1], snaps[2]);
-        PERFORM sharded_id._remote_close(c) FROM unnest(snaps) c;
-    WHEN 'freeze' THEN
-        -- Writers through the router wait from the route lock to the
-        -- switch; the move waits at most freeze_timeout for the ones in
-        -- flight.  The freeze's connection is opened first.
-        PERFORM sharded_id._move_open_freeze(m);
-        saved_lock_timeout := current_setting('lock_timeout');
-        PERFORM pg_catalog.set_config('lock_timeout', (extract(epoch FROM freeze_timeout) * 1000)::bigint || 'ms', true);
-        PERFORM sharded_id._lock_shard(m.shard_id, 'route', true);
-        PERFORM pg_catalog.set_config('lock_timeout', saved_lock_timeout, true);
-        PERFORM sharded_id._move_freeze_source(m, freeze_timeout);
-        IF m.method = 'online' THEN
-            PERFORM sharded_id._move_catch_up(m, freeze_timeout);
-        END IF;
-    WHEN 'stop_replication' THEN
-        -- Nothing done to the old copy from now on reaches the new one.
-        PERFORM sharded_id._remote_exec(tgt, format('ALTER SUBSCRIPTION %I DISABLE', repl));
-    WHEN 'copy_rows' THEN
-        -- The dump method: the schema, then every table's rows through
-        -- the router, in batches, read in the freeze, and written as they
-        -- are: with the target in replica mode, as logical replication
-        -- and pg_restore --disable-triggers do, no user trigger or rule
-        -- fires on them.
-        ddl := sharded_id._remote(src, format(
-            'SELECT string_agg(s, E'';\n'') FROM sharded_id.schema_ddl(%L) s', m.schema_name));
-        PERFORM sharded_id._remote_exec(tgt, format(
-            'BEGIN; SET LOCAL client_min_messages = warning; %s; COMMIT', ddl));
-        -- Each table by oid, then its name, its insertable columns and
-        -- the same columns read from a row, each quoted on the source.
-        FOR t IN
-            SELECT * FROM unnest(sharded_id._remote_rows(frz, format(
-                'SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-                 WHERE n.nspname = %L AND c.relkind = ''r'' ORDER BY c.oid', m.schema_name))) AS rel
-        LOOP
-            tbl := sharded_id._remote(frz, format('SELECT %s::regclass::text', t.rel));
-            cols := sharded_id._remote(frz, format(
-                'SELECT string_agg(quote_ident(attname), '','' ORDER BY attnum) FROM pg_attribute
-                 WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped AND attgenerated = ''''', t.rel));
-            fields := sharded_id._remote(frz, format(
-                'SELECT string_agg(''(v).'' || quote_ident(attname), '','' ORDER BY attnum) FROM pg_attribute
-                 WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped AND attgenerated = ''''', t.rel));
-            PERFORM sharded_id._remote_exec(frz, format(
-                'DECLARE shid_rows NO SCROLL CURSOR FOR SELECT r::text FROM %s r', tbl));
-            LOOP
-                batch := sharded_id._remote_rows(frz, 'FETCH 10000 FROM shid_rows');
-                EXIT WHEN batch IS NULL;
-                PERFORM sharded_id._remote_exec(tgt, format(
-                    'SET session_replication_role = replica; '
-                    'INSERT INTO %1$s (%2$s) OVERRIDING SYSTEM VALUE SELECT %3$s FROM (SELECT r::%1$s AS v FROM unnest(%4$L::text[]) r) s; '
-                    'RESET session_replication_role',
-                    tbl, cols, fields, batch));
-            END LOOP;
-            PERFORM sharded_id._remote_exec(frz, 'CLOSE shid_rows');
-        END LOOP;
-        PERFORM sharded_id._move_compare(m, frz, tgt);
-    WHEN 'retire_source' THEN
-        -- In the freezing transaction: the retirement and its high-water
-        -- mark, and a constraint that no new row passes on the old copy
-        -- (NOT VALID: no scan).  Then commit.
-        UPDATE sharded_id.moves x SET high_water = sharded_id._remote(frz, format(
-            'SELECT sharded_id.retire_shard(%s)', m.shard_id))::bigint
-        WHERE x.move_id = m.move_id;
-        PERFORM sharded_id._remote_exec(frz, format(
-            'SELECT sharded_id._on_schema_tables(%L, ''ALTER TABLE %%s ADD CONSTRAINT sharded_id_moved CHECK (false) NOT VALID''); '
-            'INSERT INTO sharded_id.move_retirements AS r (shard_id, move_id) VALUES (%s, %s) '
-            'ON CONFLICT (shard_id) DO UPDATE SET move_id = excluded.move_id, retired_at = excluded.retired_at',
-            m.schema_name, m.shard_id, m.move_id));
-        PERFORM sharded_id._remote_exec(frz, 'COMMIT');
-        PERFORM sharded_id._remote_close(frz);
-        PERFORM sharded_id._move_hold('retired');
-    WHEN 'register_target' THEN
-        PERFORM sharded_id._move_register_target(m);
-        PERFORM sharded_id._move_hold('registered');
-    WHEN 'switch' THEN
-        PERFORM sharded_id._move_switch(m);
-    ELSE
-        RAISE EXCEPTION 'unknown move step "%"', step USING ERRCODE = 'internal_error';
-    END CASE;
-END
-$$;
-
-COMMENT ON FUNCTION sharded_id._move_step(bigint, text, bigint, interval, interval) IS
-'internal: take one step of a move';
-
-CREATE OR REPLACE FUNCTION sharded_id._move_cleanup(m sharded_id.moves, moved boolean)
-RETURNS void
-LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    c record;
-    conn text;
-    left_slots bigint;
-    deadline timestamptz;
-    first_err text;
-    first_detail text;
-    first_hint text;
-    first_state text;
-    ops record;
-BEGIN
-    -- The ops tables follow the switch, before the old copy goes: the
-    -- moved shard's partitions are pointed at its new node.
-    IF moved AND EXISTS (SELECT FROM pg_foreign_data_wrapper WHERE fdwname = 'postgres_fdw') THEN
-        IF EXISTS (SELECT FROM pg_foreign_server WHERE srvname = sharded_id.node_server(m.target_node)) THEN
-            FOR ops IN SELECT * FROM sharded_id.ops_tables LOOP
-                PERFORM sharded_id._attach_ops_partition(ops.ops_table, m.shard_id);
-            END LOOP;
-        ELSE
-            PERFORM sharded_id.apply_shard_map(m.cluster);
-        END IF;
-    END IF;
-    FOR c IN
-        SELECT * FROM sharded_id.move_cleanup x
-        WHERE x.move_id = m.move_id AND x.policy <> CASE WHEN moved THEN 'on_failure' ELSE 'on_success' END
-        ORDER BY CASE x.object_type WHEN 'subscription' THEN 1 WHEN 'slot' THEN 2 WHEN 'publication' THEN 3
-                                    WHEN 'mark' THEN 4 ELSE 5 END, x.node_name
-    LOOP
-      -- A node that does not answer keeps its records for the next try;
-      -- the other nodes are cleaned meanwhile.
-      BEGIN
-        conn := sharded_id._move_conn(m.move_id, 'cleanup', c.node_name);
-        PERFORM sharded_id._remote_open(conn, c.node_name);
-        IF c.object_type = 'subscription' THEN
-            IF sharded_id._remote(conn, format('SELECT 1 FROM pg_subscription WHERE subname = %L
-                   AND subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())', c.object_name)) IS NOT NULL THEN
-                PERFORM sharded_id._remote_exec(conn, format('ALTER SUBSCRIPTION %I DISABLE', c.object_name));
-                PERFORM sharded_id._remote_exec(conn, format('ALTER SUBSCRIPTION %I SET (slot_name = NONE)', c.object_name));
-                PERFORM sharded_id._remote_exec(conn, format('DROP SUBSCRIPTION %I', c.object_name));
-            END IF;
-        ELSIF c.object_type = 'slot' THEN
-            -- The move's slot and its table-copy slots, whose walsenders are
-            -- ended first.
-            deadline := clock_timestamp() + interval '10 s';
-            LOOP
-                left_slots := sharded_id._remote(conn, format(
-                    'WITH s AS (SELECT * FROM pg_replication_slots WHERE slot_name = %L OR (%s <> 0 AND slot_name LIKE %L)), '
-                    't AS (SELECT pg_terminate_backend(active_pid) FROM s WHERE active_pid IS NOT NULL), '
-                    'd AS (SELECT pg_drop_replication_slot(slot_name) FROM s WHERE NOT active) '
-                    'SELECT (SELECT count(*) FROM s) - (SELECT count(*) FROM d) + 0 * (SELECT count(*) FROM t)',
-                    c.object_name, coalesce(m.sub_oid, 0), format('pg\_%s\_sync\_%%', coalesce(m.sub_oid, 0))))::bigint;
-                EXIT WHEN left_slots = 0;
-                IF clock_timestamp() > deadline THEN
-                    RAISE EXCEPTION 'could not drop replication slot "%" on node "%"', c.object_name, c.node_name
-                        USING ERRCODE = 'object_in_use',
-                              HINT = 'Something keeps using it. CALL sharded_id.recover_moves() again once it is free.';
-                END IF;
-                PERFORM pg_sleep(0.05);
-            END LOOP;
-        ELSIF c.object_type = 'publication' THEN
-            PERFORM sharded_id._remote_exec(conn, format('DROP PUBLICATION IF EXISTS %I', c.object_name));
-        ELSIF c.object_type = 'mark' THEN
-            PERFORM sharded_id._remote_exec(conn, format('DELETE FROM sharded_id.move_marks WHERE move_id = %s', c.object_name));
-        ELSIF c.object_type = 'schema' THEN
-            IF moved THEN
-                PERFORM sharded_id._move_check_copy(m);
-            END IF;
-            -- Never a schema the node holds as a shard.
-            PERFORM sharded_id._remote_exec(conn, format(
-                'SET client_min_messages = warning; DO $do$ BEGIN IF NOT EXISTS (SELECT FROM sharded_id.shards WHERE schema_name = %L) '
-                'THEN DROP SCHEMA IF EXISTS %I CASCADE; END IF; END $do$', c.object_name, c.object_name));
-        END IF;
-        DELETE FROM sharded_id.move_cleanup x
-        WHERE x.move_id = c.move_id AND x.node_name = c.node_name
-          AND x.object_type = c.object_type AND x.object_name = c.object_name;
-      EXCEPTION WHEN OTHERS THEN
-        IF first_err IS NULL THEN
-            GET STACKED DIAGNOSTICS first_detail = PG_EXCEPTION_DETAIL, first_hint = PG_EXCEPTION_HINT;
-            first_err := format('node "%s", %s %s: %s', c.node_name, c.object_type, c.object_name, SQLERRM);
-            first_state := SQLSTATE;
-        END IF;
-      END;
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    PERFORM sharded_id._dblink_schema();
+    PERFORM sharded_id._remote_close_all('sharded_id_');
+    FOR m IN SELECT x.move_id, x.shard_id, x.state FROM sharded_id.moves x WHERE x.finished_at IS NULL ORDER BY x.move_id LOOP
+        -- Never a move that is still running in another session.
+        PERFORM sharded_id._move_claim(m.shard_id);
+        CALL sharded_id._move_journal(m.move_id, 'recover');
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        -- A switched move's ops tables follow first, committed apart from
+        -- the cleanup that drops the old copy.
+        PERFORM sharded_id._move_follow_ops(x) FROM sharded_id.moves x
+        WHERE x.move_id = m.move_id
+          AND x.target_node = (SELECT s.node_name FROM sharded_id.shard_map s WHERE s.shard_id = x.shard_id);
+        COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        moved := sharded_id._move_resolve(m.move_id);
+        RAISE NOTICE 'move % of shard %, interrupted at step "%": %', m.move_id, m.shard_id, m.state,
+                     CASE WHEN moved THEN 'finished' ELSE 'rolled back' END;
+        COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        PERFORM sharded_id._remote_close_all('sharded_id_');
+        PERFORM sharded_id._unlock_shard(m.shard_id, 'move');
     END LOOP;
-    IF first_err IS NOT NULL THEN
-        -- The first failure's own detail and hint say what to do about it.
-        IF nullif(first_detail, '') IS NOT NULL THEN
-            RAISE EXCEPTION 'could not drop everything move % made: %', m.move_id, first_err
-                USING ERRCODE = first_state, DETAIL = first_detail,
-                      HINT = coalesce(nullif(first_hint, ''), 'CALL sharded_id.recover_moves() again once every node answers.');
-        END IF;
-        RAISE EXCEPTION 'could not drop everything move % made: %', m.move_id, first_err
-            USING ERRCODE = first_state,
-                  HINT = coalesce(nullif(first_hint, ''), 'CALL sharded_id.recover_moves() again once every node answers.');
-    END IF;
-    DELETE FROM sharded_id.move_cleanup x WHERE x.move_id = m.move_id;
-    UPDATE sharded_id.moves
-    SET state = 'finished', outcome = CASE WHEN moved THEN 'moved' ELSE 'rolled back' END,
-        finished_at = clock_timestamp(), updated_at = clock_timestamp()
-    WHERE move_id = m.move_id;
 END
 $$;
 
-COMMENT ON FUNCTION sharded_id._move_cleanup(sharded_id.moves, boolean) IS
-'internal: drop what a finished or rolled-back move left on its nodes, as its cleanup records say';
-
-CREATE FUNCTION sharded_id._attach_ops_partition(ops_table regclass, shard_id integer)
-RETURNS void
-LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    ops_schema name;
-    ops_name name;
-    remote_table name;
-    server name;
-    cur record;
-    pad integer := (SELECT c.pad_width FROM sharded_id.current_settings() c);
-BEGIN
-    SELECT n.nspname, c.relname INTO ops_schema, ops_name
-    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = ops_table;
-    SELECT c.relname INTO remote_table
-    FROM sharded_id.ops_tables o JOIN pg_class c ON c.oid = o.template
-    WHERE o.ops_table = _attach_ops_partition.ops_table;
-    server := (SELECT sharded_id.node_server(m.node_name) FROM sharded_id.shard_map m
-               WHERE m.shard_id = _attach_ops_partition.shard_id);
-    SELECT c.oid::regclass AS rel, s.srvname INTO cur
-    FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-    LEFT JOIN pg_foreign_table f ON f.ftrelid = c.oid LEFT JOIN pg_foreign_server s ON s.oid = f.ftserver
-    WHERE i.inhparent = ops_table
-      AND pg_get_expr(c.relpartbound, c.oid) = format('FOR VALUES IN (%s)', _attach_ops_partition.shard_id);
-    IF cur.srvname IS NOT DISTINCT FROM server AND cur.rel IS NOT NULL THEN
-        RETURN;
-    ELSIF cur.rel IS NOT NULL THEN
-        EXECUTE format('DROP FOREIGN TABLE %s', cur.rel);
-    END IF;
-    IF server IS NOT NULL THEN
-        EXECUTE format('CREATE FOREIGN TABLE %I.%I PARTITION OF %s FOR VALUES IN (%s) '
-                       'SERVER %I OPTIONS (schema_name %L, table_name %L)',
-                       ops_schema, format('%s_%s', ops_name, lpad(shard_id::text, greatest(pad, length(shard_id::text)), '0')),
-                       ops_table, shard_id, server, sharded_id.shard_schema(shard_id), remote_table);
-    END IF;
-END
-$$;
-
-COMMENT ON FUNCTION sharded_id._attach_ops_partition(regclass, integer) IS
-'internal: point one shard''s postgres_fdw partition of an ops table at the node the shard map names';
-
-REVOKE EXECUTE ON FUNCTION sharded_id._attach_ops_partition(regclass, integer) FROM PUBLIC;
-
-CREATE OR REPLACE FUNCTION sharded_id._attach_ops_partitions(ops_table regclass)
-RETURNS void
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    part record;
-BEGIN
-    FOR part IN SELECT i.inhrelid::regclass AS rel FROM pg_inherits i WHERE i.inhparent = ops_table LOOP
-        EXECUTE format('DROP FOREIGN TABLE %s', part.rel);
-    END LOOP;
-    PERFORM sharded_id._attach_ops_partition(ops_table, m.shard_id)
-    FROM sharded_id.shard_map m ORDER BY m.shard_id;
-END
-$$;
-
-COMMENT ON FUNCTION sharded_id._attach_ops_partitions(regclass) IS
-'internal: one postgres_fdw partition per shard of an ops table';
-
-CREATE OR REPLACE FUNCTION sharded_id._move_switch(m sharded_id.moves)
-RETURNS void
-LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    part text := format('p%s', m.shard_id);
-    connstr text;
-BEGIN
-    LOCK TABLE sharded_id.shard_map IN EXCLUSIVE MODE;
-    UPDATE sharded_id.shard_map SET node_name = m.target_node WHERE shard_id = m.shard_id;
-    SELECT sharded_id._connstr_public(n.connstr, sharded_id._connstr_secrets(n.connstr) = '{}') INTO connstr
-    FROM sharded_id.nodes n WHERE n.node_name = m.target_node;
-    IF EXISTS (SELECT FROM pg_foreign_server s, unnest(s.srvoptions) o
-               WHERE s.srvname = m.cluster AND o = format('%s=%s', split_part(o, '=', 1), connstr)
-                 AND split_part(o, '=', 1) ~ '^p[0-9]+$')
-       AND EXISTS (SELECT FROM pg_foreign_server s, unnest(s.srvoptions) o
-                   WHERE s.srvname = m.cluster AND split_part(o, '=', 1) = part) THEN
-        EXECUTE format('ALTER SERVER %I OPTIONS (SET %I %L)', m.cluster, part, connstr);
-    ELSE
-        PERFORM sharded_id.apply_shard_map(m.cluster);
-    END IF;
-    UPDATE sharded_id.moves SET state = 'switched', updated_at = clock_timestamp() WHERE move_id = m.move_id;
-END
-$$;
-
-COMMENT ON FUNCTION sharded_id._move_switch(sharded_id.moves) IS
-'internal: the router''s switch of a shard to its new node';
+COMMENT ON PROCEDURE sharded_id.recover_moves() IS
+'finish or roll back every move that did not end (a crash, a failed step, a cancel), from the journal and what the nodes hold, and fail on a move still running in another session; CALL it on the router';
 

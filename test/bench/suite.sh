@@ -176,6 +176,7 @@ example=$here/../example
 # keep it; an online move's subscription carries none, so the server reads
 # it from a password file of its own.
 passdir=$(mktemp -d)
+trap 'rm -rf "$passdir"' EXIT
 chmod 711 "$passdir"
 echo "*:*:*:$PGUSER:$PGPASSWORD" >"$passdir/pgpass"
 chmod 600 "$passdir/pgpass"

@@ -105,7 +105,10 @@ is($node{node1}->safe_psql('app', 'SELECT count(*) FROM shard_0001.photos'),
 	'dump move: node1 holds every photo of shard 1');
 
 # An online move's subscription carries no password: the target's server
-# reads it from the password file the connection string names.
+# reads it from the password file the connection string names.  Node1 logs
+# every statement (log_statement = all in test clusters), the move's
+# CREATE SUBSCRIPTION among them.
+my $log_from = -s $node{node1}->logfile;
 my $passfile = $router->basedir . '/node.pgpass';
 open my $pf, '>', $passfile or die $!;
 print $pf "*:*:*:shard_admin:$password\n";
@@ -116,9 +119,35 @@ is($router->safe_psql('router', 'SELECT sharded_id.apply_shard_map()'), $shard_c
 $router->safe_psql('router', q{CALL sharded_id.move_shard(3, 'node1', method => 'online')});
 is($router->safe_psql('router', 'SELECT node_name FROM sharded_id.shard_map WHERE shard_id = 3'), 'node1',
 	'online move: the map names node1');
-is($node{node2}->safe_psql('app', q{SELECT count(*) FROM pg_subscription}) . '/'
-	  . $node{node1}->safe_psql('app', q{SELECT count(*) FROM pg_subscription WHERE subconninfo LIKE '%password%'}),
-	'0/0', 'online move: no subscription is left, none held the password');
+my $node1_log = substr(slurp_file($node{node1}->logfile), $log_from);
+like($node1_log, qr/CREATE SUBSCRIPTION sharded_id_move_3 CONNECTION '[^']*passfile=/,
+	'online move: the target ran the CREATE SUBSCRIPTION, naming the password file');
+unlike($node1_log, qr/\Q$password\E/, 'and no statement on the target held the password');
+is($node{node1}->safe_psql('app', q{SELECT count(*) FROM pg_subscription}), '0', 'online move: no subscription is left');
+
+# Back to node2, which now serves no shard: the switch applies the whole
+# map, with the password in the cluster's user mapping, and the ops tables
+# follow.
+$router->safe_psql('router', q{CALL sharded_id.move_shard(3, 'node2', method => 'online')});
+is($router->safe_psql('router', 'SELECT node_name FROM sharded_id.shard_map WHERE shard_id = 3'), 'node2',
+	'a move to a node that served no shard: the map names node2');
+is($router->safe_psql('router', q{SELECT s.srvname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+	JOIN pg_foreign_table f ON f.ftrelid = c.oid JOIN pg_foreign_server s ON s.oid = f.ftserver
+	WHERE i.inhparent = 'ops.photos'::regclass AND pg_get_expr(c.relpartbound, c.oid) = 'FOR VALUES IN (3)'}),
+	'sharded_id_node2', 'and the ops table reads shard 3 on node2');
+
+# A move to a node whose password differs from the others' is refused
+# before it starts: the map after the switch could not be applied.
+$router->safe_psql('router', "INSERT INTO sharded_id.nodes VALUES ('node3', \$c\$"
+	  . node_connstr($node{node2}, password => 'Other-pw') . "\$c\$)");
+my $moves_before = $router->safe_psql('router', 'SELECT count(*) FROM sharded_id.moves');
+my ($ret, $out, $err) = $router->psql('router', "\\set VERBOSITY verbose\nCALL sharded_id.move_shard(2, 'node3')");
+like($err, qr/ERROR:  0A000: the data nodes of cluster "sharded_id" have different users or passwords/,
+	'a move to a node with another password is refused (0A000)');
+is($router->safe_psql('router', q{SELECT node_name FROM sharded_id.shard_map WHERE shard_id = 2})
+	  . '/' . $router->safe_psql('router', 'SELECT count(*) FROM sharded_id.moves'),
+	"node1/$moves_before", 'and the map is unchanged, with no move journaled');
+$router->safe_psql('router', q{DELETE FROM sharded_id.nodes WHERE node_name = 'node3'});
 
 # Every row written is still reachable, and writes go on.
 is($router->safe_psql('router', 'SELECT count(*) FROM ops.photos'), $before, 'after both moves: every photo is on a node of the map');

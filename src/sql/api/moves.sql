@@ -675,8 +675,8 @@ COMMENT ON FUNCTION sharded_id._move_setvals(text, name) IS
 -- so that each applies a map that holds the others' switches.  Writers wait
 -- for it, so it changes only the moved shard's partition of the PL/Proxy
 -- cluster when the target's partition string already serves another shard
--- (its user mapping then holds for this one too); the ops tables follow at
--- cleanup.  Otherwise it applies the whole map.
+-- (its user mapping then holds for this one too), and otherwise applies the
+-- whole map; either way the ops tables follow after it (_move_follow_ops).
 CREATE FUNCTION sharded_id._move_switch(m sharded_id.moves)
 RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
@@ -697,7 +697,7 @@ BEGIN
                    WHERE s.srvname = m.cluster AND split_part(o, '=', 1) = part) THEN
         EXECUTE format('ALTER SERVER %I OPTIONS (SET %I %L)', m.cluster, part, connstr);
     ELSE
-        PERFORM sharded_id.apply_shard_map(m.cluster);
+        PERFORM sharded_id._apply_shard_map(m.cluster, NULL, NULL, false);
     END IF;
     UPDATE sharded_id.moves SET state = 'switched', updated_at = clock_timestamp() WHERE move_id = m.move_id;
 END
@@ -705,6 +705,31 @@ $$;
 
 COMMENT ON FUNCTION sharded_id._move_switch(sharded_id.moves) IS
 'internal: the router''s switch of a shard to its new node';
+
+-- Point the moved shard's partition of every ops table at its new node,
+-- once the router's map names it; no lock is taken when they already do.
+CREATE FUNCTION sharded_id._move_follow_ops(m sharded_id.moves)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    ops record;
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_foreign_data_wrapper WHERE fdwname = 'postgres_fdw') THEN
+        RETURN;
+    ELSIF NOT EXISTS (SELECT FROM pg_foreign_server WHERE srvname = sharded_id.node_server(m.target_node)) THEN
+        PERFORM sharded_id._apply_shard_map(m.cluster, NULL, NULL, true);
+        RETURN;
+    END IF;
+    FOR ops IN SELECT * FROM sharded_id.ops_tables LOOP
+        PERFORM sharded_id._attach_ops_partition(ops.ops_table, m.shard_id);
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_follow_ops(sharded_id.moves) IS
+'internal: point a moved shard''s partition of every ops table at its new node';
 
 -- Drop what a move made, as move_cleanup records it: the objects of every
 -- policy but on_failure when it moved the shard, of every policy but
@@ -723,18 +748,11 @@ DECLARE
     first_detail text;
     first_hint text;
     first_state text;
-    ops record;
 BEGIN
-    -- The ops tables follow the switch, before the old copy goes: the
-    -- moved shard's partitions are pointed at its new node.
-    IF moved AND EXISTS (SELECT FROM pg_foreign_data_wrapper WHERE fdwname = 'postgres_fdw') THEN
-        IF EXISTS (SELECT FROM pg_foreign_server WHERE srvname = sharded_id.node_server(m.target_node)) THEN
-            FOR ops IN SELECT * FROM sharded_id.ops_tables LOOP
-                PERFORM sharded_id._attach_ops_partition(ops.ops_table, m.shard_id);
-            END LOOP;
-        ELSE
-            PERFORM sharded_id.apply_shard_map(m.cluster);
-        END IF;
+    -- The ops tables follow the switch before the old copy goes (move_shard
+    -- and recover_moves have done it already, and committed).
+    IF moved THEN
+        PERFORM sharded_id._move_follow_ops(m);
     END IF;
     FOR c IN
         SELECT * FROM sharded_id.move_cleanup x
@@ -1019,9 +1037,12 @@ BEGIN
         -- Writers wait on the source's fence meanwhile.
         -- Every connection it needs is open, and the snapshots' transactions
         -- begun (a snapshot is taken by the first query), before writers wait.
+        -- A catch-up before it too, so that the frozen one has only the
+        -- last writes to wait for.
         PERFORM sharded_id._move_open_freeze(m);
         snaps := ARRAY[sharded_id._move_open(m, 'snap_source'), sharded_id._move_open(m, 'snap_target')];
         PERFORM sharded_id._remote_exec(c, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY') FROM unnest(snaps) c;
+        PERFORM sharded_id._move_catch_up(m, timeout);
         PERFORM sharded_id._move_freeze_source(m, freeze_timeout);
         PERFORM sharded_id._move_catch_up(m, freeze_timeout);
         PERFORM sharded_id._remote(c, 'SELECT 1') FROM unnest(snaps) c;
@@ -1031,8 +1052,13 @@ BEGIN
     WHEN 'freeze' THEN
         -- Writers through the router wait from the route lock to the
         -- switch; the move waits at most freeze_timeout for the ones in
-        -- flight.  The freeze's connection is opened first.
+        -- flight.  The freeze's connection is opened first, and the target
+        -- caught up unfrozen, so that the frozen catch-up has only the last
+        -- writes to wait for.
         PERFORM sharded_id._move_open_freeze(m);
+        IF m.method = 'online' THEN
+            PERFORM sharded_id._move_catch_up(m, timeout);
+        END IF;
         saved_lock_timeout := current_setting('lock_timeout');
         PERFORM pg_catalog.set_config('lock_timeout', (extract(epoch FROM freeze_timeout) * 1000)::bigint || 'ms', true);
         PERFORM sharded_id._lock_shard(m.shard_id, 'route', true);
@@ -1180,6 +1206,8 @@ BEGIN
             RAISE EXCEPTION 'data node "%" does not exist', target_node
                 USING ERRCODE = 'undefined_object';
         END IF;
+        -- The map after the switch must be one the router can apply.
+        PERFORM sharded_id._cluster_mapping(cluster, shard_id, target_node);
         IF source = target_node THEN
             RAISE NOTICE 'shard % is already on node "%"', shard_id, target_node;
             steps := '{}';
@@ -1335,6 +1363,16 @@ BEGIN
             COMMIT;
             PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
             PERFORM sharded_id._unlock_shard(m.shard_id, 'route');
+            -- Then the ops tables follow, committed apart from the cleanup,
+            -- which drops the old copy they read until now.  Cleanup tries
+            -- again if this fails.
+            IF err IS NULL THEN
+                BEGIN
+                    PERFORM sharded_id._move_follow_ops(m);
+                EXCEPTION WHEN OTHERS THEN
+                    RAISE WARNING 'the ops tables of shard % still read node "%": %', m.shard_id, m.source_node, SQLERRM;
+                END;
+            END IF;
         END IF;
         EXIT WHEN err IS NOT NULL;
         COMMIT;
@@ -1404,6 +1442,13 @@ BEGIN
         -- Never a move that is still running in another session.
         PERFORM sharded_id._move_claim(m.shard_id);
         CALL sharded_id._move_journal(m.move_id, 'recover');
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        -- A switched move's ops tables follow first, committed apart from
+        -- the cleanup that drops the old copy.
+        PERFORM sharded_id._move_follow_ops(x) FROM sharded_id.moves x
+        WHERE x.move_id = m.move_id
+          AND x.target_node = (SELECT s.node_name FROM sharded_id.shard_map s WHERE s.shard_id = x.shard_id);
+        COMMIT;
         PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
         moved := sharded_id._move_resolve(m.move_id);
         RAISE NOTICE 'move % of shard %, interrupted at step "%": %', m.move_id, m.shard_id, m.state,
@@ -1557,6 +1602,7 @@ REVOKE EXECUTE ON FUNCTION sharded_id._move_register_target(sharded_id.moves) FR
 REVOKE EXECUTE ON FUNCTION sharded_id._move_compare(sharded_id.moves, text, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_setvals(text, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_switch(sharded_id.moves) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_follow_ops(sharded_id.moves) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_cleanup(sharded_id.moves, boolean) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_resolve(bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_step(bigint, text, bigint, interval, interval) FROM PUBLIC;

@@ -165,9 +165,55 @@ $$;
 COMMENT ON FUNCTION sharded_id._set_mapping_options(name, text[]) IS
 'internal: add or set options of the user mapping for PUBLIC of a foreign server, keeping its others';
 
-CREATE FUNCTION sharded_id.apply_shard_map(cluster name DEFAULT 'sharded_id',
-                                           connection_lifetime integer DEFAULT NULL,
-                                           query_timeout integer DEFAULT NULL)
+-- The options of a PL/Proxy cluster's user mapping for PUBLIC, from the
+-- nodes of the shard map, or of the map as it will be once shard
+-- moved_shard is on node target: the user and password that the nodes'
+-- connection strings hold, the same for every node, or '{}' when none
+-- holds a secret.  Fails on what one mapping cannot carry.
+CREATE FUNCTION sharded_id._cluster_mapping(cluster name, moved_shard integer DEFAULT NULL, target text DEFAULT NULL)
+RETURNS text[]
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    secrets text[];
+BEGIN
+    WITH conns AS (
+        SELECT n.connstr FROM sharded_id.shard_map m
+        JOIN sharded_id.nodes n ON n.node_name = CASE WHEN m.shard_id = moved_shard THEN target ELSE m.node_name END
+    )
+    SELECT array_agg(DISTINCT sharded_id._connstr_secrets(c.connstr, true)::text) INTO secrets
+    FROM conns c
+    WHERE EXISTS (SELECT FROM conns c2 WHERE sharded_id._connstr_secrets(c2.connstr) <> '{}');
+    IF cardinality(secrets) > 1 THEN
+        RAISE EXCEPTION 'the data nodes of cluster "%" have different users or passwords', cluster
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'PL/Proxy takes one user mapping per cluster, and passwords stay out of the cluster''s options, which every role can read. A node with a password in its connection string shares it, and its user, with every other node of the map.',
+                  HINT = 'Give the nodes one user and password, or keep the passwords in a password file (passfile=) or service file of the router''s server and out of sharded_id.nodes.';
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(secrets[1]::text[]) o WHERE split_part(o, '=', 1) NOT IN ('user', 'password')) THEN
+        RAISE EXCEPTION 'the data nodes of cluster "%" have a secret PL/Proxy cannot take', cluster
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'A PL/Proxy user mapping holds a user and a password, nothing else.',
+                  HINT = 'Keep the other secrets (sslpassword) in a service file of the router''s server.';
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(secrets[1]::text[]) o WHERE o ~ '[''\\]') THEN
+        RAISE EXCEPTION 'the user or password of cluster "%" holds a quote or a backslash', cluster
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'PL/Proxy quotes the options of its user mapping without escaping them.',
+                  HINT = 'Choose a password without them, or keep it in a password file (passfile=) of the router''s server.';
+    END IF;
+    RETURN coalesce(secrets[1]::text[], '{}');
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._cluster_mapping(name, integer, text) IS
+'internal: the options of a PL/Proxy cluster''s user mapping for PUBLIC, from the shard map''s nodes (optionally with one shard moved), failing on what one mapping cannot carry';
+
+-- apply_shard_map, with or without the rebuild of the ops tables' partitions
+-- (a move's switch leaves that to its cleanup).
+CREATE FUNCTION sharded_id._apply_shard_map(cluster name, connection_lifetime integer,
+                                            query_timeout integer, with_ops boolean)
 RETURNS integer
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
@@ -177,10 +223,14 @@ DECLARE
     max_count integer := (SELECT l.max_shard + 1 FROM sharded_id.layouts() l WHERE l.name = map_layout);
     shard_count integer;
     options text[];
-    secrets text[];
+    mapping text[];
+    stale text;
     node record;
     ops record;
 BEGIN
+    -- One at a time, and never beside a move's switch, whose map it would
+    -- otherwise overwrite with the one it read before.
+    LOCK TABLE sharded_id.shard_map IN SHARE ROW EXCLUSIVE MODE;
     PERFORM sharded_id.check_shard(m.shard_id, map_layout) FROM sharded_id.shard_map m;
     SELECT count(*) INTO shard_count FROM sharded_id.shard_map;
     IF shard_count = 0 OR shard_count > max_count OR (shard_count & (shard_count - 1)) <> 0 THEN
@@ -211,35 +261,13 @@ BEGIN
                      ORDER BY m.shard_id)
     INTO options
     FROM sharded_id.shard_map m JOIN sharded_id.nodes n USING (node_name);
-    SELECT array_agg(DISTINCT sharded_id._connstr_secrets(n.connstr, true)::text)
-    INTO secrets
-    FROM sharded_id.shard_map m JOIN sharded_id.nodes n USING (node_name)
-    WHERE EXISTS (SELECT 1 FROM sharded_id.shard_map m2 JOIN sharded_id.nodes n2 USING (node_name)
-                  WHERE sharded_id._connstr_secrets(n2.connstr) <> '{}');
-    IF cardinality(secrets) > 1 THEN
-        RAISE EXCEPTION 'the data nodes of cluster "%" have different users or passwords', cluster
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = 'PL/Proxy takes one user mapping per cluster, and passwords stay out of the cluster''s options, which every role can read. A node with a password in its connection string shares it, and its user, with every other node of the map.',
-                  HINT = 'Give the nodes one user and password, or keep the passwords in a password file (passfile=) or service file of the router''s server and out of sharded_id.nodes.';
-    END IF;
-    IF EXISTS (SELECT 1 FROM unnest(secrets[1]::text[]) o WHERE split_part(o, '=', 1) NOT IN ('user', 'password')) THEN
-        RAISE EXCEPTION 'the data nodes of cluster "%" have a secret PL/Proxy cannot take', cluster
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = 'A PL/Proxy user mapping holds a user and a password, nothing else.',
-                  HINT = 'Keep the other secrets (sslpassword) in a service file of the router''s server.';
-    END IF;
-    IF EXISTS (SELECT 1 FROM unnest(secrets[1]::text[]) o WHERE o ~ '[''\\]') THEN
-        RAISE EXCEPTION 'the user or password of cluster "%" holds a quote or a backslash', cluster
-            USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = 'PL/Proxy quotes the options of its user mapping without escaping them.',
-                  HINT = 'Choose a password without them, or keep it in a password file (passfile=) of the router''s server.';
-    END IF;
+    mapping := sharded_id._cluster_mapping(cluster);
     -- Settings not given keep their value, or start at 1800 s and none.
-    SELECT coalesce(apply_shard_map.connection_lifetime,
+    SELECT coalesce(_apply_shard_map.connection_lifetime,
                     (SELECT split_part(o, '=', 2)::integer
                      FROM pg_foreign_server s, unnest(s.srvoptions) o
                      WHERE s.srvname = cluster AND o LIKE 'connection\_lifetime=%'), 1800),
-           coalesce(apply_shard_map.query_timeout,
+           coalesce(_apply_shard_map.query_timeout,
                     (SELECT split_part(o, '=', 2)::integer
                      FROM pg_foreign_server s, unnest(s.srvoptions) o
                      WHERE s.srvname = cluster AND o LIKE 'query\_timeout=%'), 0)
@@ -247,8 +275,26 @@ BEGIN
     options := options || format('connection_lifetime=%s', connection_lifetime)
                        || format('query_timeout=%s', query_timeout);
     PERFORM sharded_id._set_server_options(cluster, 'plproxy', options);
-    IF cardinality(secrets) = 1 THEN
-        PERFORM sharded_id._set_mapping_options(cluster, secrets[1]::text[]);
+    IF mapping <> '{}' THEN
+        PERFORM sharded_id._set_mapping_options(cluster, mapping);
+        -- dblink reaches the nodes with the same mapping.
+        IF EXISTS (SELECT FROM pg_proc p
+                   JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+                   JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'dblink'
+                   WHERE p.proname = 'dblink_connect' AND has_function_privilege('public', p.oid, 'EXECUTE')) THEN
+            RAISE WARNING 'every role with USAGE on server "%" can log in to the data nodes with its user mapping through dblink', cluster
+                USING DETAIL = 'PUBLIC may call dblink_connect, and the mapping for PUBLIC holds the nodes'' user and password.',
+                      HINT = 'REVOKE EXECUTE on dblink''s functions FROM PUBLIC, or keep the passwords in a password file of the router''s server.';
+        END IF;
+    ELSE
+        -- No node has a password: one that an earlier map put in the
+        -- mapping, with its user, would log every caller in as that user.
+        SELECT string_agg(format('DROP %I', split_part(o, '=', 1)), ', ') INTO stale
+        FROM pg_user_mappings u, unnest(u.umoptions) o
+        WHERE u.srvname = cluster AND u.umuser = 0 AND split_part(o, '=', 1) IN ('user', 'password');
+        IF stale IS NOT NULL THEN
+            EXECUTE format('ALTER USER MAPPING FOR PUBLIC SERVER %I OPTIONS (%s)', cluster, stale);
+        END IF;
     END IF;
 
     -- A postgres_fdw server per node, for ops queries.
@@ -266,11 +312,26 @@ BEGIN
                                                         sharded_id._connstr_secrets(node.connstr, true));
             END IF;
         END LOOP;
-        FOR ops IN SELECT * FROM sharded_id.ops_tables LOOP
+        FOR ops IN SELECT * FROM sharded_id.ops_tables WHERE with_ops LOOP
             PERFORM sharded_id._attach_ops_partitions(ops.ops_table);
         END LOOP;
     END IF;
     RETURN shard_count;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._apply_shard_map(name, integer, integer, boolean) IS
+'internal: apply_shard_map, optionally without rebuilding the ops tables'' partitions';
+
+CREATE FUNCTION sharded_id.apply_shard_map(cluster name DEFAULT 'sharded_id',
+                                           connection_lifetime integer DEFAULT NULL,
+                                           query_timeout integer DEFAULT NULL)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN sharded_id._apply_shard_map(cluster, connection_lifetime, query_timeout, true);
 END
 $$;
 
@@ -377,6 +438,8 @@ COMMENT ON FUNCTION sharded_id.create_ops_table(regclass, name, name) IS
 REVOKE EXECUTE ON FUNCTION sharded_id._set_server_options(name, name, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._set_mapping_options(name, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.apply_shard_map(name, integer, integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._apply_shard_map(name, integer, integer, boolean) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._cluster_mapping(name, integer, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._attach_ops_partition(regclass, integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._attach_ops_partitions(regclass) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.create_ops_table(regclass, name, name) FROM PUBLIC;
