@@ -66,7 +66,7 @@ is($w{0}->safe_psql('postgres',
 # The hole the stripes close: two servers without stripes whose floors for
 # shard 6 are the same (as after a move, or with equal clocks) mint the
 # same first id in counter mode.  With their stripes, they do not.
-my $floor = $w{0}->safe_psql('postgres', q{SELECT sharded_id.encode(now() + interval '10 seconds', 6, 1023)});
+my $floor = $w{0}->safe_psql('postgres', q{SELECT sharded_id.encode(now() + interval '10 minutes', 6, 1023)});
 my $first_id = sub {
 	my ($node) = @_;
 	$node->safe_psql('postgres', "SELECT sharded_id.raise_floor(6, $floor)");
