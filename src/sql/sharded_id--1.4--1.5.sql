@@ -2044,6 +2044,22 @@ $$;
 COMMENT ON FUNCTION sharded_id._move_step(bigint, text, bigint, interval, interval) IS
 'internal: take one step of a move';
 
+-- A node's PL/Proxy partition string: its connection string without its
+-- secrets, and without its user when it has a secret, which then goes with
+-- the user to the cluster's user mapping (PL/Proxy adds a mapping's options
+-- only to a partition string that names no user).  apply_shard_map and a
+-- move's switch both write it, and the switch compares it.
+CREATE FUNCTION sharded_id._partition_connstr(connstr text)
+RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+RETURN sharded_id._connstr_public(connstr, sharded_id._connstr_secrets(connstr) = '{}');
+
+COMMENT ON FUNCTION sharded_id._partition_connstr(text) IS
+'internal: a node''s PL/Proxy partition string, without its secrets, and without its user when it has one';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._partition_connstr(text) FROM PUBLIC;
+
 CREATE FUNCTION sharded_id._cluster_mapping(cluster name, moved_shard integer DEFAULT NULL, target text DEFAULT NULL)
 RETURNS text[]
 LANGUAGE plpgsql STABLE PARALLEL SAFE
@@ -2129,7 +2145,7 @@ BEGIN
     -- names no user, and PostgreSQL shows to no other role; or it comes
     -- from a password file or service file.
     SELECT array_agg(format('p%s=%s', m.shard_id,
-                            sharded_id._connstr_public(n.connstr, sharded_id._connstr_secrets(n.connstr) = '{}'))
+                            sharded_id._partition_connstr(n.connstr))
                      ORDER BY m.shard_id)
     INTO options
     FROM sharded_id.shard_map m JOIN sharded_id.nodes n USING (node_name);
@@ -2224,7 +2240,7 @@ DECLARE
 BEGIN
     LOCK TABLE sharded_id.shard_map IN EXCLUSIVE MODE;
     UPDATE sharded_id.shard_map SET node_name = m.target_node WHERE shard_id = m.shard_id;
-    SELECT sharded_id._connstr_public(n.connstr, sharded_id._connstr_secrets(n.connstr) = '{}') INTO connstr
+    SELECT sharded_id._partition_connstr(n.connstr) INTO connstr
     FROM sharded_id.nodes n WHERE n.node_name = m.target_node;
     IF EXISTS (SELECT FROM pg_foreign_server s, unnest(s.srvoptions) o
                WHERE s.srvname = m.cluster AND o = format('%s=%s', split_part(o, '=', 1), connstr)

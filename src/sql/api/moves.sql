@@ -688,7 +688,7 @@ DECLARE
 BEGIN
     LOCK TABLE sharded_id.shard_map IN EXCLUSIVE MODE;
     UPDATE sharded_id.shard_map SET node_name = m.target_node WHERE shard_id = m.shard_id;
-    SELECT sharded_id._connstr_public(n.connstr, sharded_id._connstr_secrets(n.connstr) = '{}') INTO connstr
+    SELECT sharded_id._partition_connstr(n.connstr) INTO connstr
     FROM sharded_id.nodes n WHERE n.node_name = m.target_node;
     IF EXISTS (SELECT FROM pg_foreign_server s, unnest(s.srvoptions) o
                WHERE s.srvname = m.cluster AND o = format('%s=%s', split_part(o, '=', 1), connstr)

@@ -165,6 +165,20 @@ $$;
 COMMENT ON FUNCTION sharded_id._set_mapping_options(name, text[]) IS
 'internal: add or set options of the user mapping for PUBLIC of a foreign server, keeping its others';
 
+-- A node's PL/Proxy partition string: its connection string without its
+-- secrets, and without its user when it has a secret, which then goes with
+-- the user to the cluster's user mapping (PL/Proxy adds a mapping's options
+-- only to a partition string that names no user).  apply_shard_map and a
+-- move's switch both write it, and the switch compares it.
+CREATE FUNCTION sharded_id._partition_connstr(connstr text)
+RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+RETURN sharded_id._connstr_public(connstr, sharded_id._connstr_secrets(connstr) = '{}');
+
+COMMENT ON FUNCTION sharded_id._partition_connstr(text) IS
+'internal: a node''s PL/Proxy partition string, without its secrets, and without its user when it has one';
+
 -- The options of a PL/Proxy cluster's user mapping for PUBLIC, from the
 -- nodes of the shard map, or of the map as it will be once shard
 -- moved_shard is on node target: the user and password that the nodes'
@@ -257,7 +271,7 @@ BEGIN
     -- names no user, and PostgreSQL shows to no other role; or it comes
     -- from a password file or service file.
     SELECT array_agg(format('p%s=%s', m.shard_id,
-                            sharded_id._connstr_public(n.connstr, sharded_id._connstr_secrets(n.connstr) = '{}'))
+                            sharded_id._partition_connstr(n.connstr))
                      ORDER BY m.shard_id)
     INTO options
     FROM sharded_id.shard_map m JOIN sharded_id.nodes n USING (node_name);
@@ -440,6 +454,7 @@ REVOKE EXECUTE ON FUNCTION sharded_id._set_mapping_options(name, text[]) FROM PU
 REVOKE EXECUTE ON FUNCTION sharded_id.apply_shard_map(name, integer, integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._apply_shard_map(name, integer, integer, boolean) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._cluster_mapping(name, integer, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._partition_connstr(text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._attach_ops_partition(regclass, integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._attach_ops_partitions(regclass) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.create_ops_table(regclass, name, name) FROM PUBLIC;
