@@ -1859,6 +1859,8 @@ DECLARE
     frz text;
     snaps text[];
     saved_lock_timeout text;
+    lost text;
+    lost_polls integer := 0;
 BEGIN
     SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = _move_step.move_id;
     repl := 'sharded_id_move_' || m.shard_id;
@@ -1908,13 +1910,42 @@ BEGIN
         LOOP
             state := sharded_id._remote(tgt, format(
                 'SELECT s.subenabled::text || '':'' || count(*) FILTER (WHERE r.srsubstate <> ''r'')
+                 || '':'' || count(*) FILTER (WHERE r.srsubstate = ''f'')
                  FROM pg_subscription s LEFT JOIN pg_subscription_rel r ON r.srsubid = s.oid
                  WHERE s.oid = %s GROUP BY s.subenabled', m.sub_oid));
-            EXIT WHEN state = 'true:0';
+            EXIT WHEN state LIKE 'true:0:%';
             IF state IS NULL OR state LIKE 'false:%' THEN
                 RAISE EXCEPTION 'the subscription of move % stopped during the copy', m.move_id
                     USING ERRCODE = 'object_not_in_prerequisite_state',
                           HINT = 'The target''s server log says why.';
+            END IF;
+            -- A table whose copy is done (FINISHEDCOPY) catches up through
+            -- its own slot on the source, pg_<subscription>_sync_<table>_
+            -- <system id>, until its state commits as synchronized.  The
+            -- table sync drops that slot just before that commit, so a
+            -- crash of the target between the two leaves the table in
+            -- FINISHEDCOPY for good, its worker asking for a slot that is
+            -- gone.  Seen missing over 100 polls (5 s at least, whatever
+            -- the clock does), the copy cannot finish: the move fails here
+            -- and is rolled back, and a new move copies afresh.
+            lost := NULL;
+            IF state NOT LIKE '%:0' THEN
+                lost := sharded_id._remote(src, format(
+                    'SELECT string_agg(j.value, '', '' ORDER BY j.value) FROM json_each_text(%L::json) j
+                     WHERE NOT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = j.key)',
+                    sharded_id._remote(tgt, format(
+                        'SELECT json_object_agg(format(''pg_%%s_sync_%%s_%%s'', r.srsubid, r.srrelid, c.system_identifier),
+                                                r.srrelid::regclass::text)
+                         FROM pg_subscription_rel r, pg_control_system() c
+                         WHERE r.srsubid = %s AND r.srsubstate = ''f''', m.sub_oid))));
+            END IF;
+            lost_polls := CASE WHEN lost IS NULL THEN 0 ELSE lost_polls + 1 END;
+            IF lost_polls >= 100 THEN
+                RAISE EXCEPTION 'the copy of shard % cannot finish: the synchronization slot of table % is gone from node "%"',
+                                m.shard_id, lost, m.source_node
+                    USING ERRCODE = 'object_not_in_prerequisite_state',
+                          DETAIL = 'The target copied the table but lost the replication slot its catch-up reads, as after a crash of the target at the end of the table''s synchronization.',
+                          HINT = 'The move is rolled back; move the shard again to copy it afresh.';
             END IF;
             IF clock_timestamp() > deadline THEN
                 RAISE EXCEPTION 'the copy of shard % did not finish within %', m.shard_id, timeout
