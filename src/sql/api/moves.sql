@@ -1017,28 +1017,44 @@ BEGIN
             -- <system id>, until its state commits as synchronized.  The
             -- table sync drops that slot just before that commit, so a
             -- crash of the target between the two leaves the table in
-            -- FINISHEDCOPY for good, its worker asking for a slot that is
-            -- gone.  Seen missing over 100 polls (5 s at least, whatever
-            -- the clock does), the copy cannot finish: the move fails here
-            -- and is rolled back, and a new move copies afresh.
+            -- FINISHEDCOPY for good, its worker failing again and again
+            -- for a slot that is gone (or lost to max_slot_wal_keep_size).
+            -- Such a table seen with no sync worker alive, at 200 polls
+            -- (10 s at least, whatever the clock does) with nothing but a
+            -- restarting worker between them, cannot finish: the move
+            -- fails here and is rolled back.  A sync worker that waits on
+            -- its commit (for a synchronous standby of the target) stays
+            -- alive, and a source that does not answer is no evidence:
+            -- neither fails a move.
             lost := NULL;
             IF state NOT LIKE '%:0' THEN
-                lost := sharded_id._remote(src, format(
-                    'SELECT string_agg(j.value, '', '' ORDER BY j.value) FROM json_each_text(%L::json) j
-                     WHERE NOT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = j.key)',
-                    sharded_id._remote(tgt, format(
-                        'SELECT json_object_agg(format(''pg_%%s_sync_%%s_%%s'', r.srsubid, r.srrelid, c.system_identifier),
-                                                r.srrelid::regclass::text)
-                         FROM pg_subscription_rel r, pg_control_system() c
-                         WHERE r.srsubid = %s AND r.srsubstate = ''f''', m.sub_oid))));
+                lost := sharded_id._remote(tgt, format(
+                    'SELECT json_object_agg(format(''pg_%%s_sync_%%s_'', r.srsubid, r.srrelid),
+                                            json_build_object(''table'', r.srrelid::regclass::text,
+                                                              ''alive'', EXISTS (SELECT FROM pg_stat_subscription w
+                                                                                 WHERE w.subid = r.srsubid AND w.relid = r.srrelid
+                                                                                   AND w.pid IS NOT NULL)))
+                     FROM pg_subscription_rel r WHERE r.srsubid = %s AND r.srsubstate = ''f''', m.sub_oid));
+                IF lost IS NOT NULL THEN BEGIN
+                    -- 'dead:<tables>', 'alive', or NULL when every slot is there.
+                    lost := sharded_id._remote(sharded_id._move_open(m, 'source'), format(
+                        'SELECT CASE WHEN bool_and((j.value->>''alive'')::boolean) THEN ''alive''
+                                     ELSE ''dead:'' || string_agg(j.value->>''table'', '', '' ORDER BY j.value->>''table'')
+                                                       FILTER (WHERE NOT (j.value->>''alive'')::boolean) END
+                         FROM json_each(%L::json) j
+                         WHERE NOT EXISTS (SELECT FROM pg_replication_slots s
+                                           WHERE starts_with(s.slot_name, j.key) AND s.wal_status IS DISTINCT FROM ''lost'')',
+                        lost));
+                EXCEPTION WHEN OTHERS THEN
+                    lost := NULL;
+                END; END IF;
             END IF;
-            lost_polls := CASE WHEN lost IS NULL THEN 0 ELSE lost_polls + 1 END;
-            IF lost_polls >= 100 THEN
-                RAISE EXCEPTION 'the copy of shard % cannot finish: the synchronization slot of table % is gone from node "%"',
-                                m.shard_id, lost, m.source_node
+            lost_polls := CASE WHEN lost IS NULL THEN 0 WHEN lost = 'alive' THEN lost_polls ELSE lost_polls + 1 END;
+            IF lost_polls >= 200 THEN
+                RAISE EXCEPTION 'the copy of shard % cannot finish: the synchronization of % has no slot on node "%"',
+                                m.shard_id, substr(lost, 6), m.source_node
                     USING ERRCODE = 'object_not_in_prerequisite_state',
-                          DETAIL = 'The target copied the table but lost the replication slot its catch-up reads, as after a crash of the target at the end of the table''s synchronization.',
-                          HINT = 'The move is rolled back; move the shard again to copy it afresh.';
+                          DETAIL = 'The target copied the table but its catch-up lost its replication slot, as a crash of the target at the end of the table''s synchronization can leave it; a new move copies the table afresh.';
             END IF;
             IF clock_timestamp() > deadline THEN
                 RAISE EXCEPTION 'the copy of shard % did not finish within %', m.shard_id, timeout
