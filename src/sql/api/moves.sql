@@ -1014,11 +1014,13 @@ BEGIN
             END IF;
             -- A table whose copy is done (FINISHEDCOPY) catches up through
             -- its own slot on the source, pg_<subscription>_sync_<table>_
-            -- <system id>, until its state commits as synchronized.  The
-            -- table sync drops that slot just before that commit, so a
-            -- crash of the target between the two leaves the table in
-            -- FINISHEDCOPY for good, its worker failing again and again
-            -- for a slot that is gone (or lost to max_slot_wal_keep_size).
+            -- <system id>, until its state commits as synchronized.  That
+            -- slot sits idle through the table's copy; invalidated
+            -- (max_slot_wal_keep_size, idle_replication_slot_timeout) or
+            -- dropped, or dropped by the table sync itself just before a
+            -- stop of the target lost the commit that follows, it leaves
+            -- the table in FINISHEDCOPY for good, its worker failing again
+            -- and again.
             -- Such a table seen with no sync worker alive, at 200 polls
             -- (10 s at least, whatever the clock does) with nothing but a
             -- restarting worker between them, cannot finish: the move
@@ -1045,16 +1047,16 @@ BEGIN
                          WHERE NOT EXISTS (SELECT FROM pg_replication_slots s
                                            WHERE starts_with(s.slot_name, j.key) AND s.wal_status IS DISTINCT FROM ''lost'')',
                         lost));
-                EXCEPTION WHEN OTHERS THEN
+                EXCEPTION WHEN connection_exception OR admin_shutdown OR crash_shutdown OR cannot_connect_now THEN
                     lost := NULL;
                 END; END IF;
             END IF;
             lost_polls := CASE WHEN lost IS NULL THEN 0 WHEN lost = 'alive' THEN lost_polls ELSE lost_polls + 1 END;
             IF lost_polls >= 200 THEN
-                RAISE EXCEPTION 'the copy of shard % cannot finish: the synchronization of % has no slot on node "%"',
+                RAISE EXCEPTION 'the copy of shard % cannot finish: the synchronization of % has no usable slot on node "%"',
                                 m.shard_id, substr(lost, 6), m.source_node
                     USING ERRCODE = 'object_not_in_prerequisite_state',
-                          DETAIL = 'The target copied the table but its catch-up lost its replication slot, as a crash of the target at the end of the table''s synchronization can leave it; a new move copies the table afresh.';
+                          DETAIL = 'The target copied the table, but the replication slot its catch-up reads is gone or invalidated on the source; a new move copies the table afresh.';
             END IF;
             IF clock_timestamp() > deadline THEN
                 RAISE EXCEPTION 'the copy of shard % did not finish within %', m.shard_id, timeout
