@@ -171,7 +171,7 @@ WHERE b.section = 'move' AND b.metric = 'write freeze ms' AND b.candidate LIKE '
   AND sn.median = (SELECT min(median) FROM med WHERE section = 'move' AND metric = 'rows' AND candidate LIKE 'online,%');
 
 SELECT '';
-SELECT '### The same moves seen by 2 writers through the router: 1.3''s tool beside move_shard (median of ' || max(rounds) || ' moves each)'
+SELECT '### The same moves seen by 2 writers through the router: the command-line tool beside move_shard (median of ' || max(rounds) || ' moves each)'
 FROM med WHERE section = 'writers';
 SELECT '';
 SELECT '| mover | rows | longest writer transaction ms, median (max) | write freeze ms | retried, all moves | failed, all moves | clients aborted |';

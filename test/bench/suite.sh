@@ -319,7 +319,7 @@ rm -rf "$passdir"
     echo
     echo "- machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1), $(free -g | awk '/^Mem:/ {print $2}') GiB"
     echo "- server: $(psql_at -c 'SHOW server_version'), fsync=$(psql_at -c 'SHOW fsync'), synchronous_commit=$(psql_at -c 'SHOW synchronous_commit'), wal_level=$(psql_at -c 'SHOW wal_level'), shared_buffers=$(psql_at -c 'SHOW shared_buffers')"
-    echo "- run: $(date -u '+%Y-%m-%d %H:%M UTC'), ROUNDS=$rounds PGBENCH_ROUNDS=$pgbench_rounds PGBENCH_SECONDS=$pgbench_seconds"
+    echo "- run: $(date -u '+%Y-%m-%d %H:%M UTC'), ROUNDS=$rounds PGBENCH_ROUNDS=$pgbench_rounds PGBENCH_SECONDS=$pgbench_seconds MOVE_ROUNDS=$move_rounds"
     echo
     "${psql[@]}" -f "$here/report.sql"
 } | tee "$out"
