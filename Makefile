@@ -17,8 +17,14 @@ PGFILEDESC = "sharded_id - time-sortable 64-bit ids carrying a logical shard"
 # files of src/sql/api/, in this order.  Released scripts (src/sql/) are
 # installed as they are and never edited again.
 API_SOURCES = $(addprefix src/sql/api/,ids.sql decoders.sql shards.sql node.sql router.sql moves.sql monitor.sql)
-DATA_built = src/sql/sharded_id--$(EXTVERSION).sql
-DATA = src/sql/sharded_id--1.0.sql $(wildcard src/sql/sharded_id--*--*.sql)
+# The update to it, src/sql/sharded_id--$(PREVVERSION)--$(EXTVERSION).sql, is
+# its hand-written part in src/sql/updates/ (catalog and data changes) with
+# every function statement of src/sql/api/ put in at its "-- @functions@"
+# line, re-created by src/sql/functions.awk: a function is written once.
+PREVVERSION = 1.5
+UPDATE_SCRIPT = src/sql/sharded_id--$(PREVVERSION)--$(EXTVERSION).sql
+DATA_built = src/sql/sharded_id--$(EXTVERSION).sql $(UPDATE_SCRIPT)
+DATA = src/sql/sharded_id--1.0.sql $(filter-out $(UPDATE_SCRIPT),$(wildcard src/sql/sharded_id--*--*.sql))
 SCRIPTS = src/bin/sharded_id_move_shard src/bin/sharded_id_rebalance
 # Installed in $(pg_config --docdir)/extension.
 DOCS = $(wildcard doc/*.md)
@@ -57,6 +63,13 @@ ifeq ($(PG_MAJOR),15)
 override CFLAGS += -fvisibility=hidden
 endif
 
-$(DATA_built): $(API_SOURCES) sharded_id.control
+src/sql/sharded_id--$(EXTVERSION).sql: $(API_SOURCES) sharded_id.control
 	{ printf '/* %s: made by make from src/sql/api/; edit those files instead */\n\n' '$@'; \
 	  cat $(API_SOURCES); } > $@
+
+$(UPDATE_SCRIPT): src/sql/updates/sharded_id--$(PREVVERSION)--$(EXTVERSION).sql src/sql/functions.awk $(API_SOURCES) sharded_id.control
+	awk -f src/sql/functions.awk $(API_SOURCES) > $@.functions
+	{ printf '/* %s: made by make from src/sql/updates/ and src/sql/api/; edit those files instead */\n\n' '$@'; \
+	  awk -v f=$@.functions '/^-- @functions@$$/ { while ((getline l < f) > 0) print l; next } { print }' \
+	      src/sql/updates/sharded_id--$(PREVVERSION)--$(EXTVERSION).sql; } > $@
+	rm -f $@.functions
