@@ -5,8 +5,8 @@
 #   bash test/bench/versions.sh [OUTPUT.md]
 #
 # It builds and installs this tree (test/setup.sh), builds the release
-# before it (BASE, default: the parent of the commit that made 1.5 the
-# default version) from git and installs its library as sharded_id_base.so
+# before it (BASE, default: the parent of the commit that made the version
+# in development, sharded_id.control's default_version, the default) from git and installs its library as sharded_id_base.so
 # beside this one's, then starts five throwaway clusters as the user
 # sharded_id_test: "base" and "base_again" preload the release's library,
 # "new" and "new_again" this one's, and "stripes" this one's with
@@ -31,7 +31,8 @@ test_user=sharded_id_test
 
 if [ "$(id -u)" -eq 0 ]; then
     bash "$src/test/setup.sh" >/dev/null
-    base=${BASE:-$(git -c safe.directory="$src" -C "$src" rev-parse "$(git -c safe.directory="$src" -C "$src" log --format=%H -1 -G"default_version = '1.5'" -- sharded_id.control)^")}
+    version=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$src/sharded_id.control")
+    base=${BASE:-$(git -c safe.directory="$src" -C "$src" rev-parse "$(git -c safe.directory="$src" -C "$src" log --format=%H -1 -G"default_version = '$version'" -- sharded_id.control)^")}
     build=$(mktemp -d /tmp/sharded_id_base.XXXXXX)
     git -c safe.directory="$src" -C "$src" archive "$base" | tar -x -C "$build"
     make -s -C "$build" PG_CONFIG="$PG_CONFIG" >/dev/null
