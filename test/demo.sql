@@ -1,12 +1,16 @@
 -- test/demo.sql: the demo that test/demo.sh runs on a throwaway cluster.
 \set ON_ERROR_STOP on
+-- Only results are printed: no command tags.
+\set QUIET on
 \pset footer off
 \echo
 \echo '== 1. CREATE EXTENSION, then define each sharded table once, as a template'
 CREATE EXTENSION sharded_id;
 -- app.users (id, name) and app.photos (id, user_id -> users, caption)
 \ir example/templates.sql
-SELECT sharded_id.add_table('app.users'), sharded_id.add_table('app.photos');
+-- add_table returns how many existing shards it copied the table into: none yet.
+SELECT sharded_id.add_table('app.users') AS shards_given_users,
+       sharded_id.add_table('app.photos') AS shards_given_photos;
 
 \echo '== 2. Sixteen logical shards: a schema each, with its sequence, next_id() and both tables'
 SELECT string_agg(s, ' ') AS shards FROM sharded_id.create_shards(0, 15) s;
@@ -17,6 +21,12 @@ SELECT format('INSERT INTO %I.users (name) VALUES (%L)',
 FROM generate_series(5001, 5006) u \gexec
 SELECT format('INSERT INTO %I.photos (user_id, caption) SELECT id, name || %L FROM %1$I.users',
               schema_name, '''s photo')
+FROM sharded_id.shards \gexec
+\echo 'Rows per shard (the shards that got a user):'
+SELECT 'SELECT * FROM (' || string_agg(format('SELECT %L AS shard, (SELECT count(*) FROM %I.users) AS users, '
+                                              '(SELECT count(*) FROM %I.photos) AS photos',
+                                              schema_name, schema_name, schema_name), ' UNION ALL ')
+       || ') c WHERE users > 0 ORDER BY shard'
 FROM sharded_id.shards \gexec
 
 \echo '== 4. Every photo of every shard, its id decoded: the shard is inside the id'
@@ -37,6 +47,7 @@ SELECT sharded_id.encode(timestamptz '2011-08-24 21:07:01.721+00'
 SELECT * FROM sharded_id.decode(11637205501278089);
 
 \echo '== 7. 2,000,000 ids for one shard in one statement: twice the 1024-per-ms ceiling'
+\echo 'Minting and storing them took:'
 \timing on
 CREATE TEMP TABLE burst AS
 SELECT sharded_id.next_id(1, 'shard_0001.id_seq') AS id FROM generate_series(1, 2000000);
