@@ -1,0 +1,175 @@
+# test/t/023_readme.pl
+#
+# Every SQL and shell block of README.md runs as written.  Each block has a
+# hidden line before it, <!-- run: CONTEXT -->, that names where it runs:
+#
+#   build      a build or test command, run by .ci/run itself: the test
+#              checks that each script it names exists
+#   fresh      a new database of a single server, as superuser
+#   app        the quick start's database app (one server), as superuser
+#   admin      database app, as superuser, with the role app_admin created
+#              first and made the owner of the application's templates (the
+#              README's "role that owns the application")
+#   router     the router of two data nodes (node1, node2), database router
+#   source     the data node that holds shard 5, database app
+#   target     the other data node, database app
+#   restore    a shell, with SOURCE and TARGET holding their connection strings
+#
+# A block with no such line, or a context the test does not know, fails the
+# test: no block of the README goes unrun.  Around the blocks the test checks
+# what they claim: the quick start's ids decode to the shard that holds them,
+# the grants let app_admin provision, the move and the restore leave shard 5
+# minting on the node the map names and nowhere else, and no id repeats.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use ShardedIdTest;
+use Test::More;
+
+my $readme = slurp_file("$FindBin::RealBin/../../README.md");
+
+my @blocks;
+while ($readme =~ /(?:^<!--[ \t]*run:[ \t]*(\w+)[ \t]*-->[ \t]*\n)?^```(sql|sh)\n(.*?)^```[ \t]*$/msg)
+{
+	push @blocks, { context => $1, lang => $2, body => $3 };
+}
+ok(scalar(@blocks) >= 10, scalar(@blocks) . ' SQL and shell blocks in README.md');
+my @unmarked = grep { !defined $_->{context} } @blocks;
+is(scalar(@unmarked), 0, 'every SQL and shell block says where it runs')
+  or diag(join("\n---\n", map { $_->{body} } @unmarked));
+
+# One server for the single-server blocks.
+my $single = sharded_node('single');
+$single->start;
+$single->safe_psql('postgres', 'CREATE DATABASE app');
+
+# Two data nodes and a router for the scale-out blocks: shard 5 on node1.
+my $shard_count = 8;
+my %node = (
+	node1 => data_node('node1', shards => [ 0 .. 5 ], shard_count => $shard_count,
+		init => { allows_streaming => 'logical' }),
+	node2 => data_node('node2', shards => [ 6, 7 ], shard_count => $shard_count,
+		init => { allows_streaming => 'logical' }));
+my $router = router_node(\%node, { map { ($_ => $_ <= 5 ? 'node1' : 'node2') } 0 .. 7 }, $shard_count);
+$router->safe_psql('router', q{
+	CREATE TABLE demo_users AS
+	SELECT g AS n, app_api.add_user('user ' || g) AS user_id FROM generate_series(1, 64) g;
+	SELECT count(app_api.add_photo(user_id, 'first of ' || n)) FROM demo_users;
+});
+
+my $holder = sub {
+	return $router->safe_psql('router', 'SELECT node_name FROM sharded_id.shard_map WHERE shard_id = 5');
+};
+my $other = sub { return $_[0] eq 'node1' ? 'node2' : 'node1'; };
+
+my $fresh = 0;
+my $restore_source;
+for my $i (0 .. $#blocks)
+{
+	my $b = $blocks[$i];
+	my $ctx = $b->{context} // 'none';
+	my $name = "README block " . ($i + 1) . " ($ctx)";
+	my ($server, $db);
+	if ($ctx eq 'fresh')
+	{
+		$fresh++;
+		$single->safe_psql('postgres', "CREATE DATABASE fresh$fresh");
+		($server, $db) = ($single, "fresh$fresh");
+	}
+	elsif ($ctx eq 'build')
+	{
+		my @scripts = $b->{body} =~ /\bbash\s+(\S+)/g;
+		ok(!grep({ !-f "$FindBin::RealBin/../../$_" } @scripts), "$name: the scripts it names exist (@scripts)");
+		next;
+	}
+	elsif ($ctx eq 'app') { ($server, $db) = ($single, 'app'); }
+	elsif ($ctx eq 'admin')
+	{
+		$single->safe_psql('postgres', 'CREATE ROLE app_admin LOGIN');
+		$single->safe_psql('app', 'ALTER SCHEMA app OWNER TO app_admin;
+			ALTER TABLE app.users OWNER TO app_admin; ALTER TABLE app.photos OWNER TO app_admin');
+		($server, $db) = ($single, 'app');
+	}
+	elsif ($ctx eq 'router') { ($server, $db) = ($router, 'router'); }
+	elsif ($ctx eq 'source')
+	{
+		# The restore recipe takes shard 5 from node1 to node2 (its last
+		# block places it there): bring it back from the move block first.
+		if ($holder->() ne 'node1')
+		{
+			$router->safe_psql('router', q{CALL sharded_id.move_shard(5, 'node1')});
+		}
+		$restore_source = $holder->();
+		($server, $db) = ($node{$restore_source}, 'app');
+	}
+	elsif ($ctx eq 'target')
+	{
+		die "$name: a target block before a source block" unless defined $restore_source;
+		($server, $db) = ($node{ $other->($restore_source) }, 'app');
+	}
+	elsif ($ctx eq 'restore')
+	{
+		die "$name: a restore block before a source block" unless defined $restore_source;
+		local $ENV{SOURCE} = $node{$restore_source}->connstr('app');
+		local $ENV{TARGET} = $node{ $other->($restore_source) }->connstr('app');
+		my ($out, $err) = ('', '');
+		my $ok = IPC::Run::run([ 'bash', '-e', '-o', 'pipefail', '-c', $b->{body} ], '>', \$out, '2>', \$err);
+		ok($ok, "$name runs") or diag($err);
+		next;
+	}
+	else
+	{
+		fail("$name: unknown context");
+		next;
+	}
+	my ($ret, $out, $err) = $server->psql($db, $b->{body}, extra_params => [ '-v', 'ON_ERROR_STOP=1' ]);
+	is($ret, 0, "$name runs") or diag("$b->{body}\n$err");
+
+	# What the blocks claim.
+	if ($ctx eq 'app' && $b->{body} =~ /create_shards/)
+	{
+		is($single->safe_psql('app', q{
+			SELECT count(*) FROM shard_0009.photos p JOIN shard_0009.users u ON u.id = p.user_id
+			WHERE sharded_id.shard_id(p.id) = 9 AND sharded_id.shard_id(u.id) = 9}),
+			'1', 'the quick start stored a photo and its user in shard 9, with ids that say so');
+	}
+	if ($ctx eq 'admin')
+	{
+		my ($r, $o, $e) = $single->psql('app', q{SET ROLE app_admin; SELECT sharded_id.create_shard(100)});
+		is($r, 0, 'after the README grants, app_admin provisions a shard') or diag($e);
+	}
+	if ($ctx eq 'router' && $b->{body} =~ /move_shard\(5, 'node2'\)/)
+	{
+		is($holder->(), 'node2', 'the move block left shard 5 on node2 in the map');
+	}
+	if ($ctx eq 'router' && $b->{body} =~ /place_shard\(5, '(\w+)'\)/)
+	{
+		my $to = $1;
+		is($holder->(), $to, "place_shard left shard 5 on $to in the map");
+		my $id = $router->safe_psql('router', q{
+			SELECT app_api.add_photo(user_id, 'after the restore') FROM demo_users
+			WHERE sharded_id.shard_id(user_id) = 5 LIMIT 1});
+		like($id, qr/^\d+$/, 'a write for shard 5 through the router succeeds after the restore');
+		is($node{$to}->safe_psql('app', "SELECT count(*) FROM shard_0005.photos WHERE id = $id"), '1',
+			"the write reached $to");
+	}
+}
+
+my @ids = all_ids(values %node);
+my %seen;
+my $repeats = grep { $seen{$_}++ } @ids;
+is($repeats, 0, 'no id repeats over the data nodes (' . scalar(@ids) . ' ids)');
+is($router->safe_psql('router', 'SELECT count(*) FROM sharded_id.shard_map m WHERE m.shard_id = 5'), '1',
+	'shard 5 is in the map once');
+my $mints = 0;
+for my $n (sort keys %node)
+{
+	my ($r) = $node{$n}->psql('app', 'SELECT sharded_id.next_id(5, \'shard_0005.id_seq\')');
+	$mints++ if $r == 0;
+}
+is($mints, 1, 'exactly one data node mints for shard 5');
+
+done_testing();
