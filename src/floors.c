@@ -85,11 +85,22 @@ shid_floors_shmem_size(int max_shards)
 	return hash_estimate_size(max_shards, sizeof(ShidShardState));
 }
 
-/* Does a state say anything?  One that does not is not kept. */
+/*
+ * Does a state say anything?  One that does not is not kept.  A shard
+ * whose owner this server decided keeps its state, taken back or not.
+ */
 static inline bool
 shid_state_empty(const ShidShardState *state)
 {
-	return state->floor_ms == 0 && !state->retired && !state->prev_retired;
+	return state->floor_ms == 0 && !shid_state_owner_known(state);
+}
+
+/* Do two states say the same of the shard's ownership? */
+static inline bool
+shid_same_owner(const ShidShardState *a, const ShidShardState *b)
+{
+	return a->retired == b->retired && a->prev_retired == b->prev_retired &&
+		FullTransactionIdEquals(a->xid, b->xid);
 }
 
 /* The file's text for every state, with its CRC line. */
@@ -214,7 +225,7 @@ shid_read_states(int max_shards)
 		state->pad = 0;
 		state->pad2 = 0;
 		state->xid = FullTransactionIdFromU64((uint64) xid);
-		if (FullTransactionIdIsValid(state->xid))
+		if (shid_state_pending(state))
 			shid_ceiling->unsettled_states++;
 		line = strchr(line, '\n');
 		if (line == NULL)
@@ -295,7 +306,7 @@ shid_xid_committed(FullTransactionId fxid)
 bool
 shid_shard_state_retired(const ShidShardState *state)
 {
-	if (!FullTransactionIdIsValid(state->xid))
+	if (!shid_state_pending(state))
 		return state->retired;
 	switch (shid_xid_committed(state->xid))
 	{
@@ -340,7 +351,7 @@ shid_settle_states_locked(const ShidShardKey *skip)
 	hash_seq_init(&status, shid_states);
 	while ((state = hash_seq_search(&status)) != NULL)
 	{
-		if (!FullTransactionIdIsValid(state->xid) ||
+		if (!shid_state_pending(state) ||
 			(skip != NULL && memcmp(&state->key, skip, sizeof(*skip)) == 0))
 			continue;
 		if (shid_xid_committed(state->xid) < 0)
@@ -350,7 +361,7 @@ shid_settle_states_locked(const ShidShardKey *skip)
 		}
 		state->retired = shid_shard_state_retired(state);
 		state->prev_retired = state->retired;
-		state->xid = InvalidFullTransactionId;
+		state->xid = SHID_XID_SETTLED;
 		shid_log_state(state);
 		settled++;
 	}
@@ -380,11 +391,83 @@ shid_settle_states(void)
 	}
 }
 
+/* Copy the shard's state into *state; false if it has none.  The caller
+ * holds the ceiling lock. */
+bool
+shid_shard_state_locked(const ShidShardKey *key, ShidShardState *state)
+{
+	ShidShardState *found = hash_search(shid_states, key, HASH_FIND, NULL);
+
+	Assert(LWLockHeldByMe(shid_ceiling->lock));
+	if (found != NULL)
+		memcpy(state, found, sizeof(*state));
+	return found != NULL;
+}
+
+/*
+ * A subtransaction that changed the shard's ownership rolled back (owner.c):
+ * if its change is still the latest, "expect", put back the ownership of
+ * "restore", the state before the change, in shared memory only, and
+ * return true.  Both belong to the running transaction, whose xid the
+ * durable record holds, so a crash before it commits leaves the state
+ * before the transaction; owner.c WAL-logs the restored state before the
+ * transaction commits (shid_shard_relog_owner).  The floor stays: floors
+ * only rise.  Cannot fail: called while a subtransaction aborts.  The
+ * caller holds the ceiling lock exclusively.
+ */
+bool
+shid_shard_restore_owner_locked(const ShidShardState *expect, const ShidShardState *restore)
+{
+	ShidShardState *state = hash_search(shid_states, &expect->key, HASH_FIND, NULL);
+
+	Assert(LWLockHeldByMeInMode(shid_ceiling->lock, LW_EXCLUSIVE));
+	if (state == NULL || !shid_same_owner(state, expect))
+		return false;
+	state->retired = restore->retired;
+	state->prev_retired = restore->prev_retired;
+	state->xid = restore->xid;
+	if (shid_state_empty(state))
+		(void) hash_search(shid_states, &expect->key, HASH_REMOVE, NULL);
+	return true;
+}
+
+/*
+ * Before the transaction commits: WAL-log and write the shard's state if
+ * its ownership is still "expect", which a rolled-back subtransaction
+ * restored (shid_shard_restore_owner_locked), so that the durable record,
+ * which still holds the rolled-back change under this transaction's xid,
+ * does not outlive the commit.  A state that went empty is logged empty,
+ * which redo removes.
+ */
+void
+shid_shard_relog_owner(const ShidShardState *expect)
+{
+	ShidShardState state;
+
+	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
+	if (!shid_shard_state_locked(&expect->key, &state))
+	{
+		memset(&state, 0, sizeof(state));
+		state.key = expect->key;
+	}
+	if (shid_same_owner(&state, expect))
+	{
+		shid_log_state(&state);
+		shid_write_states();
+	}
+	LWLockRelease(shid_ceiling->lock);
+}
+
 /*
  * Change a shard's state, durably: floor_ms becomes its floor if it is
  * higher (or, with lower, whatever it is; 0 removes the floor); owner
- * retires it or takes it back in the current (sub)transaction, or
- * SHID_KEEP_OWNER.  The entry is reserved first, so that a full table
+ * retires it or takes it back in the current transaction, retires it
+ * unconditionally (SHID_RETIRE_SETTLED), or SHID_KEEP_OWNER.  An ownership
+ * change records the top-level transaction's xid, and as the state before
+ * it the state before the first change of that transaction, so that the
+ * transaction's abort, or a crash before its commit, restores it whatever
+ * the transaction did in between; a subtransaction that rolls back is
+ * undone by owner.c.  The entry is reserved first, so that a full table
  * fails before anything is logged; then the state is WAL-logged with an
  * xid and flushed, written to the file with every other state (those that
  * settled, settled), and applied.  An error on the way leaves shared memory
@@ -412,19 +495,30 @@ shid_shard_change_locked(const ShidShardKey *key, int64 floor_ms, bool lower, in
 	after = before;
 	if (lower || floor_ms > after.floor_ms)
 		after.floor_ms = Max(floor_ms, 0);
-	if (owner != SHID_KEEP_OWNER)
+	if (owner == SHID_RETIRE_SETTLED)
 	{
-		after.prev_retired = shid_shard_state_retired(&before);
-		after.retired = (owner == SHID_RETIRE);
-		after.xid = GetCurrentFullTransactionId();
+		after.retired = after.prev_retired = 1;
+		after.xid = SHID_XID_SETTLED;
 	}
-	else if (FullTransactionIdIsValid(after.xid) &&
+	else if (owner != SHID_KEEP_OWNER)
+	{
+		FullTransactionId top = GetTopFullTransactionId();
+
+		/* A second change in one transaction keeps the state before it. */
+		if (shid_state_pending(&before) && FullTransactionIdEquals(before.xid, top))
+			after.prev_retired = before.prev_retired;
+		else
+			after.prev_retired = shid_shard_state_retired(&before);
+		after.retired = (owner == SHID_RETIRE);
+		after.xid = top;
+	}
+	else if (shid_state_pending(&after) &&
 			 shid_xid_committed(after.xid) >= 0)
 	{
 		/* The last change has settled: keep only its outcome. */
 		after.retired = shid_shard_state_retired(&before);
 		after.prev_retired = after.retired;
-		after.xid = InvalidFullTransactionId;
+		after.xid = SHID_XID_SETTLED;
 	}
 	/* Nothing changes, or nothing is to be kept of a shard with no state. */
 	if (memcmp(&before, &after, sizeof(after)) == 0 ||
@@ -446,7 +540,7 @@ shid_shard_change_locked(const ShidShardKey *key, int64 floor_ms, bool lower, in
 	{
 		shid_log_state(&after);
 		memcpy(state, &after, sizeof(after));
-		if (FullTransactionIdIsValid(after.xid))
+		if (shid_state_pending(&after))
 			shid_ceiling->unsettled_states++;
 		(void) shid_settle_states_locked(key);
 		if (shid_state_empty(state))
@@ -509,7 +603,7 @@ shid_floors_redo(XLogReaderState *record)
 						   rec.key.shard),
 				 errhint("Raise sharded_id.max_shards to at least the primary's setting and restart the server.")));
 	memcpy(state, &rec, sizeof(rec));
-	if (FullTransactionIdIsValid(rec.xid))
+	if (shid_state_pending(&rec))
 		shid_ceiling->unsettled_states++;
 	if (shid_state_empty(state))
 		(void) hash_search(shid_states, &rec.key, HASH_REMOVE, NULL);

@@ -54,18 +54,29 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "ceiling.h"
 #include "executor/spi.h"
+#include "floors.h"
 #include "owner.h"
+#include "storage/lwlock.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
-/* A change of a slot's owner state, pending until the transaction ends. */
+/* What a pending change is. */
+#define SHID_CHANGE_RETIRE	SHID_OWNER_RETIRED	/* a retirement */
+#define SHID_CHANGE_OWN		SHID_OWNER_MINTS	/* a take-back */
+#define SHID_CHANGE_RELOG	3	/* rolled back: log "after" before the commit */
+#define SHID_CHANGE_NONE	4	/* rolled back, nothing to do */
+
+/* A change of a shard's ownership, pending until the transaction ends. */
 typedef struct ShidOwnerChange
 {
 	ShidSlot   *slot;
-	uint8		at_commit;		/* the state at commit */
+	uint8		kind;			/* SHID_CHANGE_* */
 	int			level;			/* transaction nesting level */
+	ShidShardState before;		/* the shard's state before the change */
+	ShidShardState after;		/* and after it */
 } ShidOwnerChange;
 
 /*
@@ -77,10 +88,10 @@ static int	shid_nchanges = 0;
 static int	shid_maxchanges = 0;
 
 /*
- * Make room for one more change, so that recording it after the slot's
- * state changed cannot fail.  Call before changing a slot's state.
+ * Make room for one more change, so that recording it after the shard's
+ * state changed cannot fail.
  */
-void
+static void
 shid_owner_prepare(void)
 {
 	if (shid_nchanges < shid_maxchanges)
@@ -99,56 +110,135 @@ shid_owner_prepare(void)
 	}
 }
 
-/*
- * Record a change of slot's owner state: at_commit is the state it has
- * once the transaction commits.  A retirement (at_commit RETIRED) has
- * already been applied; if the transaction aborts, the slot reads its state
- * again (shid_owner_undo).
- * The caller called shid_owner_prepare() first.
- */
-void
-shid_owner_remember(ShidSlot *slot, uint8 at_commit)
-{
-	ShidOwnerChange *change;
-
-	Assert(shid_nchanges < shid_maxchanges);
-	change = &shid_changes[shid_nchanges++];
-	change->slot = slot;
-	change->at_commit = at_commit;
-	change->level = GetCurrentTransactionNestLevel();
-}
-
-/*
- * Undo the changes made at nesting level "level" or deeper, newest first.
- * A retirement that aborts leaves the slot's state unknown, not the state
- * before it: another transaction may have changed the shard since, and the
- * next mint reads the truth from the server's state of the shard, where
- * this retirement's aborted xid no longer counts.
- */
+/* The shard's state, or an empty one, under the ceiling lock. */
 static void
-shid_owner_undo(int level)
+shid_owner_state_locked(const ShidShardKey *key, ShidShardState *state)
 {
-	while (shid_nchanges > 0 && shid_changes[shid_nchanges - 1].level >= level)
+	if (!shid_shard_state_locked(key, state))
 	{
-		ShidOwnerChange *change = &shid_changes[--shid_nchanges];
-
-		if (change->at_commit == SHID_OWNER_RETIRED)
-			(void) shid_slot_set_owner(change->slot, SHID_OWNER_UNKNOWN, false);
+		memset(state, 0, sizeof(*state));
+		state->key = *key;
 	}
 }
 
 /*
+ * Retire the shard of slot (owner SHID_RETIRE) or take it back (SHID_OWN)
+ * in the current transaction, durably (floors.c), and remember the change
+ * with the shard's state before and after it, to undo it if a
+ * subtransaction rolls back and to follow the transaction's end.  The
+ * caller stores a retirement's RETIRED in the slot.
+ *
+ * Locks: the ceiling lock, exclusively.
+ */
+void
+shid_owner_change(ShidSlot *slot, const ShidShardKey *key, int owner)
+{
+	ShidOwnerChange *change;
+
+	shid_owner_prepare();
+	change = &shid_changes[shid_nchanges];
+	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
+	shid_owner_state_locked(key, &change->before);
+	shid_shard_change_locked(key, 0, false, owner);
+	shid_owner_state_locked(key, &change->after);
+	LWLockRelease(shid_ceiling->lock);
+	change->slot = slot;
+	change->kind = (owner == SHID_RETIRE) ? SHID_CHANGE_RETIRE : SHID_CHANGE_OWN;
+	change->level = GetCurrentTransactionNestLevel();
+	shid_nchanges++;
+}
+
+/*
+ * Undo the changes made at nesting level "level" or deeper, newest first,
+ * as their (sub)transaction aborts.  Nothing here may fail.
+ *
+ * The whole transaction aborts (top): every change it made records its
+ * xid, and the state before the transaction's first change, which now
+ * holds.  A retirement's slot reads its state again on the next mint
+ * (UNKNOWN), where the aborted change no longer counts but any other
+ * since does.
+ *
+ * A subtransaction aborts: the durable records still hold its changes
+ * under the running transaction's xid.  Each change, if still the latest,
+ * gives way to the state before it, in shared memory at once, and stays
+ * listed at the parent's level to be WAL-logged before the transaction
+ * commits (shid_owner_relog): a crash before then aborts the whole
+ * transaction anyway.
+ *
+ * Locks: the ceiling lock, shared for the transaction, exclusively for a
+ * subtransaction; then a slot's spinlock.  Holding it, no mint can read
+ * the state between the change and the slot's.
+ */
+static void
+shid_owner_undo(int level, bool top)
+{
+	int			i = shid_nchanges;
+
+	LWLockAcquire(shid_ceiling->lock, top ? LW_SHARED : LW_EXCLUSIVE);
+	while (i > 0 && shid_changes[i - 1].level >= level)
+	{
+		ShidOwnerChange *change = &shid_changes[--i];
+		uint8		kind = change->kind;
+
+		if (!top)
+		{
+			change->level = level - 1;
+			if (kind == SHID_CHANGE_RETIRE || kind == SHID_CHANGE_OWN)
+			{
+				/* Log the state before at commit, unless another
+				 * transaction changed the shard since. */
+				if (shid_shard_restore_owner_locked(&change->after, &change->before))
+				{
+					change->kind = SHID_CHANGE_RELOG;
+					change->after = change->before;
+				}
+				else
+					change->kind = SHID_CHANGE_NONE;
+			}
+		}
+		if (kind == SHID_CHANGE_RETIRE)
+			(void) shid_slot_set_owner(change->slot, SHID_OWNER_UNKNOWN, false);
+	}
+	LWLockRelease(shid_ceiling->lock);
+	if (top)
+		shid_nchanges = 0;
+}
+
+/*
+ * Before the transaction commits: WAL-log the state that a rolled-back
+ * subtransaction restored, if it is still the shard's (floors.c).  An error
+ * here aborts the transaction, which restores the state before it.
+ */
+static void
+shid_owner_relog(void)
+{
+	for (int i = 0; i < shid_nchanges; i++)
+		if (shid_changes[i].kind == SHID_CHANGE_RELOG)
+		{
+			shid_shard_relog_owner(&shid_changes[i].after);
+			shid_changes[i].kind = SHID_CHANGE_NONE;
+		}
+}
+
+/*
  * At commit, a take-back leaves the slot's state unknown, and the next mint
- * reads it from the server's state of the shard, where the take-back's xid
- * has now committed, unless a retirement changed the shard after it.  A
+ * reads it from the server's state of the shard, where the transaction has
+ * now committed, unless a retirement changed the shard after it.  A
  * retirement took effect when it was made and stays.
+ *
+ * Locks: the ceiling lock, shared, so that no mint reading the state while
+ * the transaction still ran stores its reading after this.
  */
 static void
 shid_owner_commit(void)
 {
+	if (shid_nchanges == 0)
+		return;
+	LWLockAcquire(shid_ceiling->lock, LW_SHARED);
 	for (int i = 0; i < shid_nchanges; i++)
-		if (shid_changes[i].at_commit == SHID_OWNER_MINTS)
+		if (shid_changes[i].kind == SHID_CHANGE_OWN)
 			(void) shid_slot_set_owner(shid_changes[i].slot, SHID_OWNER_UNKNOWN, false);
+	LWLockRelease(shid_ceiling->lock);
 	shid_nchanges = 0;
 }
 
@@ -163,13 +253,17 @@ shid_owner_xact_callback(XactEvent event, void *arg)
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot prepare a transaction that created or retired a shard")));
 			break;
+		case XACT_EVENT_PRE_COMMIT:
+			shid_owner_relog();
+			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
 			shid_owner_commit();
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
-			shid_owner_undo(0);
+			if (shid_nchanges > 0)
+				shid_owner_undo(0, true);
 			break;
 		default:
 			break;
@@ -183,7 +277,10 @@ shid_owner_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	int			level = GetCurrentTransactionNestLevel();
 
 	if (event == SUBXACT_EVENT_ABORT_SUB)
-		shid_owner_undo(level);
+	{
+		if (shid_nchanges > 0 && shid_changes[shid_nchanges - 1].level >= level)
+			shid_owner_undo(level, false);
+	}
 	else if (event == SUBXACT_EVENT_COMMIT_SUB)
 	{
 		for (int i = shid_nchanges - 1; i >= 0 && shid_changes[i].level >= level; i--)
@@ -204,7 +301,7 @@ shid_owner_init(void)
  * the shard of this layout away?  No catalog (sharded_id older than 1.4,
  * whose library is already 1.4's) says no.
  */
-bool
+static bool
 shid_owner_catalog_retired(int32 shard, const ShidLayout *layout)
 {
 	Oid			nsp = get_namespace_oid("sharded_id", true);
@@ -224,5 +321,47 @@ shid_owner_catalog_retired(int32 shard, const ShidLayout *layout)
 		elog(ERROR, "could not read sharded_id.retired_shards");
 	retired = SPI_processed > 0;
 	SPI_finish();
+	return retired;
+}
+
+/*
+ * Has this server given the shard away?  For a slot whose owner state is
+ * unknown, or a shard with no slot yet (slot NULL).  The server's state of
+ * the shard decides if the server ever decided the shard's owner.  If not,
+ * the catalog of the current database does, and a retirement it records
+ * becomes the server's, unconditionally and durably.  A slot stores the
+ * answer unless a change stored a state first.
+ *
+ * Locks: the ceiling lock, exclusively, while the state is read and the
+ * slot's state stored (then the slot's spinlock), so that no change's
+ * commit or abort comes between; none while the catalog is read.
+ */
+bool
+shid_owner_learn(ShidSlot *slot, const ShidShardKey *key, const ShidLayout *layout)
+{
+	ShidShardState state;
+	bool		retired;
+
+	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
+	if (shid_shard_state_locked(key, &state) && shid_state_owner_known(&state))
+	{
+		retired = shid_shard_state_retired(&state);
+		if (slot != NULL)
+			(void) shid_slot_set_owner(slot, retired ? SHID_OWNER_RETIRED : SHID_OWNER_MINTS, true);
+		LWLockRelease(shid_ceiling->lock);
+		return retired;
+	}
+	LWLockRelease(shid_ceiling->lock);
+
+	retired = shid_owner_catalog_retired(key->shard, layout);
+
+	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
+	if (shid_shard_state_locked(key, &state) && shid_state_owner_known(&state))
+		retired = shid_shard_state_retired(&state);	/* decided meanwhile */
+	else if (retired)
+		shid_shard_change_locked(key, 0, false, SHID_RETIRE_SETTLED);
+	if (slot != NULL)
+		(void) shid_slot_set_owner(slot, retired ? SHID_OWNER_RETIRED : SHID_OWNER_MINTS, true);
+	LWLockRelease(shid_ceiling->lock);
 	return retired;
 }
