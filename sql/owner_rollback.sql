@@ -115,9 +115,27 @@ SELECT sharded_id.create_shard(4606);
 COMMIT;
 SELECT pg_temp.state(4606) AS retired_and_taken_back;
 
+-- A retirement that only the catalog records, of a shard this server never
+-- created, retired nor took back (a restored database): a take-back rolled
+-- back keeps it refused, and the retirement is the server's from then on,
+-- so that deleting the row does not take the shard back.
+INSERT INTO sharded_id.retired_shards VALUES (4607, 'instagram', 0, now());
+BEGIN;
+SELECT sharded_id.create_shard(4607);
+ROLLBACK;
+SELECT pg_temp.state(4607) AS catalog_retirement_kept;
+DELETE FROM sharded_id.retired_shards WHERE shard_id = 4607;
+SELECT pg_temp.state(4607) AS row_deleted;
+-- Nor does deleting the row of a retirement this server made.
+SELECT sharded_id.retire_shard(4601) IS NOT NULL AS retired;
+DELETE FROM sharded_id.retired_shards WHERE shard_id = 4601;
+SELECT pg_temp.state(4601) AS row_of_server_retirement_deleted;
+SELECT sharded_id.create_shard(s) FROM unnest('{4601,4607}'::int[]) s;
+SELECT pg_temp.state(4601) AS taken_back, pg_temp.state(4607) AS taken_back;
+
 -- No id repeated by any of it.
 SELECT count(*) = count(DISTINCT id) AS no_repeat, bool_and(sharded_id.shard_id(id) = s) AS right_shard
 FROM (SELECT s, sharded_id.next_id(s) AS id FROM generate_series(4601, 4603) s, generate_series(1, 500)) t;
 
 -- Clean up: the shards stay retired on this server.
-SELECT count(sharded_id.drop_shard(shard_id)) FROM sharded_id.shards WHERE shard_id BETWEEN 4601 AND 4606;
+SELECT count(sharded_id.drop_shard(shard_id)) FROM sharded_id.shards WHERE shard_id BETWEEN 4601 AND 4607;

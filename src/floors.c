@@ -18,11 +18,16 @@
  * it back.  It belongs to the server, not to one database: every database
  * of the server honours it, before and after a restart and on a promoted
  * standby, and CREATE or DROP EXTENSION does not touch it.  A change of
- * ownership is made in a transaction: the state records the (sub)
- * transaction that made the change and the state before it, and holds only
- * once that transaction has committed.  While it runs, a retirement already
- * refuses (fail closed); a transaction that aborted, or never committed
- * before a crash, leaves the state before.
+ * ownership is made in a transaction: the state records the top-level
+ * transaction that made the change and the state before that transaction's
+ * first change of the shard, and holds only once the transaction has
+ * committed.  While it runs, a retirement already refuses (fail closed); a
+ * transaction that aborted, or never committed before a crash, leaves the
+ * state before it, whatever it changed in between.  A savepoint rolled
+ * back is undone by owner.c, which puts the state before it back and logs
+ * it again before the commit.  A shard whose owner the server decided keeps
+ * its state, minting or not, so that no catalog decides for it (owner.c);
+ * the xid of a settled state is then the frozen xid.
  *
  * Durability: every change is WAL-logged (record SHARD of the "sharded_id"
  * resource manager, with an xid, as in ceiling.c) and written to the file
@@ -48,8 +53,9 @@
  *
  * Settling: a state records the xid of its last ownership change until
  * that transaction has ended; every later change of any state, and every
- * raise of the ceiling while some state waits, keeps only the outcome, so
- * that no state outlives the commit log's memory of its xid.
+ * raise of the ceiling while some state waits, keeps only the outcome (with
+ * the frozen xid, SHID_XID_SETTLED), so that no state outlives the commit
+ * log's memory of its xid.
  *
  *-------------------------------------------------------------------------
  */

@@ -1436,7 +1436,7 @@ shid_retire_shard(PG_FUNCTION_ARGS)
 	if (shid_shared == NULL)
 		PG_RETURN_NULL();
 	slot = shid_admin_slot(layout, PG_GETARG_INT32(0), "retire a shard");
-	shid_owner_change(slot, &slot->key, SHID_RETIRE);
+	shid_owner_change(slot, &slot->key, layout, SHID_RETIRE);
 	/* A move relies on the commit: flush it, whatever synchronous_commit. */
 	ForceSyncCommit();
 	SpinLockAcquire(&slot->mutex);
@@ -1466,7 +1466,7 @@ shid_own_shard(PG_FUNCTION_ARGS)
 	if (shid_shared == NULL)
 		PG_RETURN_VOID();
 	slot = shid_admin_slot(layout, PG_GETARG_INT32(0), "create a shard");
-	shid_owner_change(slot, &slot->key, SHID_OWN);
+	shid_owner_change(slot, &slot->key, layout, SHID_OWN);
 	ForceSyncCommit();
 	PG_RETURN_VOID();
 }

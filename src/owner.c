@@ -2,26 +2,55 @@
  *
  * src/owner.c
  *	  Only the owner mints: which shards this server may mint for, and how
- *	  that follows the shard catalog, transaction by transaction.
+ *	  a change of ownership follows its transaction.
  *
- * The durable truth is the server's state of the shard (floors.c): a
- * retirement, by retire_shard, drop_shard or a move, WAL-logged with the (sub)
- * transaction that made it and kept in the data directory, so that every
- * database of the server, a restart, a crash and a promoted standby honour
- * it, and CREATE or DROP EXTENSION forgets nothing.  The catalog table
- * sharded_id.retired_shards records it too, per database, and a dump
- * carries it: a restored database refuses the shards its catalog retired.
- * Either saying so retires the shard.  A server that retired nothing mints
- * as before: a bare next_id(shard) keeps working where the shard catalog
- * was never used.
+ * The authority is the server's state of the shard (floors.c): a
+ * retirement, by retire_shard, drop_shard or a move, or a take-back, by
+ * create_shard, WAL-logged with the transaction that made it and kept in
+ * the data directory, so that every database of the server, a restart, a
+ * crash and a promoted standby honour it, and CREATE or DROP EXTENSION
+ * forgets nothing.  Once the server has decided a shard's owner, it keeps
+ * a state for the shard, taken back or not, and no catalog is read for it
+ * again.
+ *
+ * The catalog table sharded_id.retired_shards records retirements too, per
+ * database, and a dump carries it.  It is read only for a shard whose
+ * owner this server never decided (no create_shard, retirement or take-back
+ * here): a database restored on a new server, or a bare next_id(shard).
+ * A retirement it records then becomes the server's, unconditionally and
+ * durably, so that the restored database refuses the shards its catalog
+ * retired, every database agrees, and the catalog is not read again.  So:
+ *
+ *	 - no snapshot decides: a session whose snapshot predates a take-back
+ *	   still sees the retirement row, but reads the server's state, where
+ *	   the take-back has committed;
+ *	 - no database's catalog decides for a shard this server created,
+ *	   retired or took back, in whichever database;
+ *	 - no catalog DML un-retires a shard: deleting a row of
+ *	   retired_shards changes nothing the server decided.
+ *
+ * A server that retired nothing mints as before: a bare next_id(shard)
+ * keeps working where the shard catalog was never used.
+ *
+ * A change of ownership holds once its transaction commits.  The state
+ * records the top-level transaction's xid, the latest change and the
+ * state before the transaction's first change of the shard, so that the
+ * transaction's abort, or a crash before its commit, restores the state
+ * before it, whatever it did in between (a retirement and a take-back
+ * rolled back together leave the shard minting).  A savepoint that rolls
+ * back cannot be told apart by the xid: its changes are undone here, as
+ * the subtransaction aborts, by putting back in shared memory the state
+ * before them, if no other transaction changed the shard since, and
+ * WAL-logging that state before the transaction commits (XACT_EVENT_
+ * PRE_COMMIT); a crash before then aborts the whole transaction anyway.
  *
  * next_id cannot read a table on every call, so each generator slot caches
  * the answer in shared memory (SHID_OWNER_*, owner.h):
  *
  *	 - UNKNOWN after start-up or promotion.  The first call that mints for
- *	   the slot reads the server's state of the shard, then the catalog of
- *	   its database, and stores MINTS or RETIRED, unless a retirement or a
- *	   take-back stored a state first.
+ *	   the slot reads the server's state of the shard, or the catalog as
+ *	   above (shid_owner_learn), and stores MINTS or RETIRED, unless a
+ *	   retirement or a take-back stored a state first.
  *	 - A retirement (_retire_shard) stores RETIRED at once and reads the
  *	   slot's high-water mark under the same hold of the slot's spinlock, so
  *	   no id above that mark is minted here afterwards.  If its transaction
@@ -38,10 +67,15 @@
  *
  * Locking rules: a slot's owner state changes only under the slot's
  * spinlock (shid_slot_set_owner, generator.c); the minter reads it under
- * the same spinlock when it claims a value.  The list of a transaction's
- * pending changes is backend-local.  A transaction that retired or took
- * back a shard cannot be prepared for two-phase commit, since the change
- * would then take effect, or be undone, in another session.
+ * the same spinlock when it claims a value.  A mint that reads the server's
+ * state stores its answer in the slot under the same exclusive hold of the
+ * ceiling lock, and a transaction's end makes a slot UNKNOWN holding that
+ * lock too: so no answer read while a change's transaction still ran is
+ * stored after that transaction ended.  The catalog is read holding no
+ * lock.  The list of a transaction's pending changes is backend-local.  A
+ * transaction that retired or took back a shard cannot be prepared for
+ * two-phase commit, since the change would then take effect, or be undone,
+ * in another session.
  *
  * The slot table and the shard states are shared by the databases of a
  * server, while the catalog is per database: the shard catalog belongs in
@@ -128,13 +162,19 @@ shid_owner_state_locked(const ShidShardKey *key, ShidShardState *state)
  * subtransaction rolls back and to follow the transaction's end.  The
  * caller stores a retirement's RETIRED in the slot.
  *
- * Locks: the ceiling lock, exclusively.
+ * A shard whose owner the server never decided first learns it, from the
+ * catalog (shid_owner_learn): the state before the change, which its
+ * rollback restores, is then the server's, not "unknown".
+ *
+ * Locks: those of shid_owner_learn, then the ceiling lock, exclusively.
  */
 void
-shid_owner_change(ShidSlot *slot, const ShidShardKey *key, int owner)
+shid_owner_change(ShidSlot *slot, const ShidShardKey *key, const ShidLayout *layout,
+				  int owner)
 {
 	ShidOwnerChange *change;
 
+	(void) shid_owner_learn(slot, key, layout);
 	shid_owner_prepare();
 	change = &shid_changes[shid_nchanges];
 	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);

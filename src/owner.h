@@ -28,7 +28,8 @@ typedef struct ShidSlot ShidSlot;
 #define ERRCODE_SHID_FLOOR_REFUSED	MAKE_SQLSTATE('S','I','0','0','3')
 
 extern void shid_owner_init(void);
-extern void shid_owner_change(ShidSlot *slot, const ShidShardKey *key, int owner);
+extern void shid_owner_change(ShidSlot *slot, const ShidShardKey *key,
+							  const ShidLayout *layout, int owner);
 extern bool shid_owner_learn(ShidSlot *slot, const ShidShardKey *key,
 							 const ShidLayout *layout);
 

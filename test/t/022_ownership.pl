@@ -14,10 +14,11 @@
 # 3. Catalog DML cannot un-retire: b retires shard 17 and deletes its row
 #    of retired_shards, and a deletes nothing; both refuse 17 with SI001,
 #    also after a restart and a crash.
-# 4. A database restored on this server (c) whose catalog retired shard 18,
-#    which this server never created, retired nor took back: c refuses it,
-#    and so does the server from then on, even once c's row is deleted and
-#    the server restarted.
+# 4. A database restored on this server (c) whose catalog retired shards 18
+#    and 19, which this server never created, retired nor took back: c
+#    refuses 18, and so does the server from then on, even once c's row is
+#    deleted and the server restarted; a take-back of 19 rolled back keeps
+#    it refused, also after a crash.
 use strict;
 use warnings;
 use FindBin;
@@ -133,7 +134,15 @@ $restart_both->($check_17);
 $node->safe_psql('c', q{INSERT INTO sharded_id.retired_shards VALUES (18, 'instagram', 0, now())});
 is($sqlstate->('c', 'SELECT sharded_id.next_id(18)'), 'SI001', "c's catalog retired shard 18: c refuses it");
 is($retired_in_floors->(18), 1, 'the server retired shard 18 from then on');
-$node->safe_psql('c', 'DELETE FROM sharded_id.retired_shards WHERE shard_id = 18');
+$node->safe_psql('c', q{INSERT INTO sharded_id.retired_shards VALUES (19, 'instagram', 0, now());
+	BEGIN; SELECT sharded_id.create_shard(19); ROLLBACK;});
+is($sqlstate->('c', 'SELECT sharded_id.next_id(19)') . '/' . $retired_in_floors->(19), 'SI001/1',
+	"c's catalog retired shard 19, and its take-back rolled back: refused, and retired by the server");
+$node->safe_psql('c', 'DELETE FROM sharded_id.retired_shards WHERE shard_id IN (18, 19)');
+$node->stop('immediate');
+$node->start;
+is($sqlstate->('c', 'SELECT sharded_id.next_id(19)') . '/' . $sqlstate->('b', 'SELECT sharded_id.next_id(19)'),
+	'SI001/SI001', 'after the rows were deleted and a crash, every database refuses shard 19');
 $node->restart;
 is($sqlstate->('c', 'SELECT sharded_id.next_id(18)') . '/' . $sqlstate->('b', 'SELECT sharded_id.next_id(18)'),
 	'SI001/SI001', 'after the row was deleted and a restart, every database refuses shard 18');
