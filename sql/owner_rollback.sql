@@ -119,6 +119,8 @@ SELECT pg_temp.state(4606) AS retired_and_taken_back;
 -- created, retired nor took back (a restored database): a take-back rolled
 -- back keeps it refused, and the retirement is the server's from then on,
 -- so that deleting the row does not take the shard back.
+-- It minted here before, with no state: its slot says it mints.
+SELECT sharded_id.shard_id(sharded_id.next_id(4607)) AS minted_before;
 INSERT INTO sharded_id.retired_shards VALUES (4607, 'instagram', 0, now());
 BEGIN;
 SELECT sharded_id.create_shard(4607);

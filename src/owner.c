@@ -381,6 +381,7 @@ shid_owner_learn(ShidSlot *slot, const ShidShardKey *key, const ShidLayout *layo
 {
 	ShidShardState state;
 	bool		retired;
+	bool		made = false;
 
 	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
 	if (shid_shard_state_locked(key, &state) && shid_state_owner_known(&state))
@@ -399,9 +400,18 @@ shid_owner_learn(ShidSlot *slot, const ShidShardKey *key, const ShidLayout *layo
 	if (shid_shard_state_locked(key, &state) && shid_state_owner_known(&state))
 		retired = shid_shard_state_retired(&state);	/* decided meanwhile */
 	else if (retired)
+	{
+		/* The server retires the shard, whatever a slot said so far. */
 		shid_shard_change_locked(key, 0, false, SHID_RETIRE_SETTLED);
+		if (slot != NULL)
+			(void) shid_slot_set_owner(slot, SHID_OWNER_RETIRED, false);
+		made = shid_shard_state_locked(key, &state);
+	}
 	if (slot != NULL)
 		(void) shid_slot_set_owner(slot, retired ? SHID_OWNER_RETIRED : SHID_OWNER_MINTS, true);
 	LWLockRelease(shid_ceiling->lock);
+	/* A slot made meanwhile, or a caller's without one, reads it again. */
+	if (made && slot == NULL)
+		shid_slot_follow_state(&state);
 	return retired;
 }
