@@ -141,6 +141,28 @@ shid_write_states(void)
 	shid_states_text(&buf);
 	shid_write_durably(SHID_SHARDS_TMPFILE, SHID_SHARDS_FILE, buf.data, buf.len);
 	pfree(buf.data);
+	shid_ceiling->states_dirty = false;
+}
+
+/*
+ * Write the file if a change that alters no shard's minting left it behind
+ * shared memory (shid_shard_change_locked), after flushing the WAL that
+ * holds the change.  owner.c calls this before a transaction that changed
+ * ownership commits.
+ */
+void
+shid_write_states_if_dirty(void)
+{
+	if (!shid_ceiling->states_dirty)
+		return;
+	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
+	if (shid_ceiling->states_dirty)
+	{
+		if (!XLogRecPtrIsInvalid(XactLastRecEnd))
+			XLogFlush(XactLastRecEnd);
+		shid_write_states();
+	}
+	LWLockRelease(shid_ceiling->lock);
 }
 
 /* Stop the server from starting: the file cannot be trusted. */
@@ -330,13 +352,14 @@ shid_shard_state_retired(const ShidShardState *state)
  * holds it is written: redo then knows the state's xid, so that no other
  * transaction is handed that xid after a crash, and never rewinds the file.
  */
-static void
-shid_log_state(const ShidShardState *state)
+static XLogRecPtr
+shid_log_state(const ShidShardState *state, bool flush)
 {
 	XLogRecPtr	lsn = shid_wal_log(XLOG_SHID_SHARD, (const char *) state, sizeof(*state), true);
 
-	if (!XLogRecPtrIsInvalid(lsn))
+	if (flush && !XLogRecPtrIsInvalid(lsn))
 		XLogFlush(lsn);
+	return lsn;
 }
 
 /*
@@ -353,6 +376,7 @@ shid_settle_states_locked(const ShidShardKey *skip)
 	ShidShardState *state;
 	int			settled = 0;
 	int			unsettled = 0;
+	XLogRecPtr	lsn = InvalidXLogRecPtr;
 
 	hash_seq_init(&status, shid_states);
 	while ((state = hash_seq_search(&status)) != NULL)
@@ -368,9 +392,12 @@ shid_settle_states_locked(const ShidShardKey *skip)
 		state->retired = shid_shard_state_retired(state);
 		state->prev_retired = state->retired;
 		state->xid = SHID_XID_SETTLED;
-		shid_log_state(state);
+		lsn = shid_log_state(state, false);
 		settled++;
 	}
+	/* One flush for them all, before the caller writes the file. */
+	if (!XLogRecPtrIsInvalid(lsn))
+		XLogFlush(lsn);
 	shid_ceiling->unsettled_states = unsettled;
 	return settled;
 }
@@ -458,7 +485,7 @@ shid_shard_relog_owner(const ShidShardState *expect)
 	}
 	if (shid_same_owner(&state, expect))
 	{
-		shid_log_state(&state);
+		shid_log_state(&state, true);
 		shid_write_states();
 	}
 	LWLockRelease(shid_ceiling->lock);
@@ -487,6 +514,7 @@ shid_shard_change_locked(const ShidShardKey *key, int64 floor_ms, bool lower, in
 	ShidShardState before;
 	ShidShardState after;
 	bool		found;
+	bool		quiet;
 
 	Assert(LWLockHeldByMeInMode(shid_ceiling->lock, LW_EXCLUSIVE));
 	state = hash_search(shid_states, key, HASH_FIND, NULL);
@@ -542,16 +570,29 @@ shid_shard_change_locked(const ShidShardKey *key, int64 floor_ms, bool lower, in
 	if (!found)
 		memcpy(state, &before, sizeof(before));
 
+	/*
+	 * A change that alters no minting, whatever its transaction's outcome (a
+	 * shard created here for the first time), keeps the server's knowledge
+	 * that it decided the owner: its record is flushed with the commit, and
+	 * the file is written once before the transaction commits.  Losing it in
+	 * a crash loses only that knowledge.
+	 */
+	quiet = owner == SHID_OWN && !after.retired && !after.prev_retired &&
+		!shid_shard_state_retired(&before) && after.floor_ms == before.floor_ms;
+
 	PG_TRY();
 	{
-		shid_log_state(&after);
+		shid_log_state(&after, !quiet);
 		memcpy(state, &after, sizeof(after));
 		if (shid_state_pending(&after))
 			shid_ceiling->unsettled_states++;
 		(void) shid_settle_states_locked(key);
 		if (shid_state_empty(state))
 			(void) hash_search(shid_states, key, HASH_REMOVE, NULL);
-		shid_write_states();
+		if (quiet)
+			shid_ceiling->states_dirty = true;
+		else
+			shid_write_states();
 	}
 	PG_CATCH();
 	{

@@ -86,6 +86,7 @@ extern void shid_shard_relog_owner(const ShidShardState *expect);
 extern void shid_shard_change_locked(const ShidShardKey *key, int64 floor_ms,
 									 bool lower, int owner);
 extern void shid_settle_states(void);
+extern void shid_write_states_if_dirty(void);
 extern int	shid_shard_states(ShidShardState **states);
 extern void shid_floors_redo(XLogReaderState *record);
 extern void shid_floors_desc(StringInfo buf, XLogReaderState *record);

@@ -246,18 +246,23 @@ shid_owner_undo(int level, bool top)
 
 /*
  * Before the transaction commits: WAL-log the state that a rolled-back
- * subtransaction restored, if it is still the shard's (floors.c).  An error
- * here aborts the transaction, which restores the state before it.
+ * subtransaction restored, if it is still the shard's (floors.c), and write
+ * the file of shard states if it lags.  An error here aborts the
+ * transaction, which restores the state before it.
  */
 static void
 shid_owner_relog(void)
 {
+	if (shid_nchanges == 0)
+		return;
 	for (int i = 0; i < shid_nchanges; i++)
 		if (shid_changes[i].kind == SHID_CHANGE_RELOG)
 		{
 			shid_shard_relog_owner(&shid_changes[i].after);
 			shid_changes[i].kind = SHID_CHANGE_NONE;
 		}
+	/* And the file, if a change left it behind (floors.c). */
+	shid_write_states_if_dirty();
 }
 
 /*
