@@ -564,8 +564,8 @@ shid_shard_change_locked(const ShidShardKey *key, int64 floor_ms, bool lower, in
 	if (state == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("too many shards with a floor or a retirement"),
-				 errdetail("This server keeps the state of at most sharded_id.max_shards shards."),
+				 errmsg("too many shards with a state on this server"),
+				 errdetail("This server keeps the floor, the retirement or the owner of at most sharded_id.max_shards shards, among them every shard created here."),
 				 errhint("Raise sharded_id.max_shards and restart the server.")));
 	if (!found)
 		memcpy(state, &before, sizeof(before));
