@@ -75,7 +75,7 @@
  * lock.  The list of a transaction's pending changes is backend-local.  A
  * transaction that retired or took back a shard cannot be prepared for
  * two-phase commit, since the change would then take effect, or be undone,
- * in another session.
+ * in another session; one whose changes all rolled back to savepoints can.
  *
  * The slot table and the shard states are shared by the databases of a
  * server, while the catalog is per database: the shard catalog belongs in
@@ -293,10 +293,17 @@ shid_owner_xact_callback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_PRE_PREPARE:
-			if (shid_nchanges > 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot prepare a transaction that created or retired a shard")));
+			for (int i = 0; i < shid_nchanges; i++)
+				if (shid_changes[i].kind == SHID_CHANGE_RETIRE ||
+					shid_changes[i].kind == SHID_CHANGE_OWN)
+					ereport(ERROR,
+							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+							 errmsg("cannot prepare a transaction that created or retired a shard")));
+			/* Changes rolled back to a savepoint: log what they restored. */
+			shid_owner_relog();
+			break;
+		case XACT_EVENT_PREPARE:
+			shid_nchanges = 0;
 			break;
 		case XACT_EVENT_PRE_COMMIT:
 			shid_owner_relog();
@@ -379,7 +386,8 @@ shid_owner_catalog_retired(int32 shard, const ShidLayout *layout)
  *
  * Locks: the ceiling lock, exclusively, while the state is read and the
  * slot's state stored (then the slot's spinlock), so that no change's
- * commit or abort comes between; none while the catalog is read.
+ * commit or abort comes between (shared for a mere reading, without a
+ * slot); none while the catalog is read.
  */
 bool
 shid_owner_learn(ShidSlot *slot, const ShidShardKey *key, const ShidLayout *layout)
@@ -388,7 +396,8 @@ shid_owner_learn(ShidSlot *slot, const ShidShardKey *key, const ShidLayout *layo
 	bool		retired;
 	bool		made = false;
 
-	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
+	/* Without a slot, nothing is stored: reading needs no more. */
+	LWLockAcquire(shid_ceiling->lock, slot != NULL ? LW_EXCLUSIVE : LW_SHARED);
 	if (shid_shard_state_locked(key, &state) && shid_state_owner_known(&state))
 	{
 		retired = shid_shard_state_retired(&state);

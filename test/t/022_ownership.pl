@@ -6,7 +6,9 @@
 #
 # 1. Rolled back, a retirement and a take-back in one transaction, or in a
 #    savepoint, leave the shard minting; a take-back alone rolled back
-#    leaves it retired.  So after a restart and after a crash.
+#    leaves it retired.  So after a restart and after a crash.  A
+#    transaction whose retirement rolled back to a savepoint can be
+#    prepared, and committed after a restart; one that retires cannot.
 # 2. Database a plants shard 15 and 16 in its sharded_id.retired_shards.
 #    Database b owns shard 15, retires it and takes it back; b owns 16 and
 #    never gave it away.  Whichever database mints first, before and after
@@ -28,7 +30,7 @@ use PostgreSQL::Test::Utils;
 use ShardedIdTest;
 use Test::More;
 
-my $node = sharded_node('ownership');
+my $node = sharded_node('ownership', conf => "max_prepared_transactions = 5\n");
 $node->start;
 for my $db ('a', 'b', 'c')
 {
@@ -39,7 +41,7 @@ $node->safe_psql('b', q{
 	CREATE SCHEMA tpl;
 	CREATE TABLE tpl.t (id bigint PRIMARY KEY, v text);
 	SELECT sharded_id.add_table('tpl.t');
-	SELECT count(sharded_id.create_shard(s)) FROM unnest('{11,12,13,15,16,17}'::int[]) s;
+	SELECT count(sharded_id.create_shard(s)) FROM unnest('{11,12,13,14,15,16,17}'::int[]) s;
 });
 
 # The SQLSTATE of a statement, 'ok' if it succeeds.
@@ -91,6 +93,25 @@ my $check_rollbacks = sub {
 };
 $check_rollbacks->('at once');
 $restart_both->($check_rollbacks);
+
+# A transaction whose retirement rolled back to a savepoint can be
+# prepared; one that retires cannot.
+$node->safe_psql('b', q{
+	BEGIN;
+	SAVEPOINT s;
+	SELECT sharded_id.retire_shard(14);
+	ROLLBACK TO SAVEPOINT s;
+	PREPARE TRANSACTION 'kept';
+});
+$node->restart;
+$node->safe_psql('b', q{COMMIT PREPARED 'kept'});
+is($sqlstate->('b', 'BEGIN; SELECT sharded_id.retire_shard(14); PREPARE TRANSACTION $$retires$$'), '0A000',
+	'a transaction that retires a shard cannot be prepared');
+$node->stop('immediate');
+$node->start;
+is($sqlstate->('b', 'INSERT INTO shard_0014.t (v) VALUES (1)') . '/' . $retired_in_floors->(14)
+	. '/' . $node->safe_psql('b', 'SELECT count(*) FROM pg_prepared_xacts'), 'ok/0/0',
+	'after a prepared transaction with a retirement rolled back to a savepoint, a refused prepare and a crash, shard 14 mints');
 
 # 2. Database a's catalog does not decide for b.
 $node->safe_psql('a', q{INSERT INTO sharded_id.retired_shards VALUES (15, 'instagram', 0, now()), (16, 'instagram', 0, now())});
