@@ -1351,7 +1351,8 @@ shid_lower_floor(PG_FUNCTION_ARGS)
  *		  OUT retired boolean) RETURNS SETOF record
  *
  * What this server keeps durably about single shards (floors.c): the
- * floor, if any, and whether it gave the shard away.
+ * floor, if any, and whether it gave the shard away.  A shard it owns with
+ * no floor is not listed.
  *
  * Locks: the ceiling lock, shared, while it copies the states.
  */
@@ -1418,11 +1419,14 @@ shid_high_water(PG_FUNCTION_ARGS)
  * returns its high-water mark, read under the same hold of the slot's
  * spinlock: no id above it is minted here afterwards.  The retirement is
  * durable and replicated first (floors.c), and holds once the transaction
- * commits; if it aborts, the shard mints here again (owner.c).  drop_shard
- * and moves also record it in sharded_id.retired_shards, which a dump
- * carries.  NULL where sharded_id is not preloaded: nothing mints there.
+ * commits; if it or its savepoint aborts, the shard's state before it holds
+ * again (owner.c).  drop_shard and moves also record it in
+ * sharded_id.retired_shards, which a dump carries.  NULL where sharded_id
+ * is not preloaded: nothing mints there.
  *
- * Locks: the ceiling lock (in floors.c), then the slot's spinlock.
+ * Locks: the ceiling lock (in owner.c and floors.c), after reading
+ * sharded_id.retired_shards for a shard whose owner the server never
+ * decided; then the slot's spinlock.
  */
 SHID_FUNCTION_INFO(shid_retire_shard);
 Datum
@@ -1451,10 +1455,13 @@ shid_retire_shard(PG_FUNCTION_ARGS)
  *
  * This server mints for the shard again once the transaction commits:
  * create_shard, which also removes the shard from
- * sharded_id.retired_shards.  Durable and replicated first (floors.c).
- * Nothing to do where sharded_id is not preloaded.
+ * sharded_id.retired_shards.  Durable and replicated first (floors.c); if
+ * the transaction or its savepoint aborts, the shard's state before it
+ * holds again (owner.c).  Nothing to do where sharded_id is not preloaded.
  *
- * Locks: the ceiling lock (in floors.c).
+ * Locks: the ceiling lock (in owner.c and floors.c), after reading
+ * sharded_id.retired_shards for a shard whose owner the server never
+ * decided.
  */
 SHID_FUNCTION_INFO(shid_own_shard);
 Datum
