@@ -44,11 +44,11 @@ PG_CPPFLAGS += '-DPGDLLEXPORT=__attribute__((visibility("default")))'
 endif
 
 # pg_regress: sql/ and expected/
-REGRESS = api errors labels stress counter monitor layouts helpers shards lifecycle adopt router upgrade owners templates schema_copy provisioner secrets
+REGRESS = api errors labels stress counter monitor layouts helpers shards lifecycle adopt router upgrade owners owner_rollback templates schema_copy provisioner secrets
 REGRESS_OPTS = --load-extension=sharded_id
 
 # pg_isolation_regress: test/specs/ and test/expected/
-ISOLATION = concurrent_shard sequence_lock counter_shard enter_shard_fence retire_fence
+ISOLATION = concurrent_shard sequence_lock counter_shard enter_shard_fence retire_fence take_back_snapshot
 ISOLATION_OPTS = --inputdir=test --load-extension=sharded_id
 
 # TAP: test/t/

@@ -62,6 +62,8 @@ typedef struct ShidCeiling
 	bool		marker_known;	/* the marker file is known to exist */
 	int			unsettled_states;	/* shard states waiting on an xid
 									 * (floors.c) */
+	bool		states_dirty;	/* the file of shard states lags shared
+								 * memory (floors.c) */
 	int64		writes;			/* statistics: writes of the state file ... */
 	int64		write_us;		/* ... and the time they took */
 } ShidCeiling;

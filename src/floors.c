@@ -18,11 +18,16 @@
  * it back.  It belongs to the server, not to one database: every database
  * of the server honours it, before and after a restart and on a promoted
  * standby, and CREATE or DROP EXTENSION does not touch it.  A change of
- * ownership is made in a transaction: the state records the (sub)
- * transaction that made the change and the state before it, and holds only
- * once that transaction has committed.  While it runs, a retirement already
- * refuses (fail closed); a transaction that aborted, or never committed
- * before a crash, leaves the state before.
+ * ownership is made in a transaction: the state records the top-level
+ * transaction that made the change and the state before that transaction's
+ * first change of the shard, and holds only once the transaction has
+ * committed.  While it runs, a retirement already refuses (fail closed); a
+ * transaction that aborted, or never committed before a crash, leaves the
+ * state before it, whatever it changed in between.  A savepoint rolled
+ * back is undone by owner.c, which puts the state before it back and logs
+ * it again before the commit.  A shard whose owner the server decided keeps
+ * its state, minting or not, so that no catalog decides for it (owner.c);
+ * the xid of a settled state is then the frozen xid.
  *
  * Durability: every change is WAL-logged (record SHARD of the "sharded_id"
  * resource manager, with an xid, as in ceiling.c) and written to the file
@@ -48,8 +53,9 @@
  *
  * Settling: a state records the xid of its last ownership change until
  * that transaction has ended; every later change of any state, and every
- * raise of the ceiling while some state waits, keeps only the outcome, so
- * that no state outlives the commit log's memory of its xid.
+ * raise of the ceiling while some state waits, keeps only the outcome (with
+ * the frozen xid, SHID_XID_SETTLED), so that no state outlives the commit
+ * log's memory of its xid.
  *
  *-------------------------------------------------------------------------
  */
@@ -85,11 +91,22 @@ shid_floors_shmem_size(int max_shards)
 	return hash_estimate_size(max_shards, sizeof(ShidShardState));
 }
 
-/* Does a state say anything?  One that does not is not kept. */
+/*
+ * Does a state say anything?  One that does not is not kept.  A shard
+ * whose owner this server decided keeps its state, taken back or not.
+ */
 static inline bool
 shid_state_empty(const ShidShardState *state)
 {
-	return state->floor_ms == 0 && !state->retired && !state->prev_retired;
+	return state->floor_ms == 0 && !shid_state_owner_known(state);
+}
+
+/* Do two states say the same of the shard's ownership? */
+static inline bool
+shid_same_owner(const ShidShardState *a, const ShidShardState *b)
+{
+	return a->retired == b->retired && a->prev_retired == b->prev_retired &&
+		FullTransactionIdEquals(a->xid, b->xid);
 }
 
 /* The file's text for every state, with its CRC line. */
@@ -124,6 +141,28 @@ shid_write_states(void)
 	shid_states_text(&buf);
 	shid_write_durably(SHID_SHARDS_TMPFILE, SHID_SHARDS_FILE, buf.data, buf.len);
 	pfree(buf.data);
+	shid_ceiling->states_dirty = false;
+}
+
+/*
+ * Write the file if a change that alters no shard's minting left it behind
+ * shared memory (shid_shard_change_locked), after flushing the WAL that
+ * holds the change.  owner.c calls this before a transaction that changed
+ * ownership commits.
+ */
+void
+shid_write_states_if_dirty(void)
+{
+	if (!shid_ceiling->states_dirty)
+		return;
+	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
+	if (shid_ceiling->states_dirty)
+	{
+		if (!XLogRecPtrIsInvalid(XactLastRecEnd))
+			XLogFlush(XactLastRecEnd);
+		shid_write_states();
+	}
+	LWLockRelease(shid_ceiling->lock);
 }
 
 /* Stop the server from starting: the file cannot be trusted. */
@@ -214,7 +253,7 @@ shid_read_states(int max_shards)
 		state->pad = 0;
 		state->pad2 = 0;
 		state->xid = FullTransactionIdFromU64((uint64) xid);
-		if (FullTransactionIdIsValid(state->xid))
+		if (shid_state_pending(state))
 			shid_ceiling->unsettled_states++;
 		line = strchr(line, '\n');
 		if (line == NULL)
@@ -295,7 +334,7 @@ shid_xid_committed(FullTransactionId fxid)
 bool
 shid_shard_state_retired(const ShidShardState *state)
 {
-	if (!FullTransactionIdIsValid(state->xid))
+	if (!shid_state_pending(state))
 		return state->retired;
 	switch (shid_xid_committed(state->xid))
 	{
@@ -313,13 +352,14 @@ shid_shard_state_retired(const ShidShardState *state)
  * holds it is written: redo then knows the state's xid, so that no other
  * transaction is handed that xid after a crash, and never rewinds the file.
  */
-static void
-shid_log_state(const ShidShardState *state)
+static XLogRecPtr
+shid_log_state(const ShidShardState *state, bool flush)
 {
 	XLogRecPtr	lsn = shid_wal_log(XLOG_SHID_SHARD, (const char *) state, sizeof(*state), true);
 
-	if (!XLogRecPtrIsInvalid(lsn))
+	if (flush && !XLogRecPtrIsInvalid(lsn))
 		XLogFlush(lsn);
+	return lsn;
 }
 
 /*
@@ -336,11 +376,12 @@ shid_settle_states_locked(const ShidShardKey *skip)
 	ShidShardState *state;
 	int			settled = 0;
 	int			unsettled = 0;
+	XLogRecPtr	lsn = InvalidXLogRecPtr;
 
 	hash_seq_init(&status, shid_states);
 	while ((state = hash_seq_search(&status)) != NULL)
 	{
-		if (!FullTransactionIdIsValid(state->xid) ||
+		if (!shid_state_pending(state) ||
 			(skip != NULL && memcmp(&state->key, skip, sizeof(*skip)) == 0))
 			continue;
 		if (shid_xid_committed(state->xid) < 0)
@@ -350,10 +391,13 @@ shid_settle_states_locked(const ShidShardKey *skip)
 		}
 		state->retired = shid_shard_state_retired(state);
 		state->prev_retired = state->retired;
-		state->xid = InvalidFullTransactionId;
-		shid_log_state(state);
+		state->xid = SHID_XID_SETTLED;
+		lsn = shid_log_state(state, false);
 		settled++;
 	}
+	/* One flush for them all, before the caller writes the file. */
+	if (!XLogRecPtrIsInvalid(lsn))
+		XLogFlush(lsn);
 	shid_ceiling->unsettled_states = unsettled;
 	return settled;
 }
@@ -380,11 +424,83 @@ shid_settle_states(void)
 	}
 }
 
+/* Copy the shard's state into *state; false if it has none.  The caller
+ * holds the ceiling lock. */
+bool
+shid_shard_state_locked(const ShidShardKey *key, ShidShardState *state)
+{
+	ShidShardState *found = hash_search(shid_states, key, HASH_FIND, NULL);
+
+	Assert(LWLockHeldByMe(shid_ceiling->lock));
+	if (found != NULL)
+		memcpy(state, found, sizeof(*state));
+	return found != NULL;
+}
+
+/*
+ * A subtransaction that changed the shard's ownership rolled back (owner.c):
+ * if its change is still the latest, "expect", put back the ownership of
+ * "restore", the state before the change, in shared memory only, and
+ * return true.  Both belong to the running transaction, whose xid the
+ * durable record holds, so a crash before it commits leaves the state
+ * before the transaction; owner.c WAL-logs the restored state before the
+ * transaction commits (shid_shard_relog_owner).  The floor stays: floors
+ * only rise.  Cannot fail: called while a subtransaction aborts.  The
+ * caller holds the ceiling lock exclusively.
+ */
+bool
+shid_shard_restore_owner_locked(const ShidShardState *expect, const ShidShardState *restore)
+{
+	ShidShardState *state = hash_search(shid_states, &expect->key, HASH_FIND, NULL);
+
+	Assert(LWLockHeldByMeInMode(shid_ceiling->lock, LW_EXCLUSIVE));
+	if (state == NULL || !shid_same_owner(state, expect))
+		return false;
+	state->retired = restore->retired;
+	state->prev_retired = restore->prev_retired;
+	state->xid = restore->xid;
+	if (shid_state_empty(state))
+		(void) hash_search(shid_states, &expect->key, HASH_REMOVE, NULL);
+	return true;
+}
+
+/*
+ * Before the transaction commits: WAL-log and write the shard's state if
+ * its ownership is still "expect", which a rolled-back subtransaction
+ * restored (shid_shard_restore_owner_locked), so that the durable record,
+ * which still holds the rolled-back change under this transaction's xid,
+ * does not outlive the commit.  A state that went empty is logged empty,
+ * which redo removes.
+ */
+void
+shid_shard_relog_owner(const ShidShardState *expect)
+{
+	ShidShardState state;
+
+	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
+	if (!shid_shard_state_locked(&expect->key, &state))
+	{
+		memset(&state, 0, sizeof(state));
+		state.key = expect->key;
+	}
+	if (shid_same_owner(&state, expect))
+	{
+		shid_log_state(&state, true);
+		shid_write_states();
+	}
+	LWLockRelease(shid_ceiling->lock);
+}
+
 /*
  * Change a shard's state, durably: floor_ms becomes its floor if it is
  * higher (or, with lower, whatever it is; 0 removes the floor); owner
- * retires it or takes it back in the current (sub)transaction, or
- * SHID_KEEP_OWNER.  The entry is reserved first, so that a full table
+ * retires it or takes it back in the current transaction, retires it
+ * unconditionally (SHID_RETIRE_SETTLED), or SHID_KEEP_OWNER.  An ownership
+ * change records the top-level transaction's xid, and as the state before
+ * it the state before the first change of that transaction, so that the
+ * transaction's abort, or a crash before its commit, restores it whatever
+ * the transaction did in between; a subtransaction that rolls back is
+ * undone by owner.c.  The entry is reserved first, so that a full table
  * fails before anything is logged; then the state is WAL-logged with an
  * xid and flushed, written to the file with every other state (those that
  * settled, settled), and applied.  An error on the way leaves shared memory
@@ -398,6 +514,7 @@ shid_shard_change_locked(const ShidShardKey *key, int64 floor_ms, bool lower, in
 	ShidShardState before;
 	ShidShardState after;
 	bool		found;
+	bool		quiet;
 
 	Assert(LWLockHeldByMeInMode(shid_ceiling->lock, LW_EXCLUSIVE));
 	state = hash_search(shid_states, key, HASH_FIND, NULL);
@@ -412,19 +529,30 @@ shid_shard_change_locked(const ShidShardKey *key, int64 floor_ms, bool lower, in
 	after = before;
 	if (lower || floor_ms > after.floor_ms)
 		after.floor_ms = Max(floor_ms, 0);
-	if (owner != SHID_KEEP_OWNER)
+	if (owner == SHID_RETIRE_SETTLED)
 	{
-		after.prev_retired = shid_shard_state_retired(&before);
-		after.retired = (owner == SHID_RETIRE);
-		after.xid = GetCurrentFullTransactionId();
+		after.retired = after.prev_retired = 1;
+		after.xid = SHID_XID_SETTLED;
 	}
-	else if (FullTransactionIdIsValid(after.xid) &&
+	else if (owner != SHID_KEEP_OWNER)
+	{
+		FullTransactionId top = GetTopFullTransactionId();
+
+		/* A second change in one transaction keeps the state before it. */
+		if (shid_state_pending(&before) && FullTransactionIdEquals(before.xid, top))
+			after.prev_retired = before.prev_retired;
+		else
+			after.prev_retired = shid_shard_state_retired(&before);
+		after.retired = (owner == SHID_RETIRE);
+		after.xid = top;
+	}
+	else if (shid_state_pending(&after) &&
 			 shid_xid_committed(after.xid) >= 0)
 	{
 		/* The last change has settled: keep only its outcome. */
 		after.retired = shid_shard_state_retired(&before);
 		after.prev_retired = after.retired;
-		after.xid = InvalidFullTransactionId;
+		after.xid = SHID_XID_SETTLED;
 	}
 	/* Nothing changes, or nothing is to be kept of a shard with no state. */
 	if (memcmp(&before, &after, sizeof(after)) == 0 ||
@@ -436,22 +564,35 @@ shid_shard_change_locked(const ShidShardKey *key, int64 floor_ms, bool lower, in
 	if (state == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("too many shards with a floor or a retirement"),
-				 errdetail("This server keeps the state of at most sharded_id.max_shards shards."),
+				 errmsg("too many shards with a state on this server"),
+				 errdetail("This server keeps the floor, the retirement or the owner of at most sharded_id.max_shards shards, among them every shard created here."),
 				 errhint("Raise sharded_id.max_shards and restart the server.")));
 	if (!found)
 		memcpy(state, &before, sizeof(before));
 
+	/*
+	 * A change that alters no minting, whatever its transaction's outcome (a
+	 * shard created here for the first time), keeps the server's knowledge
+	 * that it decided the owner: its record is flushed with the commit, and
+	 * the file is written once before the transaction commits.  Losing it in
+	 * a crash loses only that knowledge.
+	 */
+	quiet = owner == SHID_OWN && !after.retired && !after.prev_retired &&
+		!shid_shard_state_retired(&before) && after.floor_ms == before.floor_ms;
+
 	PG_TRY();
 	{
-		shid_log_state(&after);
+		shid_log_state(&after, !quiet);
 		memcpy(state, &after, sizeof(after));
-		if (FullTransactionIdIsValid(after.xid))
+		if (shid_state_pending(&after))
 			shid_ceiling->unsettled_states++;
 		(void) shid_settle_states_locked(key);
 		if (shid_state_empty(state))
 			(void) hash_search(shid_states, key, HASH_REMOVE, NULL);
-		shid_write_states();
+		if (quiet)
+			shid_ceiling->states_dirty = true;
+		else
+			shid_write_states();
 	}
 	PG_CATCH();
 	{
@@ -509,7 +650,7 @@ shid_floors_redo(XLogReaderState *record)
 						   rec.key.shard),
 				 errhint("Raise sharded_id.max_shards to at least the primary's setting and restart the server.")));
 	memcpy(state, &rec, sizeof(rec));
-	if (FullTransactionIdIsValid(rec.xid))
+	if (shid_state_pending(&rec))
 		shid_ceiling->unsettled_states++;
 	if (shid_state_empty(state))
 		(void) hash_search(shid_states, &rec.key, HASH_REMOVE, NULL);

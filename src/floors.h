@@ -36,22 +36,57 @@ typedef struct ShidShardState
 	uint8		prev_retired;	/* the effective state before that change */
 	uint16		pad;
 	uint32		pad2;
-	FullTransactionId xid;		/* (sub)transaction of the latest change;
-								 * invalid: the change holds unconditionally */
+	FullTransactionId xid;		/* top-level transaction of the latest
+								 * ownership change while it may be
+								 * running; SHID_XID_SETTLED once only its
+								 * outcome is kept; invalid: the server
+								 * never decided who owns the shard */
 } ShidShardState;
+
+/*
+ * The xid of a state whose ownership change has settled: the frozen xid,
+ * which no transaction ever has and which counts as committed, so that
+ * "retired" alone holds, and the server keeps the knowledge that it
+ * decided the shard's owner (owner.c).
+ */
+#define SHID_XID_SETTLED	FullTransactionIdFromEpochAndXid(0, FrozenTransactionId)
+
+/* Does the state wait on the outcome of a transaction? */
+static inline bool
+shid_state_pending(const ShidShardState *state)
+{
+	return FullTransactionIdIsValid(state->xid) &&
+		U64FromFullTransactionId(state->xid) != FrozenTransactionId;
+}
+
+/*
+ * Did this server decide who owns the shard: retired, taken back or
+ * created here?  A state with a floor only says nothing about ownership.
+ */
+static inline bool
+shid_state_owner_known(const ShidShardState *state)
+{
+	return state->retired || state->prev_retired || FullTransactionIdIsValid(state->xid);
+}
 
 /* What shid_shard_change does to the retirement. */
 #define SHID_KEEP_OWNER		(-1)
 #define SHID_OWN			0
 #define SHID_RETIRE			1
+#define SHID_RETIRE_SETTLED	2	/* retire unconditionally, at once */
 
 extern Size shid_floors_shmem_size(int max_shards);
 extern void shid_floors_shmem_init(int max_shards);
 extern bool shid_shard_state(const ShidShardKey *key, ShidShardState *state);
 extern bool shid_shard_state_retired(const ShidShardState *state);
+extern bool shid_shard_state_locked(const ShidShardKey *key, ShidShardState *state);
+extern bool shid_shard_restore_owner_locked(const ShidShardState *expect,
+											const ShidShardState *restore);
+extern void shid_shard_relog_owner(const ShidShardState *expect);
 extern void shid_shard_change_locked(const ShidShardKey *key, int64 floor_ms,
 									 bool lower, int owner);
 extern void shid_settle_states(void);
+extern void shid_write_states_if_dirty(void);
 extern int	shid_shard_states(ShidShardState **states);
 extern void shid_floors_redo(XLogReaderState *record);
 extern void shid_floors_desc(StringInfo buf, XLogReaderState *record);

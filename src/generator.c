@@ -509,21 +509,15 @@ shid_slot_set_owner(ShidSlot *slot, uint8 owner, bool only_if_unknown)
 }
 
 /*
- * The first mint of a slot since start-up or promotion: ask the server's
- * own state of the shard (floors.c), then the shard catalog of this
- * database, which a restore of a whole database brings along.  Either
- * saying the shard was given away retires it.
+ * The first mint of a slot since start-up or promotion, or since an
+ * ownership change ended: the server's state of the shard decides, or, for
+ * a shard whose owner the server never decided, the shard catalog of this
+ * database, which a restore of a whole database brings along (owner.c).
  */
 static pg_noinline void
 shid_slot_learn_owner(ShidSlot *slot, const ShidLayout *layout)
 {
-	ShidShardState state;
-	bool		retired;
-
-	retired = shid_shard_state(&slot->key, &state) && shid_shard_state_retired(&state);
-	if (!retired)
-		retired = shid_owner_catalog_retired(slot->key.shard, layout);
-	(void) shid_slot_set_owner(slot, retired ? SHID_OWNER_RETIRED : SHID_OWNER_MINTS, true);
+	(void) shid_owner_learn(slot, &slot->key, layout);
 }
 
 /*
@@ -796,13 +790,11 @@ shid_owned_slot(const ShidLayout *layout, int32 shard)
 	else
 	{
 		ShidShardKey key;
-		ShidShardState state;
 
 		memset(&key, 0, sizeof(key));
 		key.layout_key = shid_layout_key(layout);
 		key.shard = shard;
-		if ((shid_shard_state(&key, &state) && shid_shard_state_retired(&state)) ||
-			shid_owner_catalog_retired(shard, layout))
+		if (shid_owner_learn(NULL, &key, layout))
 			shid_shard_retired(shard);
 	}
 	return slot;
@@ -1359,7 +1351,8 @@ shid_lower_floor(PG_FUNCTION_ARGS)
  *		  OUT retired boolean) RETURNS SETOF record
  *
  * What this server keeps durably about single shards (floors.c): the
- * floor, if any, and whether it gave the shard away.
+ * floor, if any, and whether it gave the shard away.  A shard it owns with
+ * no floor is not listed.
  *
  * Locks: the ceiling lock, shared, while it copies the states.
  */
@@ -1379,6 +1372,11 @@ shid_floors(PG_FUNCTION_ARGS)
 		const ShidLayout *layout = shid_layout_by_key(states[i].key.layout_key);
 		Datum		values[4];
 		bool		nulls[4] = {0};
+		bool		retired = shid_shard_state_retired(&states[i]);
+
+		/* A shard this server owns, with no floor: nothing to show. */
+		if (states[i].floor_ms == 0 && !retired)
+			continue;
 
 		values[0] = CStringGetTextDatum(layout ? layout->name : "?");
 		values[1] = Int32GetDatum(states[i].key.shard);
@@ -1386,7 +1384,7 @@ shid_floors(PG_FUNCTION_ARGS)
 			values[2] = TimestampTzGetDatum(shid_unix_ms_to_timestamptz(states[i].floor_ms));
 		else
 			nulls[2] = true;
-		values[3] = BoolGetDatum(shid_shard_state_retired(&states[i]));
+		values[3] = BoolGetDatum(retired);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
@@ -1421,11 +1419,14 @@ shid_high_water(PG_FUNCTION_ARGS)
  * returns its high-water mark, read under the same hold of the slot's
  * spinlock: no id above it is minted here afterwards.  The retirement is
  * durable and replicated first (floors.c), and holds once the transaction
- * commits; if it aborts, the shard mints here again (owner.c).  drop_shard
- * and moves also record it in sharded_id.retired_shards, which a dump
- * carries.  NULL where sharded_id is not preloaded: nothing mints there.
+ * commits; if it or its savepoint aborts, the shard's state before it holds
+ * again (owner.c).  drop_shard and moves also record it in
+ * sharded_id.retired_shards, which a dump carries.  NULL where sharded_id
+ * is not preloaded: nothing mints there.
  *
- * Locks: the ceiling lock (in floors.c), then the slot's spinlock.
+ * Locks: the ceiling lock (in owner.c and floors.c), after reading
+ * sharded_id.retired_shards for a shard whose owner the server never
+ * decided; then the slot's spinlock.
  */
 SHID_FUNCTION_INFO(shid_retire_shard);
 Datum
@@ -1439,17 +1440,13 @@ shid_retire_shard(PG_FUNCTION_ARGS)
 	if (shid_shared == NULL)
 		PG_RETURN_NULL();
 	slot = shid_admin_slot(layout, PG_GETARG_INT32(0), "retire a shard");
-	shid_owner_prepare();
-	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
-	shid_shard_change_locked(&slot->key, 0, false, SHID_RETIRE);
-	LWLockRelease(shid_ceiling->lock);
+	shid_owner_change(slot, &slot->key, layout, SHID_RETIRE);
 	/* A move relies on the commit: flush it, whatever synchronous_commit. */
 	ForceSyncCommit();
 	SpinLockAcquire(&slot->mutex);
 	slot->owner = SHID_OWNER_RETIRED;
 	ms = slot->ms;
 	SpinLockRelease(&slot->mutex);
-	shid_owner_remember(slot, SHID_OWNER_RETIRED);
 	PG_RETURN_INT64(shid_high_water_id(layout, slot->key.shard, ms));
 }
 
@@ -1458,10 +1455,13 @@ shid_retire_shard(PG_FUNCTION_ARGS)
  *
  * This server mints for the shard again once the transaction commits:
  * create_shard, which also removes the shard from
- * sharded_id.retired_shards.  Durable and replicated first (floors.c).
- * Nothing to do where sharded_id is not preloaded.
+ * sharded_id.retired_shards.  Durable and replicated first (floors.c); if
+ * the transaction or its savepoint aborts, the shard's state before it
+ * holds again (owner.c).  Nothing to do where sharded_id is not preloaded.
  *
- * Locks: the ceiling lock (in floors.c).
+ * Locks: the ceiling lock (in owner.c and floors.c), after reading
+ * sharded_id.retired_shards for a shard whose owner the server never
+ * decided.
  */
 SHID_FUNCTION_INFO(shid_own_shard);
 Datum
@@ -1473,12 +1473,8 @@ shid_own_shard(PG_FUNCTION_ARGS)
 	if (shid_shared == NULL)
 		PG_RETURN_VOID();
 	slot = shid_admin_slot(layout, PG_GETARG_INT32(0), "create a shard");
-	shid_owner_prepare();
-	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
-	shid_shard_change_locked(&slot->key, 0, false, SHID_OWN);
-	LWLockRelease(shid_ceiling->lock);
+	shid_owner_change(slot, &slot->key, layout, SHID_OWN);
 	ForceSyncCommit();
-	shid_owner_remember(slot, SHID_OWNER_MINTS);
 	PG_RETURN_VOID();
 }
 

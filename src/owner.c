@@ -2,26 +2,55 @@
  *
  * src/owner.c
  *	  Only the owner mints: which shards this server may mint for, and how
- *	  that follows the shard catalog, transaction by transaction.
+ *	  a change of ownership follows its transaction.
  *
- * The durable truth is the server's state of the shard (floors.c): a
- * retirement, by retire_shard, drop_shard or a move, WAL-logged with the (sub)
- * transaction that made it and kept in the data directory, so that every
- * database of the server, a restart, a crash and a promoted standby honour
- * it, and CREATE or DROP EXTENSION forgets nothing.  The catalog table
- * sharded_id.retired_shards records it too, per database, and a dump
- * carries it: a restored database refuses the shards its catalog retired.
- * Either saying so retires the shard.  A server that retired nothing mints
- * as before: a bare next_id(shard) keeps working where the shard catalog
- * was never used.
+ * The authority is the server's state of the shard (floors.c): a
+ * retirement, by retire_shard, drop_shard or a move, or a take-back, by
+ * create_shard, WAL-logged with the transaction that made it and kept in
+ * the data directory, so that every database of the server, a restart, a
+ * crash and a promoted standby honour it, and CREATE or DROP EXTENSION
+ * forgets nothing.  Once the server has decided a shard's owner, it keeps
+ * a state for the shard, taken back or not, and no catalog is read for it
+ * again.
+ *
+ * The catalog table sharded_id.retired_shards records retirements too, per
+ * database, and a dump carries it.  It is read only for a shard whose
+ * owner this server never decided (no create_shard, retirement or take-back
+ * here): a database restored on a new server, or a bare next_id(shard).
+ * A retirement it records then becomes the server's, unconditionally and
+ * durably, so that the restored database refuses the shards its catalog
+ * retired, every database agrees, and the catalog is not read again.  So:
+ *
+ *	 - no snapshot decides: a session whose snapshot predates a take-back
+ *	   still sees the retirement row, but reads the server's state, where
+ *	   the take-back has committed;
+ *	 - no database's catalog decides for a shard this server created,
+ *	   retired or took back, in whichever database;
+ *	 - no catalog DML un-retires a shard: deleting a row of
+ *	   retired_shards changes nothing the server decided.
+ *
+ * A server that retired nothing mints as before: a bare next_id(shard)
+ * keeps working where the shard catalog was never used.
+ *
+ * A change of ownership holds once its transaction commits.  The state
+ * records the top-level transaction's xid, the latest change and the
+ * state before the transaction's first change of the shard, so that the
+ * transaction's abort, or a crash before its commit, restores the state
+ * before it, whatever it did in between (a retirement and a take-back
+ * rolled back together leave the shard minting).  A savepoint that rolls
+ * back cannot be told apart by the xid: its changes are undone here, as
+ * the subtransaction aborts, by putting back in shared memory the state
+ * before them, if no other transaction changed the shard since, and
+ * WAL-logging that state before the transaction commits (XACT_EVENT_
+ * PRE_COMMIT); a crash before then aborts the whole transaction anyway.
  *
  * next_id cannot read a table on every call, so each generator slot caches
  * the answer in shared memory (SHID_OWNER_*, owner.h):
  *
  *	 - UNKNOWN after start-up or promotion.  The first call that mints for
- *	   the slot reads the server's state of the shard, then the catalog of
- *	   its database, and stores MINTS or RETIRED, unless a retirement or a
- *	   take-back stored a state first.
+ *	   the slot reads the server's state of the shard, or the catalog as
+ *	   above (shid_owner_learn), and stores MINTS or RETIRED, unless a
+ *	   retirement or a take-back stored a state first.
  *	 - A retirement (_retire_shard) stores RETIRED at once and reads the
  *	   slot's high-water mark under the same hold of the slot's spinlock, so
  *	   no id above that mark is minted here afterwards.  If its transaction
@@ -38,10 +67,15 @@
  *
  * Locking rules: a slot's owner state changes only under the slot's
  * spinlock (shid_slot_set_owner, generator.c); the minter reads it under
- * the same spinlock when it claims a value.  The list of a transaction's
- * pending changes is backend-local.  A transaction that retired or took
- * back a shard cannot be prepared for two-phase commit, since the change
- * would then take effect, or be undone, in another session.
+ * the same spinlock when it claims a value.  A mint that reads the server's
+ * state stores its answer in the slot under the same exclusive hold of the
+ * ceiling lock, and a transaction's end makes a slot UNKNOWN holding that
+ * lock too: so no answer read while a change's transaction still ran is
+ * stored after that transaction ended.  The catalog is read holding no
+ * lock.  The list of a transaction's pending changes is backend-local.  A
+ * transaction that retired or took back a shard cannot be prepared for
+ * two-phase commit, since the change would then take effect, or be undone,
+ * in another session; one whose changes all rolled back to savepoints can.
  *
  * The slot table and the shard states are shared by the databases of a
  * server, while the catalog is per database: the shard catalog belongs in
@@ -54,18 +88,29 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "ceiling.h"
 #include "executor/spi.h"
+#include "floors.h"
 #include "owner.h"
+#include "storage/lwlock.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
-/* A change of a slot's owner state, pending until the transaction ends. */
+/* What a pending change is. */
+#define SHID_CHANGE_RETIRE	SHID_OWNER_RETIRED	/* a retirement */
+#define SHID_CHANGE_OWN		SHID_OWNER_MINTS	/* a take-back */
+#define SHID_CHANGE_RELOG	3	/* rolled back: log "after" before the commit */
+#define SHID_CHANGE_NONE	4	/* rolled back, nothing to do */
+
+/* A change of a shard's ownership, pending until the transaction ends. */
 typedef struct ShidOwnerChange
 {
 	ShidSlot   *slot;
-	uint8		at_commit;		/* the state at commit */
+	uint8		kind;			/* SHID_CHANGE_* */
 	int			level;			/* transaction nesting level */
+	ShidShardState before;		/* the shard's state before the change */
+	ShidShardState after;		/* and after it */
 } ShidOwnerChange;
 
 /*
@@ -77,10 +122,10 @@ static int	shid_nchanges = 0;
 static int	shid_maxchanges = 0;
 
 /*
- * Make room for one more change, so that recording it after the slot's
- * state changed cannot fail.  Call before changing a slot's state.
+ * Make room for one more change, so that recording it after the shard's
+ * state changed cannot fail.
  */
-void
+static void
 shid_owner_prepare(void)
 {
 	if (shid_nchanges < shid_maxchanges)
@@ -99,56 +144,146 @@ shid_owner_prepare(void)
 	}
 }
 
-/*
- * Record a change of slot's owner state: at_commit is the state it has
- * once the transaction commits.  A retirement (at_commit RETIRED) has
- * already been applied; if the transaction aborts, the slot reads its state
- * again (shid_owner_undo).
- * The caller called shid_owner_prepare() first.
- */
-void
-shid_owner_remember(ShidSlot *slot, uint8 at_commit)
-{
-	ShidOwnerChange *change;
-
-	Assert(shid_nchanges < shid_maxchanges);
-	change = &shid_changes[shid_nchanges++];
-	change->slot = slot;
-	change->at_commit = at_commit;
-	change->level = GetCurrentTransactionNestLevel();
-}
-
-/*
- * Undo the changes made at nesting level "level" or deeper, newest first.
- * A retirement that aborts leaves the slot's state unknown, not the state
- * before it: another transaction may have changed the shard since, and the
- * next mint reads the truth from the server's state of the shard, where
- * this retirement's aborted xid no longer counts.
- */
+/* The shard's state, or an empty one, under the ceiling lock. */
 static void
-shid_owner_undo(int level)
+shid_owner_state_locked(const ShidShardKey *key, ShidShardState *state)
 {
-	while (shid_nchanges > 0 && shid_changes[shid_nchanges - 1].level >= level)
+	if (!shid_shard_state_locked(key, state))
 	{
-		ShidOwnerChange *change = &shid_changes[--shid_nchanges];
-
-		if (change->at_commit == SHID_OWNER_RETIRED)
-			(void) shid_slot_set_owner(change->slot, SHID_OWNER_UNKNOWN, false);
+		memset(state, 0, sizeof(*state));
+		state->key = *key;
 	}
 }
 
 /*
+ * Retire the shard of slot (owner SHID_RETIRE) or take it back (SHID_OWN)
+ * in the current transaction, durably (floors.c), and remember the change
+ * with the shard's state before and after it, to undo it if a
+ * subtransaction rolls back and to follow the transaction's end.  The
+ * caller stores a retirement's RETIRED in the slot.
+ *
+ * A shard whose owner the server never decided first learns it, from the
+ * catalog (shid_owner_learn): the state before the change, which its
+ * rollback restores, is then the server's, not "unknown".
+ *
+ * Locks: those of shid_owner_learn, then the ceiling lock, exclusively.
+ */
+void
+shid_owner_change(ShidSlot *slot, const ShidShardKey *key, const ShidLayout *layout,
+				  int owner)
+{
+	ShidOwnerChange *change;
+
+	(void) shid_owner_learn(slot, key, layout);
+	shid_owner_prepare();
+	change = &shid_changes[shid_nchanges];
+	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
+	shid_owner_state_locked(key, &change->before);
+	shid_shard_change_locked(key, 0, false, owner);
+	shid_owner_state_locked(key, &change->after);
+	LWLockRelease(shid_ceiling->lock);
+	change->slot = slot;
+	change->kind = (owner == SHID_RETIRE) ? SHID_CHANGE_RETIRE : SHID_CHANGE_OWN;
+	change->level = GetCurrentTransactionNestLevel();
+	shid_nchanges++;
+}
+
+/*
+ * Undo the changes made at nesting level "level" or deeper, newest first,
+ * as their (sub)transaction aborts.  Nothing here may fail.
+ *
+ * The whole transaction aborts (top): every change it made records its
+ * xid, and the state before the transaction's first change, which now
+ * holds.  A retirement's slot reads its state again on the next mint
+ * (UNKNOWN), where the aborted change no longer counts but any other
+ * since does.
+ *
+ * A subtransaction aborts: the durable records still hold its changes
+ * under the running transaction's xid.  Each change, if still the latest,
+ * gives way to the state before it, in shared memory at once, and stays
+ * listed at the parent's level to be WAL-logged before the transaction
+ * commits (shid_owner_relog): a crash before then aborts the whole
+ * transaction anyway.
+ *
+ * Locks: the ceiling lock, shared for the transaction, exclusively for a
+ * subtransaction; then a slot's spinlock.  Holding it, no mint can read
+ * the state between the change and the slot's.
+ */
+static void
+shid_owner_undo(int level, bool top)
+{
+	int			i = shid_nchanges;
+
+	LWLockAcquire(shid_ceiling->lock, top ? LW_SHARED : LW_EXCLUSIVE);
+	while (i > 0 && shid_changes[i - 1].level >= level)
+	{
+		ShidOwnerChange *change = &shid_changes[--i];
+		uint8		kind = change->kind;
+
+		if (!top)
+		{
+			change->level = level - 1;
+			if (kind == SHID_CHANGE_RETIRE || kind == SHID_CHANGE_OWN)
+			{
+				/* Log the state before at commit, unless another
+				 * transaction changed the shard since. */
+				if (shid_shard_restore_owner_locked(&change->after, &change->before))
+				{
+					change->kind = SHID_CHANGE_RELOG;
+					change->after = change->before;
+				}
+				else
+					change->kind = SHID_CHANGE_NONE;
+			}
+		}
+		if (kind == SHID_CHANGE_RETIRE)
+			(void) shid_slot_set_owner(change->slot, SHID_OWNER_UNKNOWN, false);
+	}
+	LWLockRelease(shid_ceiling->lock);
+	if (top)
+		shid_nchanges = 0;
+}
+
+/*
+ * Before the transaction commits: WAL-log the state that a rolled-back
+ * subtransaction restored, if it is still the shard's (floors.c), and write
+ * the file of shard states if it lags.  An error here aborts the
+ * transaction, which restores the state before it.
+ */
+static void
+shid_owner_relog(void)
+{
+	if (shid_nchanges == 0)
+		return;
+	for (int i = 0; i < shid_nchanges; i++)
+		if (shid_changes[i].kind == SHID_CHANGE_RELOG)
+		{
+			shid_shard_relog_owner(&shid_changes[i].after);
+			shid_changes[i].kind = SHID_CHANGE_NONE;
+		}
+	/* And the file, if a change left it behind (floors.c). */
+	shid_write_states_if_dirty();
+}
+
+/*
  * At commit, a take-back leaves the slot's state unknown, and the next mint
- * reads it from the server's state of the shard, where the take-back's xid
- * has now committed, unless a retirement changed the shard after it.  A
+ * reads it from the server's state of the shard, where the transaction has
+ * now committed, unless a retirement changed the shard after it.  A
  * retirement took effect when it was made and stays.
+ *
+ * Locks: the ceiling lock, shared, so that no mint reading the state while
+ * the transaction still ran stores its reading after this.
  */
 static void
 shid_owner_commit(void)
 {
+	if (shid_nchanges == 0)
+		return;
+	LWLockAcquire(shid_ceiling->lock, LW_SHARED);
 	for (int i = 0; i < shid_nchanges; i++)
-		if (shid_changes[i].at_commit == SHID_OWNER_MINTS)
+		if (shid_changes[i].kind == SHID_CHANGE_OWN)
 			(void) shid_slot_set_owner(shid_changes[i].slot, SHID_OWNER_UNKNOWN, false);
+	LWLockRelease(shid_ceiling->lock);
 	shid_nchanges = 0;
 }
 
@@ -158,10 +293,20 @@ shid_owner_xact_callback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_PRE_PREPARE:
-			if (shid_nchanges > 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot prepare a transaction that created or retired a shard")));
+			for (int i = 0; i < shid_nchanges; i++)
+				if (shid_changes[i].kind == SHID_CHANGE_RETIRE ||
+					shid_changes[i].kind == SHID_CHANGE_OWN)
+					ereport(ERROR,
+							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+							 errmsg("cannot prepare a transaction that created or retired a shard")));
+			/* Changes rolled back to a savepoint: log what they restored. */
+			shid_owner_relog();
+			break;
+		case XACT_EVENT_PREPARE:
+			shid_nchanges = 0;
+			break;
+		case XACT_EVENT_PRE_COMMIT:
+			shid_owner_relog();
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
@@ -169,7 +314,8 @@ shid_owner_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
-			shid_owner_undo(0);
+			if (shid_nchanges > 0)
+				shid_owner_undo(0, true);
 			break;
 		default:
 			break;
@@ -183,7 +329,10 @@ shid_owner_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	int			level = GetCurrentTransactionNestLevel();
 
 	if (event == SUBXACT_EVENT_ABORT_SUB)
-		shid_owner_undo(level);
+	{
+		if (shid_nchanges > 0 && shid_changes[shid_nchanges - 1].level >= level)
+			shid_owner_undo(level, false);
+	}
 	else if (event == SUBXACT_EVENT_COMMIT_SUB)
 	{
 		for (int i = shid_nchanges - 1; i >= 0 && shid_changes[i].level >= level; i--)
@@ -204,7 +353,7 @@ shid_owner_init(void)
  * the shard of this layout away?  No catalog (sharded_id older than 1.4,
  * whose library is already 1.4's) says no.
  */
-bool
+static bool
 shid_owner_catalog_retired(int32 shard, const ShidLayout *layout)
 {
 	Oid			nsp = get_namespace_oid("sharded_id", true);
@@ -224,5 +373,59 @@ shid_owner_catalog_retired(int32 shard, const ShidLayout *layout)
 		elog(ERROR, "could not read sharded_id.retired_shards");
 	retired = SPI_processed > 0;
 	SPI_finish();
+	return retired;
+}
+
+/*
+ * Has this server given the shard away?  For a slot whose owner state is
+ * unknown, or a shard with no slot yet (slot NULL).  The server's state of
+ * the shard decides if the server ever decided the shard's owner.  If not,
+ * the catalog of the current database does, and a retirement it records
+ * becomes the server's, unconditionally and durably.  A slot stores the
+ * answer unless a change stored a state first.
+ *
+ * Locks: the ceiling lock, exclusively, while the state is read and the
+ * slot's state stored (then the slot's spinlock), so that no change's
+ * commit or abort comes between (shared for a mere reading, without a
+ * slot); none while the catalog is read.
+ */
+bool
+shid_owner_learn(ShidSlot *slot, const ShidShardKey *key, const ShidLayout *layout)
+{
+	ShidShardState state;
+	bool		retired;
+	bool		made = false;
+
+	/* Without a slot, nothing is stored: reading needs no more. */
+	LWLockAcquire(shid_ceiling->lock, slot != NULL ? LW_EXCLUSIVE : LW_SHARED);
+	if (shid_shard_state_locked(key, &state) && shid_state_owner_known(&state))
+	{
+		retired = shid_shard_state_retired(&state);
+		if (slot != NULL)
+			(void) shid_slot_set_owner(slot, retired ? SHID_OWNER_RETIRED : SHID_OWNER_MINTS, true);
+		LWLockRelease(shid_ceiling->lock);
+		return retired;
+	}
+	LWLockRelease(shid_ceiling->lock);
+
+	retired = shid_owner_catalog_retired(key->shard, layout);
+
+	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
+	if (shid_shard_state_locked(key, &state) && shid_state_owner_known(&state))
+		retired = shid_shard_state_retired(&state);	/* decided meanwhile */
+	else if (retired)
+	{
+		/* The server retires the shard, whatever a slot said so far. */
+		shid_shard_change_locked(key, 0, false, SHID_RETIRE_SETTLED);
+		if (slot != NULL)
+			(void) shid_slot_set_owner(slot, SHID_OWNER_RETIRED, false);
+		made = shid_shard_state_locked(key, &state);
+	}
+	if (slot != NULL)
+		(void) shid_slot_set_owner(slot, retired ? SHID_OWNER_RETIRED : SHID_OWNER_MINTS, true);
+	LWLockRelease(shid_ceiling->lock);
+	/* A slot made meanwhile, or a caller's without one, reads it again. */
+	if (made && slot == NULL)
+		shid_slot_follow_state(&state);
 	return retired;
 }

@@ -11,13 +11,14 @@
 
 #include "postgres.h"
 
+#include "floors.h"
 #include "layout.h"
 
 /* A generator slot; its layout is private to generator.c. */
 typedef struct ShidSlot ShidSlot;
 
 /* The owner state of a slot. */
-#define SHID_OWNER_UNKNOWN	0	/* the shard catalog was not read yet */
+#define SHID_OWNER_UNKNOWN	0	/* not read yet (owner.c) */
 #define SHID_OWNER_MINTS	1	/* this server mints for the shard */
 #define SHID_OWNER_RETIRED	2	/* the shard was given away: refuse */
 
@@ -27,9 +28,10 @@ typedef struct ShidSlot ShidSlot;
 #define ERRCODE_SHID_FLOOR_REFUSED	MAKE_SQLSTATE('S','I','0','0','3')
 
 extern void shid_owner_init(void);
-extern bool shid_owner_catalog_retired(int32 shard, const ShidLayout *layout);
-extern void shid_owner_prepare(void);
-extern void shid_owner_remember(ShidSlot *slot, uint8 at_commit);
+extern void shid_owner_change(ShidSlot *slot, const ShidShardKey *key,
+							  const ShidLayout *layout, int owner);
+extern bool shid_owner_learn(ShidSlot *slot, const ShidShardKey *key,
+							 const ShidLayout *layout);
 
 /* In generator.c: set a slot's owner state under its spinlock. */
 extern uint8 shid_slot_set_owner(ShidSlot *slot, uint8 owner, bool only_if_unknown);

@@ -560,8 +560,8 @@ BEGIN
         -- another database, or before an update to 1.5): take it back here,
         -- with its floor over its rows.
         PERFORM sharded_id._check_floors(shard.shard_id, shard.schema_name, shard.layout);
-        DELETE FROM sharded_id.retired_shards r WHERE r.shard_id = _provision.shard_id;
         PERFORM sharded_id._own_shard(shard.shard_id, shard.layout);
+        DELETE FROM sharded_id.retired_shards r WHERE r.shard_id = _provision.shard_id;
         adopted := true;
     ELSIF NOT FOUND THEN
         PERFORM sharded_id.check_shard(shard_id, cfg.layout);
@@ -571,9 +571,11 @@ BEGIN
         INSERT INTO sharded_id.shards (shard_id, schema_name, layout, mode)
         VALUES (shard_id, coalesce(_provision.schema_name, sharded_id.shard_schema(shard_id)), cfg.layout, cfg.mode)
         RETURNING * INTO shard;
-        -- This server mints for the shard again, from the commit on.
-        DELETE FROM sharded_id.retired_shards r WHERE r.shard_id = _provision.shard_id;
+        -- This server mints for the shard again, from the commit on.  The
+        -- take-back reads the catalog's retirement first, if the server
+        -- never decided the shard's owner, so that a rollback keeps it.
         PERFORM sharded_id._own_shard(shard.shard_id, shard.layout);
+        DELETE FROM sharded_id.retired_shards r WHERE r.shard_id = _provision.shard_id;
         adopted := true;
     END IF;
 
