@@ -19,7 +19,11 @@
  * to another node.
  *
  * Locking: route() takes the router's route lock on the shard in share
- * mode until its transaction ends.  sharded_id.move_shard holds the same
+ * mode until its transaction ends; only roles granted EXECUTE on it may
+ * call it (not PUBLIC), and the move's freeze ends a session that holds it
+ * idle in a transaction (moves.sql), so that no plain role can keep a move
+ * from freezing.  place_shard takes it in exclusive mode until its
+ * transaction ends (_lock_route).  sharded_id.move_shard holds the same
  * lock in exclusive mode, as a session lock, from the start of its final
  * write freeze until the router's shard map names the new owner, and the
  * shard's move lock, also a session lock, for its whole life.  Both are
@@ -171,6 +175,31 @@ shid_route(PG_FUNCTION_ARGS)
 	AcceptInvalidationMessages();
 
 	PG_RETURN_DATUM(PG_GETARG_DATUM(1));
+}
+
+/*
+ * _lock_route(shard integer) RETURNS void
+ *
+ * Take the shard's route lock in exclusive mode until the transaction
+ * ends: the lock route() waits on.  place_shard holds it while it changes
+ * the shard map, so that routed calls reach the new node from the next one
+ * on.  Waits as any lock does (lock_timeout, cancels).
+ */
+SHID_FUNCTION_INFO(shid_lock_route);
+Datum
+shid_lock_route(PG_FUNCTION_ARGS)
+{
+	int32		shard = PG_GETARG_INT32(0);
+	LOCKTAG		tag;
+
+	if (shard < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("shard id %d is out of range", shard),
+				 errdetail("Shard ids are at least 0.")));
+	SET_LOCKTAG_SHID(tag, SHID_ROUTE_LOCK_CLASS, shard);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	PG_RETURN_VOID();
 }
 
 /*
