@@ -12,6 +12,9 @@
 #    route(5) and stays idle in its transaction: the move's freeze ends
 #    that session, whose routed calls have all returned, and the move
 #    completes, again with 0 failed writes and no row lost.
+#    A writer whose routed call is still running is waited for, not ended:
+#    past freeze_timeout the move fails (55P03) naming it, and rolls back.
+#    A transaction that called route() cannot be prepared.
 # 3. place_shard holds the shard's route lock, the one route() waits on,
 #    until its transaction ends: route(5) in another session waits for it
 #    (lock_timeout), and pg_locks shows the tag (1936222578, 5, 3).
@@ -125,6 +128,16 @@ my $move_under_writers = sub {
 	$$in = "SELECT 1;\n\\q\n";
 	eval { $h->finish; };
 	is($route_locks->('ShareLock'), 0, 'no route lock is left');
+}
+
+# A transaction that called route() cannot be prepared, which would keep
+# the lock held by no session the freeze could end.
+{
+	my ($ret, $o, $e) = $router->psql('router', q{BEGIN; SELECT sharded_id.route(5); PREPARE TRANSACTION 'held_route'},
+		extra_params => [ '-U', 'app_writer' ]);
+	like($e, qr/cannot prepare a transaction that called route\(\)/, 'a transaction that called route() cannot be prepared');
+	is($router->safe_psql('router', 'SELECT count(*) FROM pg_prepared_xacts'), 0, 'no prepared transaction is left');
+	is($route_locks->('ShareLock'), 0, 'and no route lock');
 }
 
 # A writer whose routed call is still running is waited for, and not
