@@ -224,6 +224,8 @@ shid_route(PG_FUNCTION_ARGS)
  * ends: the lock route() waits on.  place_shard holds it while it changes
  * the shard map, so that routed calls reach the new node from the next one
  * on.  Waits as any lock does (lock_timeout, cancels).
+ *
+ * Locks: the shard's route lock, exclusive, until the transaction ends.
  */
 SHID_FUNCTION_INFO(shid_lock_route);
 Datum
