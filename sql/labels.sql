@@ -21,7 +21,7 @@ ORDER BY p.oid::regprocedure::text COLLATE "C";
 WITH generator AS (VALUES ('reset_ceiling'), ('generator_stats'), ('generator_info'), ('reset_stats'),
                           ('raise_floor'), ('high_water'), ('_retire_shard'), ('_own_shard'), ('route'),
                           ('lower_floor'), ('floors'), ('_check_floor'),
-                          ('_lock_shard'), ('_unlock_shard'))
+                          ('_lock_shard'), ('_unlock_shard'), ('_lock_route'))
 SELECT p.oid::regprocedure AS mislabelled
 FROM pg_proc p
 JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid

@@ -60,8 +60,14 @@
  *
  * Locking rules:
  *	 - The slot table's LWLock guards inserts (exclusive) and scans
- *	   (shared); a backend caches slot pointers, which stay valid while the
- *	   server runs, and then takes no lock to find a slot.
+ *	   (shared), and the count of slots made outside the reserve; a backend
+ *	   caches slot pointers, which stay valid while the server runs, and
+ *	   then takes no lock to find a slot.
+ *	 - A slot is made from the whole table for the admin functions, and for
+ *	   next_id when reserve.c says the shard is the catalog's or the caller
+ *	   a superuser; any other next_id makes at most
+ *	   sharded_id.max_free_slots slots, so that a role with a temporary
+ *	   sequence cannot take the slots the catalog's shards need.
  *	 - A slot's spinlock covers its fields below the key: a claim, which
  *	   takes at most the free run of values that follows the first in its
  *	   word of the bitmap, an owner change, a floor raise, a reset.  Never a
@@ -82,6 +88,7 @@
 #include "compat.h"
 #include "floors.h"
 #include "owner.h"
+#include "reserve.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "layout.h"
@@ -141,11 +148,14 @@ struct ShidSlot
 typedef struct ShidShared
 {
 	LWLock	   *slots_lock;		/* guards inserts into the slot table */
+	int			free_slots;		/* slots made outside the reserve (reserve.c),
+								 * under slots_lock exclusively */
 	pg_atomic_uint64 stats_reset;	/* TimestampTz of the last reset_stats */
 } ShidShared;
 
 /* GUCs */
 static int	shid_max_shards = 16384;
+static int	shid_max_free_slots = -1;
 static bool shid_track_stats = true;
 static int	shid_stripes = 1;
 static int	shid_stripe = 0;
@@ -222,6 +232,7 @@ shid_shmem_startup(void)
 	if (!found)
 	{
 		shid_shared->slots_lock = &locks[0].lock;
+		shid_shared->free_slots = 0;
 		pg_atomic_init_u64(&shid_shared->stats_reset, (uint64) GetCurrentTimestamp());
 	}
 	shid_ceiling_shmem_init(&locks[1].lock);
@@ -293,6 +304,16 @@ _PG_init(void)
 							1,
 							262144,
 							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("sharded_id.max_free_slots",
+							"Sets how many of the generator's slots next_id may make for shards outside the shard catalog, for callers that are not superusers.",
+							"The rest of sharded_id.max_shards stays for the shards of a database's shard catalog and for superusers. -1: half of sharded_id.max_shards.",
+							&shid_max_free_slots,
+							-1,
+							-1,
+							262144,
+							PGC_SIGHUP,
 							0,
 							NULL, NULL, NULL);
 	DefineCustomBoolVariable("sharded_id.track_stats",
@@ -558,18 +579,111 @@ shid_stripe_base(const ShidLayout *layout)
 	return (int64) shid_stripe << (layout->seq_bits - shid_stripe_bits);
 }
 
+/* What shid_lookup_slot does when the slot of (layout, shard) is not there. */
+typedef enum ShidSlotMake
+{
+	SHID_SLOT_FIND,				/* nothing: returns NULL */
+	SHID_SLOT_MINT,				/* next_id: makes it, within the free share
+								 * unless reserve.c says the caller may have
+								 * it from the whole table */
+	SHID_SLOT_ADMIN				/* the shard's admin functions: makes it from
+								 * the whole table */
+} ShidSlotMake;
+
+/* The slots next_id may make outside the reserve (reserve.c). */
+static inline int
+shid_free_slot_limit(void)
+{
+	return shid_max_free_slots >= 0 ? Min(shid_max_free_slots, shid_max_shards) :
+		shid_max_shards / 2;
+}
+
 /*
- * The slot of (layout, shard), made if there is none yet; with create
- * false, NULL then.  Cached in the backend.
+ * Make the slot of key, which the caller did not find: from the whole
+ * table for an admin function, or for a caller that reserve.c lets have
+ * it; from the free share, sharded_id.max_free_slots, for any other.
+ * Off next_id's path once the slot exists.
+ *
+ * Locks: the slot table exclusively; reserve.c reads the shard catalog
+ * before.
+ */
+static pg_noinline ShidSlot *
+shid_make_slot(const ShidLayout *layout, const ShidSlotKey *key, ShidSlotMake make)
+{
+	bool		reserved;
+	bool		over_share = false;
+	int			limit = shid_free_slot_limit();
+	ShidSlot   *slot;
+	bool		found;
+
+	if (shid_stripe_bits >= layout->seq_bits)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("layout \"%s\" has too few sequence bits for %d stripes",
+						layout->name, shid_stripes),
+				 errdetail("Its sequence field has %d bits, and each stripe needs at least one value per millisecond.",
+						   layout->seq_bits),
+				 errhint("Lower sharded_id.stripes and restart the server.")));
+	reserved = make == SHID_SLOT_ADMIN || shid_slot_reserved(key->shard, layout);
+
+	LWLockAcquire(shid_shared->slots_lock, LW_EXCLUSIVE);
+	slot = hash_search(shid_slots, key, HASH_FIND, NULL);
+	if (slot == NULL && !reserved && shid_shared->free_slots >= limit)
+		over_share = true;
+	else if (slot == NULL)
+	{
+		slot = hash_search(shid_slots, key, HASH_ENTER_NULL, &found);
+		if (slot != NULL && !found)
+		{
+			ShidShardState state;
+
+			SpinLockInit(&slot->mutex);
+			/*
+			 * Start full at the ceiling of the previous run, or at the
+			 * shard's own floor if that is later: the first value comes
+			 * after it.
+			 */
+			slot->floor_ms = shid_shard_state(key, &state) ? state.floor_ms : 0;
+			slot->ms = Max(shid_ceiling->floor_ms, slot->floor_ms);
+			slot->capacity = (int32) (shid_seq_capacity(layout) >> shid_stripe_bits);
+			slot->used = slot->capacity;
+			slot->owner = SHID_OWNER_UNKNOWN;
+			slot->last_value = -1;
+			slot->ids = slot->full_ms_waits = slot->wait_us = 0;
+			slot->clock_behind = slot->max_lag_ms = 0;
+			if (!reserved)
+				shid_shared->free_slots++;
+		}
+	}
+	LWLockRelease(shid_shared->slots_lock);
+	if (over_share)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("too many shards outside the shard catalog in use for next_id"),
+				 errdetail("Shard %d of layout \"%s\" is not in this database's sharded_id.shards, and the %d slots that sharded_id.max_free_slots allows for such shards are in use.",
+						   key->shard, layout->name, limit),
+				 errhint("Register the shard with sharded_id.create_shard, mint as a superuser, or raise sharded_id.max_free_slots and reload.")));
+	if (slot == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("too many shards in use for next_id"),
+				 errdetail("State for %d shards is already in shared memory.",
+						   shid_max_shards),
+				 errhint("Raise sharded_id.max_shards and restart the server.")));
+	return slot;
+}
+
+/*
+ * The slot of (layout, shard), made as make says if there is none yet.
+ * Cached in the backend.
  */
 static ShidSlot *
-shid_lookup_slot(const ShidLayout *layout, int32 shard, bool create)
+shid_lookup_slot(const ShidLayout *layout, int32 shard, ShidSlotMake make)
 {
 	uint64		layout_key = shid_layout_key(layout);
 	ShidSlotKey key;
 	ShidLocalSlot *local;
 	ShidSlot   *slot;
-	bool		found;
 
 	if (shid_local_cache == NULL)
 		shid_local_cache = MemoryContextAllocZero(TopMemoryContext,
@@ -589,58 +703,14 @@ shid_lookup_slot(const ShidLayout *layout, int32 shard, bool create)
 	slot = hash_search(shid_slots, &key, HASH_FIND, NULL);
 	LWLockRelease(shid_shared->slots_lock);
 
-	if (slot == NULL && !create)
+	if (slot == NULL && make == SHID_SLOT_FIND)
 		return NULL;
 	if (slot == NULL)
-	{
-		if (shid_stripe_bits >= layout->seq_bits)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("layout \"%s\" has too few sequence bits for %d stripes",
-							layout->name, shid_stripes),
-					 errdetail("Its sequence field has %d bits, and each stripe needs at least one value per millisecond.",
-							   layout->seq_bits),
-					 errhint("Lower sharded_id.stripes and restart the server.")));
-		LWLockAcquire(shid_shared->slots_lock, LW_EXCLUSIVE);
-		slot = hash_search(shid_slots, &key, HASH_ENTER_NULL, &found);
-		if (slot != NULL && !found)
-		{
-			ShidShardState state;
-
-			SpinLockInit(&slot->mutex);
-			/*
-			 * Start full at the ceiling of the previous run, or at the
-			 * shard's own floor if that is later: the first value comes
-			 * after it.
-			 */
-			slot->floor_ms = shid_shard_state(&key, &state) ? state.floor_ms : 0;
-			slot->ms = Max(shid_ceiling->floor_ms, slot->floor_ms);
-			slot->capacity = (int32) (shid_seq_capacity(layout) >> shid_stripe_bits);
-			slot->used = slot->capacity;
-			slot->owner = SHID_OWNER_UNKNOWN;
-			slot->last_value = -1;
-			slot->ids = slot->full_ms_waits = slot->wait_us = 0;
-			slot->clock_behind = slot->max_lag_ms = 0;
-		}
-		LWLockRelease(shid_shared->slots_lock);
-		if (slot == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-					 errmsg("too many shards in use for next_id"),
-					 errdetail("State for %d shards is already in shared memory.",
-							   shid_max_shards),
-					 errhint("Raise sharded_id.max_shards and restart the server.")));
-	}
+		slot = shid_make_slot(layout, &key, make);
 
 	local->key = key;
 	local->slot = slot;
 	return slot;
-}
-
-static inline ShidSlot *
-shid_find_slot(const ShidLayout *layout, int32 shard)
-{
-	return shid_lookup_slot(layout, shard, true);
 }
 
 /*
@@ -776,7 +846,7 @@ shid_prepare(const ShidLayout *layout, int32 shard)
 static inline ShidSlot *
 shid_owned_slot(const ShidLayout *layout, int32 shard)
 {
-	ShidSlot   *slot = shid_lookup_slot(layout, shard, false);
+	ShidSlot   *slot = shid_lookup_slot(layout, shard, SHID_SLOT_FIND);
 
 	if (likely(slot != NULL && slot->owner == SHID_OWNER_MINTS))
 		return slot;
@@ -810,7 +880,7 @@ shid_mint_slot(const ShidLayout *layout, int32 shard, ShidSlot *slot)
 {
 	if (unlikely(slot == NULL))
 	{
-		slot = shid_find_slot(layout, shard);
+		slot = shid_lookup_slot(layout, shard, SHID_SLOT_MINT);
 		(void) shid_slot_set_owner(slot, SHID_OWNER_MINTS, true);
 	}
 	return slot;
@@ -1174,7 +1244,7 @@ shid_admin_slot(const ShidLayout *layout, int32 shard, const char *what)
 	shid_check_shard(layout, shard);
 	shid_require_shared_state();
 	shid_refuse_recovery(what);
-	return shid_find_slot(layout, shard);
+	return shid_lookup_slot(layout, shard, SHID_SLOT_ADMIN);
 }
 
 /*

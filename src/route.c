@@ -19,7 +19,11 @@
  * to another node.
  *
  * Locking: route() takes the router's route lock on the shard in share
- * mode until its transaction ends.  sharded_id.move_shard holds the same
+ * mode until its transaction ends; only roles granted EXECUTE on it may
+ * call it (not PUBLIC), and the move's freeze ends a session that holds it
+ * idle in a transaction (moves.sql), so that no plain role can keep a move
+ * from freezing.  place_shard takes it in exclusive mode until its
+ * transaction ends (_lock_route).  sharded_id.move_shard holds the same
  * lock in exclusive mode, as a session lock, from the start of its final
  * write freeze until the router's shard map names the new owner, and the
  * shard's move lock, also a session lock, for its whole life.  Both are
@@ -143,6 +147,39 @@ shid_check_route_args(int32 shard, text *cluster)
 						   NAMEDATALEN - 1)));
 }
 
+/* Did this transaction take a route lock with route()? */
+static bool shid_route_in_xact = false;
+static bool shid_route_callback_registered = false;
+
+/*
+ * A transaction that called route() cannot be prepared: its route lock
+ * would stay held, by no session that a move's freeze could end, until
+ * the prepared transaction is committed or rolled back.
+ */
+static void
+shid_route_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_PREPARE:
+			if (shid_route_in_xact)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot prepare a transaction that called route()"),
+						 errdetail("The shard's route lock would stay held until the prepared transaction ends, and hold up every move of the shard.")));
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			shid_route_in_xact = false;
+			break;
+		default:
+			break;
+	}
+}
+
 /*
  * route(shard integer, cluster text DEFAULT 'sharded_id') RETURNS text
  *
@@ -155,7 +192,8 @@ shid_check_route_args(int32 shard, text *cluster)
  * the lock it processes the catalog invalidations that arrived while it
  * waited: the switch's new PL/Proxy cluster options among them, so that
  * PL/Proxy, which looks the cluster up after this returns, sends the call
- * to the shard's new owner.
+ * to the shard's new owner.  Not PUBLIC's to call; a transaction that
+ * called it cannot be prepared.
  */
 SHID_FUNCTION_INFO(shid_route);
 Datum
@@ -166,11 +204,44 @@ shid_route(PG_FUNCTION_ARGS)
 	LOCKTAG		tag;
 
 	shid_check_route_args(shard, cluster);
+	if (!shid_route_callback_registered)
+	{
+		RegisterXactCallback(shid_route_xact_callback, NULL);
+		shid_route_callback_registered = true;
+	}
 	SET_LOCKTAG_SHID(tag, SHID_ROUTE_LOCK_CLASS, shard);
 	(void) LockAcquire(&tag, ShareLock, false, false);
+	shid_route_in_xact = true;
 	AcceptInvalidationMessages();
 
 	PG_RETURN_DATUM(PG_GETARG_DATUM(1));
+}
+
+/*
+ * _lock_route(shard integer) RETURNS void
+ *
+ * Take the shard's route lock in exclusive mode until the transaction
+ * ends: the lock route() waits on.  place_shard holds it while it changes
+ * the shard map, so that routed calls reach the new node from the next one
+ * on.  Waits as any lock does (lock_timeout, cancels).
+ *
+ * Locks: the shard's route lock, exclusive, until the transaction ends.
+ */
+SHID_FUNCTION_INFO(shid_lock_route);
+Datum
+shid_lock_route(PG_FUNCTION_ARGS)
+{
+	int32		shard = PG_GETARG_INT32(0);
+	LOCKTAG		tag;
+
+	if (shard < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("shard id %d is out of range", shard),
+				 errdetail("Shard ids are at least 0.")));
+	SET_LOCKTAG_SHID(tag, SHID_ROUTE_LOCK_CLASS, shard);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	PG_RETURN_VOID();
 }
 
 /*

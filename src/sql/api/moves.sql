@@ -32,8 +32,10 @@
 -- recover_moves and rebalance fail on a shard whose move lock another
 -- backend holds, naming the move and that backend.  The route lock is taken
 -- by move_shard as a session lock in exclusive mode from step 1 to step 5
--- (waiting at most freeze_timeout for it), and by sharded_id.route in share
--- mode.  Both are advisory lock tags that pg_advisory_lock() and its kin
+-- (waiting at most freeze_timeout for it, and ending the sessions that hold
+-- it idle in a transaction: _move_lock_route), by sharded_id.route in share
+-- mode (not PUBLIC's to call), and by place_shard in exclusive mode until
+-- its transaction ends.  Both are advisory lock tags that pg_advisory_lock() and its kin
 -- cannot take (see src/route.c); an error or cancel that escapes a move
 -- releases both when its transaction aborts.  On the source, the
 -- freeze holds advisory lock (1936222564, shard), the shard's row of
@@ -160,6 +162,12 @@ $$;
 
 COMMENT ON FUNCTION sharded_id.route_id(bigint, text) IS
 'route() for the shard an id carries';
+
+-- Not for PUBLIC: the share lock route() takes stops a move's freeze while
+-- it is held.  Grant both to the roles that call the router's PL/Proxy
+-- functions (or make those functions SECURITY DEFINER).
+REVOKE EXECUTE ON FUNCTION sharded_id.route(integer, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.route_id(bigint, text) FROM PUBLIC;
 
 --
 -- Node side: what a move reads on a shard's copy.
@@ -384,6 +392,80 @@ LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 
 COMMENT ON FUNCTION sharded_id._unlock_shard(integer, text) IS
 'internal: release a shard''s route or move lock taken by _lock_shard';
+
+-- The freeze's route lock on the router: _lock_shard(shard, 'route'),
+-- waited for at most freeze_timeout.  Writers in flight hold the lock in
+-- share mode (route()) until their transactions end, and the move waits
+-- for them; a session that has sat idle in a transaction for 500 ms or
+-- more while holding it has no routed call in flight (PL/Proxy commits
+-- each call on its node when it returns), only the lock: the freeze ends
+-- it (pg_terminate_backend), with a warning.  The wait is taken in slices
+-- of 100 ms, doubling, so that such a session is found while the writers
+-- that queue behind the move wait at most a slice for it.
+CREATE FUNCTION sharded_id._move_lock_route(m sharded_id.moves, freeze_timeout interval)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    deadline timestamptz := clock_timestamp() + freeze_timeout;
+    slice_ms bigint := 100;
+    wait_ms bigint;
+    saved_lock_timeout text := current_setting('lock_timeout');
+    h record;
+    holders text;
+BEGIN
+    LOOP
+        FOR h IN
+            SELECT a.pid, a.usename, a.application_name, clock_timestamp() - a.state_change AS idle_for
+            FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+            WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+              AND l.classid = 1936222578 AND l.objid = m.shard_id AND l.objsubid = 3
+              AND l.mode = 'ShareLock' AND l.granted AND l.pid <> pg_backend_pid()
+              AND a.state IN ('idle in transaction', 'idle in transaction (aborted)')
+              AND a.state_change < clock_timestamp() - interval '500 ms'
+        LOOP
+            BEGIN
+                IF pg_terminate_backend(h.pid) THEN
+                    RAISE WARNING 'ended session % of role "%", idle in a transaction for % while it held the route lock of shard %',
+                                  h.pid, h.usename, date_trunc('second', h.idle_for), m.shard_id
+                        USING DETAIL = format('Move %s freezes the shard; the session''s routed calls had all returned. Application name: "%s".',
+                                              m.move_id, h.application_name);
+                END IF;
+            EXCEPTION WHEN insufficient_privilege THEN
+                RAISE WARNING 'could not end session % of role "%", idle in a transaction while it held the route lock of shard %',
+                              h.pid, h.usename, m.shard_id
+                    USING DETAIL = SQLERRM,
+                          HINT = 'Run moves as a superuser, or as a member of pg_signal_backend.';
+            END;
+        END LOOP;
+        wait_ms := least(slice_ms, floor(extract(epoch FROM deadline - clock_timestamp()) * 1000)::bigint);
+        IF wait_ms < 1 THEN
+            holders := (SELECT string_agg(format('%s (role "%s", %s)', a.pid, a.usename, a.state), ', ' ORDER BY a.pid)
+                        FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+                        WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                          AND l.classid = 1936222578 AND l.objid = m.shard_id AND l.objsubid = 3
+                          AND l.granted AND l.pid <> pg_backend_pid());
+            RAISE EXCEPTION 'the route lock of shard % was not free within %', m.shard_id, freeze_timeout
+                USING ERRCODE = 'lock_not_available',
+                      DETAIL = format('Sessions that routed calls to the shard held it: %s.', coalesce(holders, 'none left')),
+                      HINT = 'Writers in flight hold it until their transactions end; raise freeze_timeout, or end the sessions that hold it.';
+        END IF;
+        BEGIN
+            PERFORM pg_catalog.set_config('lock_timeout', wait_ms || 'ms', true);
+            PERFORM sharded_id._lock_shard(m.shard_id, 'route', true);
+            PERFORM pg_catalog.set_config('lock_timeout', saved_lock_timeout, true);
+            RETURN;
+        EXCEPTION WHEN lock_not_available THEN
+            NULL;
+        END;
+        slice_ms := slice_ms * 2;
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_lock_route(sharded_id.moves, interval) IS
+'internal: take the route lock of a move''s shard for its freeze, within freeze_timeout, ending sessions that hold it idle in a transaction';
 
 -- Run sql on connection conn; returns its rows' first column, one line
 -- each, or NULL when it returns none.
@@ -951,7 +1033,6 @@ DECLARE
     tgt text;
     frz text;
     snaps text[];
-    saved_lock_timeout text;
     lost text;
     lost_polls integer := 0;
 BEGIN
@@ -1108,10 +1189,7 @@ BEGIN
         IF m.method = 'online' THEN
             PERFORM sharded_id._move_catch_up(m, timeout);
         END IF;
-        saved_lock_timeout := current_setting('lock_timeout');
-        PERFORM pg_catalog.set_config('lock_timeout', (extract(epoch FROM freeze_timeout) * 1000)::bigint || 'ms', true);
-        PERFORM sharded_id._lock_shard(m.shard_id, 'route', true);
-        PERFORM pg_catalog.set_config('lock_timeout', saved_lock_timeout, true);
+        PERFORM sharded_id._move_lock_route(m, freeze_timeout);
         PERFORM sharded_id._move_freeze_source(m, freeze_timeout);
         IF m.method = 'online' THEN
             PERFORM sharded_id._move_catch_up(m, freeze_timeout);
@@ -1640,6 +1718,7 @@ REVOKE EXECUTE ON FUNCTION sharded_id._move_open(sharded_id.moves, text) FROM PU
 REVOKE EXECUTE ON FUNCTION sharded_id._move_claim(integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._lock_shard(integer, text, boolean) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._unlock_shard(integer, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_lock_route(sharded_id.moves, interval) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_hold(text) FROM PUBLIC;
 REVOKE EXECUTE ON PROCEDURE sharded_id._move_journal(bigint, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_will_create(bigint, text, text, text, text) FROM PUBLIC;

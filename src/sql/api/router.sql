@@ -459,6 +459,18 @@ REVOKE EXECUTE ON FUNCTION sharded_id._attach_ops_partition(regclass, integer) F
 REVOKE EXECUTE ON FUNCTION sharded_id._attach_ops_partitions(regclass) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.create_ops_table(regclass, name, name) FROM PUBLIC;
 
+-- The shard's route lock, the one route() waits on, in exclusive mode
+-- until the transaction ends.
+CREATE FUNCTION sharded_id._lock_route(shard integer)
+RETURNS void
+AS 'MODULE_PATHNAME', 'shid_lock_route'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION sharded_id._lock_route(integer) IS
+'internal: take a shard''s route lock, which route() waits on, in exclusive mode until the transaction ends';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._lock_route(integer) FROM PUBLIC;
+
 -- Tell the router that a node now holds a shard, as after a restore of the
 -- shard there from a dump: the shard map and apply_shard_map in one
 -- transaction, under the shard's route lock, so that calls through the
@@ -483,7 +495,7 @@ BEGIN
                   HINT = 'Add it to sharded_id.nodes first.';
     END IF;
     -- Calls routed with route() or route_id() wait from here until commit.
-    PERFORM pg_advisory_xact_lock(1936222578, shard);
+    PERFORM sharded_id._lock_route(shard);
     SELECT m.node_name INTO previous FROM sharded_id.shard_map m WHERE m.shard_id = shard FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'shard % is not in the shard map', shard
