@@ -179,6 +179,8 @@ BEGIN
             WHEN 'drop_shard' THEN PERFORM sharded_id.drop_shard(n);
             WHEN 'schema_ddl' THEN PERFORM count(*) FROM sharded_id.schema_ddl(s);
             WHEN 'schema_inventory' THEN PERFORM count(*) FROM sharded_id.schema_inventory(s);
+            -- What move_shard runs on both nodes to compare the copies.
+            WHEN 'move fingerprint' THEN PERFORM sharded_id._schema_fingerprint(s);
         END CASE;
     EXCEPTION WHEN OTHERS THEN
         state := SQLSTATE;
@@ -222,7 +224,7 @@ SELECT CASE WHEN c = 'provision_shards'
 FROM unnest(ARRAY['view', 'matview', 'index expression', 'partial index', 'statistics', 'default', 'generated',
                   'trigger', 'rule', 'policy', 'check', 'partition', 'domain']) WITH ORDINALITY AS k(k, i),
      unnest(ARRAY['raise_floors', 'retire_shard, create_shard', 'create_shard again', 'create_shard adopting', 'provision_shards',
-                  'adopt_table', 'drop_shard', 'schema_ddl', 'schema_inventory']) WITH ORDINALITY AS c(c, j)
+                  'adopt_table', 'drop_shard', 'schema_ddl', 'schema_inventory', 'move fingerprint']) WITH ORDINALITY AS c(c, j)
 ORDER BY i, j
 \gexec
 \set VERBOSITY default
@@ -339,6 +341,7 @@ GRANT SELECT ON tenant_app.owned TO sharded_id_regress_tenant;
 -- A caller needs SELECT on the column itself, whatever EXECUTE it has.
 GRANT USAGE ON SCHEMA tenant_app TO sharded_id_regress_reader;
 GRANT EXECUTE ON FUNCTION sharded_id._max_id(regclass, name) TO sharded_id_regress_reader;
+GRANT EXECUTE ON FUNCTION sharded_id._table_fingerprint(regclass) TO sharded_id_regress_reader;
 SET ROLE sharded_id_regress_reader;
 SELECT pg_temp.message_of($$SELECT sharded_id._max_id('tenant_app.owned', 'id')$$) AS reader_without_select;
 RESET ROLE;
@@ -347,7 +350,35 @@ SET ROLE sharded_id_regress_reader;
 SELECT sharded_id._max_id('tenant_app.owned', 'id') AS reader_with_column_select;
 RESET ROLE;
 -- Not for PUBLIC.
-SELECT has_function_privilege('public', 'sharded_id._max_id(regclass, name)', 'EXECUTE') AS public_may_execute;
+SELECT has_function_privilege('public', 'sharded_id._max_id(regclass, name)', 'EXECUTE') AS public_may_execute,
+       has_function_privilege('public', 'sharded_id._table_fingerprint(regclass)', 'EXECUTE') AS fingerprint,
+       has_function_privilege('public', 'sharded_id._validate_as_owner(regclass, name)', 'EXECUTE') AS validate;
+
+-- sharded_id._table_fingerprint, which a move compares on both nodes:
+-- every row, as a superuser reading the table sees it, read as the owner.
+-- The owner of a table owns its row type, and may cast it to text with
+-- its own function; the fingerprint does not use the cast.
+TRUNCATE tenant_lab.side_effect;
+SELECT sharded_id._table_fingerprint('tenant_app.owned') AS fingerprint \gset
+SELECT :'fingerprint' = (SELECT count(*) || ':' || coalesce(sum(hashtextextended(r::text, 0)), 0) FROM tenant_app.owned r)
+       AS same_as_a_superuser_reads;
+CREATE FUNCTION tenant_app.owned_text(r tenant_app.owned) RETURNS text LANGUAGE plpgsql VOLATILE AS $$
+BEGIN INSERT INTO tenant_lab.side_effect (usr, su) VALUES (current_user, current_setting('is_superuser')); RETURN 'cast'; END $$;
+ALTER FUNCTION tenant_app.owned_text(tenant_app.owned) OWNER TO sharded_id_regress_tenant;
+GRANT USAGE ON SCHEMA tenant_app TO sharded_id_regress_tenant;
+SET ROLE sharded_id_regress_tenant;
+CREATE CAST (tenant_app.owned AS text) WITH FUNCTION tenant_app.owned_text(tenant_app.owned);
+RESET ROLE;
+SELECT sharded_id._table_fingerprint('tenant_app.owned') = :'fingerprint' AS cast_not_used,
+       (SELECT count(*) FROM tenant_lab.side_effect) AS tenant_code_ran;
+-- The cast is live: the plain read a move made before runs it.
+SELECT count(*) AS rows FROM (SELECT r::text FROM tenant_app.owned r LIMIT 1) x;
+SELECT count(*) AS tenant_code_ran FROM tenant_lab.side_effect;
+SELECT pg_temp.message_of($$SELECT sharded_id._table_fingerprint('tenant_app.owned_view')$$) AS view;
+SET ROLE sharded_id_regress_reader;
+SELECT pg_temp.message_of($$SELECT sharded_id._table_fingerprint('tenant_app.owned')$$) AS reader_without_select;
+RESET ROLE;
+DROP CAST (tenant_app.owned AS text);
 
 -- Clean up.
 SELECT dblink_disconnect('tenant');
@@ -355,6 +386,7 @@ DELETE FROM sharded_id.shard_tables WHERE template_schema = 'tenant_app';
 DROP SCHEMA tenant_app CASCADE;
 DROP SCHEMA tenant_lab CASCADE;
 REVOKE ALL ON FUNCTION sharded_id._max_id(regclass, name) FROM sharded_id_regress_reader;
+REVOKE ALL ON FUNCTION sharded_id._table_fingerprint(regclass) FROM sharded_id_regress_reader;
 DROP ROLE sharded_id_regress_tenant;
 DROP ROLE sharded_id_regress_reader;
 DROP EXTENSION dblink;

@@ -53,6 +53,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
@@ -75,23 +76,33 @@ typedef struct ShidOwnerContext
 	int			save_nestlevel;
 } ShidOwnerContext;
 
-/* Receives the one row of SELECT max(...): its value. */
-typedef struct ShidMaxReceiver
+/*
+ * Receives the one row of an aggregate: its first column, copied into the
+ * memory context of the caller.
+ */
+typedef struct ShidOneReceiver
 {
 	DestReceiver pub;
+	MemoryContext cxt;
 	bool		isnull;
-	int64		value;
+	Datum		value;
 	uint64		rows;
-} ShidMaxReceiver;
+} ShidOneReceiver;
 
 static bool
 shid_max_receive(TupleTableSlot *slot, DestReceiver *self)
 {
-	ShidMaxReceiver *r = (ShidMaxReceiver *) self;
+	ShidOneReceiver *r = (ShidOneReceiver *) self;
 	Datum		value = slot_getattr(slot, 1, &r->isnull);
 
 	if (!r->isnull)
-		r->value = DatumGetInt64(value);
+	{
+		Form_pg_attribute att = TupleDescAttr(slot->tts_tupleDescriptor, 0);
+		MemoryContext old = MemoryContextSwitchTo(r->cxt);
+
+		r->value = datumCopy(value, att->attbyval, att->attlen);
+		MemoryContextSwitchTo(old);
+	}
 	r->rows++;
 	return true;
 }
@@ -209,6 +220,65 @@ shid_end_owner(ShidOwnerContext *ctx)
 }
 
 /*
+ * Run query, a SELECT of one aggregate over the table named rel, owned by
+ * owner: parsed and rewritten as the caller, who may see the table's
+ * schema where its owner may not (this runs no code of the table's: the
+ * relation is a table, the functions pg_catalog's, called by name, not
+ * through casts); planned (index expressions and predicates, statistics)
+ * and run as the owner.  Not through SPI, whose plan cache would parse the
+ * query again as the owner.  Returns the aggregate's value, copied into the
+ * current memory context.
+ */
+static Datum
+shid_read_as_owner(Oid owner, const char *rel, const char *query, bool *isnull)
+{
+	ShidOwnerContext ctx;
+	List	   *raw;
+	List	   *queries;
+	List	   *plans;
+	ShidOneReceiver dest;
+	QueryDesc  *qd;
+	bool		pushed = false;
+
+	memset(&dest, 0, sizeof(dest));
+	dest.pub.receiveSlot = shid_max_receive;
+	dest.pub.rStartup = shid_max_startup;
+	dest.pub.rShutdown = shid_max_shutdown;
+	dest.pub.rDestroy = shid_max_destroy;
+	dest.pub.mydest = DestNone;
+	dest.cxt = CurrentMemoryContext;
+	dest.isnull = true;
+
+	shid_pin_search_path(&ctx);
+	raw = pg_parse_query(query);
+	queries = pg_analyze_and_rewrite_fixedparams(linitial_node(RawStmt, raw), query, NULL, 0, NULL);
+	shid_become_owner(owner, &ctx);
+	plans = pg_plan_queries(queries, query, 0, NULL);
+	if (list_length(plans) != 1)
+		elog(ERROR, "could not plan a read of %s", rel);
+	if (!ActiveSnapshotSet())
+	{
+		PushActiveSnapshot(GetTransactionSnapshot());
+		pushed = true;
+	}
+	qd = CreateQueryDesc(linitial_node(PlannedStmt, plans), query, GetActiveSnapshot(), InvalidSnapshot,
+						 &dest.pub, NULL, NULL, 0);
+	ExecutorStart(qd, 0);
+	SHID_EXECUTOR_RUN(qd, ForwardScanDirection, 0);
+	ExecutorFinish(qd);
+	ExecutorEnd(qd);
+	FreeQueryDesc(qd);
+	if (pushed)
+		PopActiveSnapshot();
+	shid_end_owner(&ctx);
+
+	if (dest.rows != 1)
+		elog(ERROR, "could not read %s", rel);
+	*isnull = dest.isnull;
+	return dest.value;
+}
+
+/*
  * sharded_id._max_id(rel regclass, id_column name) RETURNS bigint
  *
  * The largest value of bigint column id_column of table rel, read as the
@@ -230,15 +300,8 @@ shid_max_id(PG_FUNCTION_ARGS)
 	AttrNumber	attnum;
 	Oid			atttype;
 	char	   *query;
-	ShidOwnerContext ctx;
-	List	   *raw;
-	List	   *queries;
-	List	   *plans;
-	ShidMaxReceiver dest;
-	QueryDesc  *qd;
-	bool		pushed = false;
+	Datum		result;
 	bool		isnull;
-	int64		top;
 
 	rel = shid_lock_table(relid, AccessShareLock, &owner);
 	attnum = get_attnum(relid, column);
@@ -261,54 +324,48 @@ shid_max_id(PG_FUNCTION_ARGS)
 				 errmsg("permission denied for column \"%s\" of \"%s\"", column, rel)));
 
 	query = psprintf("SELECT pg_catalog.max(%s) FROM %s", quote_identifier(column), rel);
-
-	/*
-	 * The query is parsed and rewritten as the caller, who may see the
-	 * table's schema where its owner may not (this runs no code of the
-	 * table's: the relation is a table, the aggregate pg_catalog's); it is
-	 * planned (index expressions and predicates, statistics) and run as the
-	 * owner.  Not through SPI, whose plan cache would parse it again as the
-	 * owner.
-	 */
-	shid_pin_search_path(&ctx);
-	raw = pg_parse_query(query);
-	queries = pg_analyze_and_rewrite_fixedparams(linitial_node(RawStmt, raw), query, NULL, 0, NULL);
-	shid_become_owner(owner, &ctx);
-	plans = pg_plan_queries(queries, query, 0, NULL);
-	if (list_length(plans) != 1)
-		elog(ERROR, "could not plan the read of the largest id of %s", rel);
-
-	memset(&dest, 0, sizeof(dest));
-	dest.pub.receiveSlot = shid_max_receive;
-	dest.pub.rStartup = shid_max_startup;
-	dest.pub.rShutdown = shid_max_shutdown;
-	dest.pub.rDestroy = shid_max_destroy;
-	dest.pub.mydest = DestNone;
-	dest.isnull = true;
-	if (!ActiveSnapshotSet())
-	{
-		PushActiveSnapshot(GetTransactionSnapshot());
-		pushed = true;
-	}
-	qd = CreateQueryDesc(linitial_node(PlannedStmt, plans), query, GetActiveSnapshot(), InvalidSnapshot,
-						 &dest.pub, NULL, NULL, 0);
-	ExecutorStart(qd, 0);
-	SHID_EXECUTOR_RUN(qd, ForwardScanDirection, 0);
-	ExecutorFinish(qd);
-	ExecutorEnd(qd);
-	FreeQueryDesc(qd);
-	if (pushed)
-		PopActiveSnapshot();
-	shid_end_owner(&ctx);
-
-	if (dest.rows != 1)
-		elog(ERROR, "could not read the largest id of %s", rel);
-	isnull = dest.isnull;
-	top = dest.value;
-
+	result = shid_read_as_owner(owner, rel, query, &isnull);
 	if (isnull)
 		PG_RETURN_NULL();
-	PG_RETURN_INT64(top);
+	PG_RETURN_DATUM(result);
+}
+
+/*
+ * sharded_id._table_fingerprint(rel regclass) RETURNS text
+ *
+ * The number of rows of table rel and the sum of a hash of each row's text
+ * ('count:sum'), to compare two copies of a table: read as the table's
+ * owner in a security-restricted operation, like _max_id.  The row's text
+ * is record_out's, called by name: a cast from the table's row type, which
+ * its owner may create, is not used.  The caller must have SELECT on the
+ * table.  Refuses a relation that is not an ordinary or partitioned table
+ * (42809).
+ * Locks: AccessShareLock on rel, to the end of the transaction.
+ */
+SHID_FUNCTION_INFO(shid_table_fingerprint);
+
+Datum
+shid_table_fingerprint(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	Oid			owner;
+	char	   *rel;
+	char	   *query;
+	Datum		result;
+	bool		isnull;
+
+	rel = shid_lock_table(relid, AccessShareLock, &owner);
+	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for table %s", rel)));
+	query = psprintf("SELECT pg_catalog.concat(pg_catalog.count(*), ':', "
+					 "COALESCE(pg_catalog.sum(pg_catalog.hashtextextended("
+					 "pg_catalog.textin(pg_catalog.record_out(r)), 0)), 0)) FROM %s r", rel);
+	result = shid_read_as_owner(owner, rel, query, &isnull);
+	if (isnull)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(result);
 }
 
 /*
