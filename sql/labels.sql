@@ -24,7 +24,7 @@ WITH generator AS (VALUES ('reset_ceiling'), ('generator_stats'), ('generator_in
                           ('_lock_shard'), ('_unlock_shard')),
      -- Read and check tables as their owners: they switch the user and the
      -- search_path, which no parallel worker may do.
-     owner_reads AS (VALUES ('_max_id'), ('_table_fingerprint'), ('_validate_as_owner'))
+     owner_reads AS (VALUES ('_max_id'), ('_table_fingerprint'), ('_table_rows'), ('_validate_as_owner'))
 SELECT p.oid::regprocedure AS mislabelled
 FROM pg_proc p
 JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid

@@ -181,6 +181,10 @@ BEGIN
             WHEN 'schema_inventory' THEN PERFORM count(*) FROM sharded_id.schema_inventory(s);
             -- What move_shard runs on both nodes to compare the copies.
             WHEN 'move fingerprint' THEN PERFORM sharded_id._schema_fingerprint(s);
+            -- What the dump method's copy reads on the source.
+            WHEN 'move copy' THEN PERFORM count(*) FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace,
+                                                        sharded_id._table_rows(c.oid) r
+                                  WHERE ns.nspname = s AND c.relkind = 'r';
         END CASE;
     EXCEPTION WHEN OTHERS THEN
         state := SQLSTATE;
@@ -224,7 +228,7 @@ SELECT CASE WHEN c = 'provision_shards'
 FROM unnest(ARRAY['view', 'matview', 'index expression', 'partial index', 'statistics', 'default', 'generated',
                   'trigger', 'rule', 'policy', 'check', 'partition', 'domain']) WITH ORDINALITY AS k(k, i),
      unnest(ARRAY['raise_floors', 'retire_shard, create_shard', 'create_shard again', 'create_shard adopting', 'provision_shards',
-                  'adopt_table', 'drop_shard', 'schema_ddl', 'schema_inventory', 'move fingerprint']) WITH ORDINALITY AS c(c, j)
+                  'adopt_table', 'drop_shard', 'schema_ddl', 'schema_inventory', 'move fingerprint', 'move copy']) WITH ORDINALITY AS c(c, j)
 ORDER BY i, j
 \gexec
 \set VERBOSITY default
@@ -352,6 +356,7 @@ RESET ROLE;
 -- Not for PUBLIC.
 SELECT has_function_privilege('public', 'sharded_id._max_id(regclass, name)', 'EXECUTE') AS public_may_execute,
        has_function_privilege('public', 'sharded_id._table_fingerprint(regclass)', 'EXECUTE') AS fingerprint,
+       has_function_privilege('public', 'sharded_id._table_rows(regclass)', 'EXECUTE') AS table_rows,
        has_function_privilege('public', 'sharded_id._validate_as_owner(regclass, name)', 'EXECUTE') AS validate;
 
 -- sharded_id._table_fingerprint, which a move compares on both nodes:
@@ -371,10 +376,18 @@ CREATE CAST (tenant_app.owned AS text) WITH FUNCTION tenant_app.owned_text(tenan
 RESET ROLE;
 SELECT sharded_id._table_fingerprint('tenant_app.owned') = :'fingerprint' AS cast_not_used,
        (SELECT count(*) FROM tenant_lab.side_effect) AS tenant_code_ran;
+-- sharded_id._table_rows, what a move copies: every row, each as record_out
+-- prints it, the cast not used either.
+SELECT count(*) AS rows, count(*) FILTER (WHERE r = 'cast') AS cast_used,
+       (SELECT count(*) FROM tenant_lab.side_effect) AS tenant_code_ran
+FROM sharded_id._table_rows('tenant_app.owned') r;
+SELECT (SELECT array_agg(r ORDER BY r) FROM sharded_id._table_rows('tenant_app.owned') r)
+       = (SELECT array_agg(textin(record_out(o)) ORDER BY textin(record_out(o))) FROM tenant_app.owned o) AS same_rows;
 -- The cast is live: the plain read a move made before runs it.
 SELECT count(*) AS rows FROM (SELECT r::text FROM tenant_app.owned r LIMIT 1) x;
 SELECT count(*) AS tenant_code_ran FROM tenant_lab.side_effect;
-SELECT pg_temp.message_of($$SELECT sharded_id._table_fingerprint('tenant_app.owned_view')$$) AS view;
+SELECT pg_temp.message_of($$SELECT sharded_id._table_fingerprint('tenant_app.owned_view')$$) AS view,
+       pg_temp.message_of($$SELECT count(*) FROM sharded_id._table_rows('tenant_app.owned_view')$$) AS rows_of_view;
 SET ROLE sharded_id_regress_reader;
 SELECT pg_temp.message_of($$SELECT sharded_id._table_fingerprint('tenant_app.owned')$$) AS reader_without_select;
 RESET ROLE;

@@ -41,6 +41,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/tupdesc.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_constraint.h"
@@ -48,6 +49,9 @@
 #include "commands/tablecmds.h"
 #include "compat.h"
 #include "executor/executor.h"
+#include "executor/tstoreReceiver.h"
+#include "funcapi.h"
+#include "utils/tuplestore.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "tcop/tcopprot.h"
@@ -226,28 +230,17 @@ shid_end_owner(ShidOwnerContext *ctx)
  * relation is a table, the functions pg_catalog's, called by name, not
  * through casts); planned (index expressions and predicates, statistics)
  * and run as the owner.  Not through SPI, whose plan cache would parse the
- * query again as the owner.  Returns the aggregate's value, copied into the
- * current memory context.
+ * query again as the owner.  Its rows go to dest.
  */
-static Datum
-shid_read_as_owner(Oid owner, const char *rel, const char *query, bool *isnull)
+static void
+shid_run_as_owner(Oid owner, const char *rel, const char *query, DestReceiver *dest)
 {
 	ShidOwnerContext ctx;
 	List	   *raw;
 	List	   *queries;
 	List	   *plans;
-	ShidOneReceiver dest;
 	QueryDesc  *qd;
 	bool		pushed = false;
-
-	memset(&dest, 0, sizeof(dest));
-	dest.pub.receiveSlot = shid_max_receive;
-	dest.pub.rStartup = shid_max_startup;
-	dest.pub.rShutdown = shid_max_shutdown;
-	dest.pub.rDestroy = shid_max_destroy;
-	dest.pub.mydest = DestNone;
-	dest.cxt = CurrentMemoryContext;
-	dest.isnull = true;
 
 	shid_pin_search_path(&ctx);
 	raw = pg_parse_query(query);
@@ -262,7 +255,7 @@ shid_read_as_owner(Oid owner, const char *rel, const char *query, bool *isnull)
 		pushed = true;
 	}
 	qd = CreateQueryDesc(linitial_node(PlannedStmt, plans), query, GetActiveSnapshot(), InvalidSnapshot,
-						 &dest.pub, NULL, NULL, 0);
+						 dest, NULL, NULL, 0);
 	ExecutorStart(qd, 0);
 	SHID_EXECUTOR_RUN(qd, ForwardScanDirection, 0);
 	ExecutorFinish(qd);
@@ -271,7 +264,23 @@ shid_read_as_owner(Oid owner, const char *rel, const char *query, bool *isnull)
 	if (pushed)
 		PopActiveSnapshot();
 	shid_end_owner(&ctx);
+}
 
+/* The same, for a query of one aggregate: its value. */
+static Datum
+shid_read_as_owner(Oid owner, const char *rel, const char *query, bool *isnull)
+{
+	ShidOneReceiver dest;
+
+	memset(&dest, 0, sizeof(dest));
+	dest.pub.receiveSlot = shid_max_receive;
+	dest.pub.rStartup = shid_max_startup;
+	dest.pub.rShutdown = shid_max_shutdown;
+	dest.pub.rDestroy = shid_max_destroy;
+	dest.pub.mydest = DestNone;
+	dest.cxt = CurrentMemoryContext;
+	dest.isnull = true;
+	shid_run_as_owner(owner, rel, query, &dest.pub);
 	if (dest.rows != 1)
 		elog(ERROR, "could not read %s", rel);
 	*isnull = dest.isnull;
@@ -366,6 +375,58 @@ shid_table_fingerprint(PG_FUNCTION_ARGS)
 	if (isnull)
 		PG_RETURN_NULL();
 	PG_RETURN_DATUM(result);
+}
+
+/*
+ * sharded_id._table_rows(rel regclass) RETURNS SETOF text
+ *
+ * Every row of table rel as text (record_out's, called by name, never a
+ * cast), read as the table's owner in a security-restricted operation,
+ * like _max_id: what a move copies.  Materialized (spilling to disk past
+ * work_mem).  The caller must have SELECT on the table.  Refuses a relation
+ * that is not an ordinary or partitioned table (42809).
+ * Locks: AccessShareLock on rel, to the end of the transaction.
+ */
+SHID_FUNCTION_INFO(shid_table_rows);
+
+Datum
+shid_table_rows(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			owner;
+	char	   *rel;
+	char	   *query;
+	DestReceiver *dest;
+
+	rel = shid_lock_table(relid, AccessShareLock, &owner);
+	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for table %s", rel)));
+	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) || !(rsinfo->allowedModes & SFRM_Materialize))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("set-valued function called in context that cannot accept a set")));
+	{
+		MemoryContext old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+		TupleDesc	desc = CreateTemplateTupleDesc(1);
+
+		TupleDescInitEntry(desc, (AttrNumber) 1, "r", TEXTOID, -1, 0);
+		rsinfo->returnMode = SFRM_Materialize;
+		rsinfo->setDesc = desc;
+		rsinfo->setResult = tuplestore_begin_heap((rsinfo->allowedModes & SFRM_Materialize_Random) != 0,
+												  false, work_mem);
+		MemoryContextSwitchTo(old);
+	}
+	query = psprintf("SELECT pg_catalog.textin(pg_catalog.record_out(r)) FROM %s r", rel);
+	dest = CreateDestReceiver(DestTuplestore);
+	SetTuplestoreDestReceiverParams(dest, rsinfo->setResult,
+									rsinfo->econtext->ecxt_per_query_memory,
+									false, NULL, NULL);
+	shid_run_as_owner(owner, rel, query, dest);
+	dest->rDestroy(dest);
+	return (Datum) 0;
 }
 
 /*

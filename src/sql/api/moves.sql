@@ -1145,7 +1145,7 @@ BEGIN
                 'SELECT string_agg(''(v).'' || quote_ident(attname), '','' ORDER BY attnum) FROM pg_attribute
                  WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped AND attgenerated = ''''', t.rel));
             PERFORM sharded_id._remote_exec(frz, format(
-                'DECLARE shid_rows NO SCROLL CURSOR FOR SELECT pg_catalog.textin(pg_catalog.record_out(r)) FROM %s r', tbl));
+                'DECLARE shid_rows NO SCROLL CURSOR FOR SELECT r FROM sharded_id._table_rows(%L) r', tbl));
             LOOP
                 batch := sharded_id._remote_rows(frz, 'FETCH 10000 FROM shid_rows');
                 EXIT WHEN batch IS NULL;

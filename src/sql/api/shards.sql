@@ -502,6 +502,14 @@ AS 'MODULE_PATHNAME', 'shid_table_fingerprint';
 COMMENT ON FUNCTION sharded_id._table_fingerprint(regclass) IS
 'internal: a table''s row count and the sum of its rows'' hashes, read as the table''s owner in a security-restricted operation, to compare two copies';
 
+CREATE FUNCTION sharded_id._table_rows(rel regclass)
+RETURNS SETOF text
+LANGUAGE c STABLE STRICT PARALLEL UNSAFE
+AS 'MODULE_PATHNAME', 'shid_table_rows';
+
+COMMENT ON FUNCTION sharded_id._table_rows(regclass) IS
+'internal: every row of a table as text, read as the table''s owner in a security-restricted operation, for a move''s copy';
+
 CREATE FUNCTION sharded_id._validate_as_owner(rel regclass, constraint_name name)
 RETURNS void
 LANGUAGE c VOLATILE STRICT PARALLEL UNSAFE
@@ -1575,6 +1583,7 @@ REVOKE EXECUTE ON FUNCTION sharded_id._check_floors(integer, name, text) FROM PU
 REVOKE EXECUTE ON FUNCTION sharded_id._max_id(regclass, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._validate_as_owner(regclass, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._table_fingerprint(regclass) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._table_rows(regclass) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.drop_shard(integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.add_table(regclass, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.adopt_table(regclass, integer, name) FROM PUBLIC;
