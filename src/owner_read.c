@@ -8,8 +8,9 @@
  * put its own code in it: a view in place of a table, a function in an
  * index expression, a partial index's predicate or expression statistics
  * (which the planner evaluates when it plans a read of the table), a
- * policy, a trigger.  The administrator's calls that read a shard's rows
- * (raise_floors, create_shard's take-back and adoption, adopt_table) must
+ * policy, a trigger, a cast from its row type.  The administrator's calls
+ * that read a shard's rows (raise_floors, create_shard's take-back and
+ * adoption, adopt_table, a move's floor checks, comparison and copy) must
  * not run that code with a superuser's rights.  They read through the
  * functions here, which do what PostgreSQL does for VACUUM, ANALYZE,
  * CREATE INDEX, CLUSTER and REFRESH MATERIALIZED VIEW since CVE-2022-1552:
@@ -51,7 +52,6 @@
 #include "executor/executor.h"
 #include "executor/tstoreReceiver.h"
 #include "funcapi.h"
-#include "utils/tuplestore.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "tcop/tcopprot.h"
@@ -62,15 +62,7 @@
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
-
-/*
- * ExecutorRun lost its execute_once argument in PostgreSQL 18.
- */
-#if PG_VERSION_NUM >= 180000
-#define SHID_EXECUTOR_RUN(qd, dir, count) ExecutorRun((qd), (dir), (count))
-#else
-#define SHID_EXECUTOR_RUN(qd, dir, count) ExecutorRun((qd), (dir), (count), true)
-#endif
+#include "utils/tuplestore.h"
 
 /* The identity and settings of the caller, while a read runs as an owner. */
 typedef struct ShidOwnerContext
@@ -94,7 +86,7 @@ typedef struct ShidOneReceiver
 } ShidOneReceiver;
 
 static bool
-shid_max_receive(TupleTableSlot *slot, DestReceiver *self)
+shid_one_receive(TupleTableSlot *slot, DestReceiver *self)
 {
 	ShidOneReceiver *r = (ShidOneReceiver *) self;
 	Datum		value = slot_getattr(slot, 1, &r->isnull);
@@ -112,17 +104,17 @@ shid_max_receive(TupleTableSlot *slot, DestReceiver *self)
 }
 
 static void
-shid_max_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
+shid_one_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
 {
 }
 
 static void
-shid_max_shutdown(DestReceiver *self)
+shid_one_shutdown(DestReceiver *self)
 {
 }
 
 static void
-shid_max_destroy(DestReceiver *self)
+shid_one_destroy(DestReceiver *self)
 {
 }
 
@@ -174,13 +166,13 @@ shid_lock_table(Oid relid, LOCKMODE lockmode, Oid *owner)
 				kind = "a composite type";
 				break;
 			default:
-				kind = "not a table";
+				kind = "a relation of another kind";
 				break;
 		}
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a table", name),
-				 errdetail("It is %s. The ids of a shard are read only from ordinary and partitioned tables.", kind),
+				 errdetail("It is %s. A shard's rows are read only from ordinary and partitioned tables.", kind),
 				 errhint("Drop it, or make it an ordinary table again, before the shard is read.")));
 	}
 	*owner = form->relowner;
@@ -190,8 +182,8 @@ shid_lock_table(Oid relid, LOCKMODE lockmode, Oid *owner)
 
 /*
  * Pin search_path, in a GUC nest level of its own, as core's maintenance
- * commands do.  Done before a query is prepared, so that the plan prepared
- * is the one run.
+ * commands do.  Done before the query is parsed, so that it is parsed and
+ * planned under the same one.
  */
 static void
 shid_pin_search_path(ShidOwnerContext *ctx)
@@ -224,13 +216,14 @@ shid_end_owner(ShidOwnerContext *ctx)
 }
 
 /*
- * Run query, a SELECT of one aggregate over the table named rel, owned by
- * owner: parsed and rewritten as the caller, who may see the table's
- * schema where its owner may not (this runs no code of the table's: the
- * relation is a table, the functions pg_catalog's, called by name, not
- * through casts); planned (index expressions and predicates, statistics)
- * and run as the owner.  Not through SPI, whose plan cache would parse the
- * query again as the owner.  Its rows go to dest.
+ * Run query, a SELECT from the table named rel, owned by owner: parsed
+ * and rewritten as the caller, who may see the table's schema where its
+ * owner may not (this runs no code of the table's: the relation is a table,
+ * checked and locked, and the query calls pg_catalog's functions by name,
+ * never through a cast); planned (index expressions and predicates,
+ * statistics) and run as the owner, in the caller's snapshot.  Not through
+ * SPI, whose plan cache would parse the query again as the owner.  Its rows
+ * go to dest.
  */
 static void
 shid_run_as_owner(Oid owner, const char *rel, const char *query, DestReceiver *dest)
@@ -273,10 +266,10 @@ shid_read_as_owner(Oid owner, const char *rel, const char *query, bool *isnull)
 	ShidOneReceiver dest;
 
 	memset(&dest, 0, sizeof(dest));
-	dest.pub.receiveSlot = shid_max_receive;
-	dest.pub.rStartup = shid_max_startup;
-	dest.pub.rShutdown = shid_max_shutdown;
-	dest.pub.rDestroy = shid_max_destroy;
+	dest.pub.receiveSlot = shid_one_receive;
+	dest.pub.rStartup = shid_one_startup;
+	dest.pub.rShutdown = shid_one_shutdown;
+	dest.pub.rDestroy = shid_one_destroy;
 	dest.pub.mydest = DestNone;
 	dest.cxt = CurrentMemoryContext;
 	dest.isnull = true;
