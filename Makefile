@@ -10,7 +10,7 @@ EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/shard
 
 MODULE_big = sharded_id
 OBJS = src/layout.o src/ceiling.o src/floors.o src/owner.o src/generator.o src/decode.o src/route.o \
-	src/shortcode.o src/connstr.o src/reserve.o
+	src/shortcode.o src/connstr.o src/reserve.o src/owner_read.o
 PGFILEDESC = "sharded_id - time-sortable 64-bit ids carrying a logical shard"
 
 # The install script of the current version is assembled from the topic
@@ -44,7 +44,7 @@ PG_CPPFLAGS += '-DPGDLLEXPORT=__attribute__((visibility("default")))'
 endif
 
 # pg_regress: sql/ and expected/
-REGRESS = api errors labels stress counter monitor layouts helpers shards lifecycle adopt router upgrade owners owner_rollback templates schema_copy provisioner secrets
+REGRESS = api errors labels stress counter monitor layouts helpers shards lifecycle adopt router upgrade owners owner_rollback templates schema_copy provisioner secrets tenants
 REGRESS_OPTS = --load-extension=sharded_id
 
 # pg_isolation_regress: test/specs/ and test/expected/

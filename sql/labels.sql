@@ -21,7 +21,10 @@ ORDER BY p.oid::regprocedure::text COLLATE "C";
 WITH generator AS (VALUES ('reset_ceiling'), ('generator_stats'), ('generator_info'), ('reset_stats'),
                           ('raise_floor'), ('high_water'), ('_retire_shard'), ('_own_shard'), ('route'),
                           ('lower_floor'), ('floors'), ('_check_floor'),
-                          ('_lock_shard'), ('_unlock_shard'), ('_lock_route'))
+                          ('_lock_shard'), ('_unlock_shard'), ('_lock_route')),
+     -- Read and check tables as their owners: they switch the user and the
+     -- search_path, which no parallel worker may do.
+     owner_reads AS (VALUES ('_max_id'), ('_table_fingerprint'), ('_table_rows'), ('_validate_as_owner'))
 SELECT p.oid::regprocedure AS mislabelled
 FROM pg_proc p
 JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
@@ -31,8 +34,10 @@ WHERE e.extname = 'sharded_id' AND d.deptype = 'e'
   AND ((p.proname LIKE 'next\_id%' AND (p.provolatile <> 'v' OR p.proparallel = 's'))
        OR (p.provolatile = 'v' AND p.proparallel = 's')
        OR (l.lanname = 'c' AND p.proname NOT LIKE 'next\_id%' AND p.proname NOT IN (SELECT * FROM generator)
+           AND p.proname NOT IN (SELECT * FROM owner_reads)
            AND (p.provolatile <> 'i' OR p.proparallel <> 's' OR NOT p.proisstrict))
        OR (p.proname IN (SELECT * FROM generator) AND (p.provolatile <> 'v' OR p.proparallel = 's'))
+       OR (p.proname IN (SELECT * FROM owner_reads) AND (p.provolatile = 'i' OR p.proparallel <> 'u'))
        OR (l.lanname <> 'c' AND p.prokind <> 'p'
            AND NOT coalesce('search_path=pg_catalog, pg_temp' = ANY (p.proconfig), false))
        -- A procedure that commits cannot carry a SET clause: it pins its

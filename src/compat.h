@@ -68,4 +68,13 @@ PG_FUNCTION_INFO_V1(funcname)
 #define SHID_OLDEST_CLOG_XID() (ShmemVariableCache->oldestClogXid)
 #endif
 
+/*
+ * ExecutorRun lost its execute_once argument in PostgreSQL 18.
+ */
+#if PG_VERSION_NUM >= 180000
+#define SHID_EXECUTOR_RUN(qd, dir, count) ExecutorRun((qd), (dir), (count))
+#else
+#define SHID_EXECUTOR_RUN(qd, dir, count) ExecutorRun((qd), (dir), (count), true)
+#endif
+
 #endif							/* SHARDED_ID_COMPAT_H */

@@ -177,7 +177,7 @@ REVOKE EXECUTE ON FUNCTION sharded_id.route_id(bigint, text) FROM PUBLIC;
 -- a hash of every row's text, in the caller's snapshot.
 CREATE FUNCTION sharded_id._schema_fingerprint(schema_name name)
 RETURNS text
-LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+LANGUAGE plpgsql STABLE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -185,12 +185,13 @@ DECLARE
     line text;
     result text := '';
 BEGIN
+    -- Each table read as its owner (sharded_id._table_fingerprint): the
+    -- schema's owner may have planted code in it.
     FOR t IN
-        SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        SELECT c.oid, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
         WHERE n.nspname = schema_name AND c.relkind = 'r' ORDER BY c.relname
     LOOP
-        EXECUTE format('SELECT %L || '':'' || count(*) || '':'' || coalesce(sum(hashtextextended(r::text, 0)), 0) FROM %I.%I r',
-                       t.relname, schema_name, t.relname) INTO line;
+        line := t.relname || ':' || sharded_id._table_fingerprint(t.oid);
         result := result || line || ' ';
     END LOOP;
     RETURN rtrim(result);
@@ -1222,7 +1223,7 @@ BEGIN
                 'SELECT string_agg(''(v).'' || quote_ident(attname), '','' ORDER BY attnum) FROM pg_attribute
                  WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped AND attgenerated = ''''', t.rel));
             PERFORM sharded_id._remote_exec(frz, format(
-                'DECLARE shid_rows NO SCROLL CURSOR FOR SELECT r::text FROM %s r', tbl));
+                'DECLARE shid_rows NO SCROLL CURSOR FOR SELECT r FROM sharded_id._table_rows(%L) r', tbl));
             LOOP
                 batch := sharded_id._remote_rows(frz, 'FETCH 10000 FROM shid_rows');
                 EXIT WHEN batch IS NULL;

@@ -301,6 +301,13 @@ DECLARE
     stmt text;
 BEGIN
     IF to_regclass(target) IS NOT NULL THEN
+        IF (SELECT c.relkind FROM pg_class c WHERE c.oid = to_regclass(target)) NOT IN ('r', 'p') THEN
+            RAISE EXCEPTION '"%" is not a table', target
+                USING ERRCODE = 'wrong_object_type',
+                      DETAIL = format('Shard %s''s copy of sharded table "%s" must be an ordinary or partitioned table.',
+                                      shard_id, t.table_name),
+                      HINT = 'Drop it, or make it an ordinary table again, before the shard is provisioned.';
+        END IF;
         -- An adopted copy (restored from a dump, or left behind by DROP
         -- EXTENSION ... CASCADE, which drops the id defaults with next_id)
         -- gets its id default back if it has none.
@@ -369,10 +376,11 @@ DECLARE
     target regclass := to_regclass(format('%I.%I', schema, t.table_name));
     fk record;
     def text;
+    referenced regclass;
 BEGIN
     FOR fk IN
-        SELECT c.conname, pg_get_constraintdef(c.oid) AS def,
-               c.confrelid::regclass::text AS referenced, st.table_name AS ref_sharded
+        SELECT c.conname, pg_get_constraintdef(c.oid) AS def, NOT c.convalidated AS not_valid,
+               c.confrelid, c.confrelid::regclass::text AS referenced, st.table_name AS ref_sharded
         FROM pg_constraint c
         JOIN pg_class rc ON rc.oid = c.confrelid
         JOIN pg_namespace rn ON rn.oid = rc.relnamespace
@@ -389,7 +397,31 @@ BEGIN
             def := replace(def, format(') REFERENCES %s(', fk.referenced),
                            format(') REFERENCES %I.%I(', schema, fk.ref_sharded));
         END IF;
-        EXECUTE format('ALTER TABLE %s ADD CONSTRAINT %I %s', target, fk.conname, def);
+        referenced := CASE WHEN fk.ref_sharded IS NOT NULL
+                           THEN to_regclass(format('%I.%I', schema, fk.ref_sharded)) ELSE fk.confrelid END;
+        -- Checking the key plans a read of both tables, and planning
+        -- evaluates their index expressions: with the caller's rights only
+        -- when each table's owner could act as the caller anyway, else as
+        -- the table's owner (sharded_id._validate_as_owner), since the
+        -- table may be one that its schema's owner made.
+        IF fk.not_valid OR NOT EXISTS (
+               SELECT FROM pg_class c JOIN pg_roles r ON r.oid = c.relowner
+               WHERE c.oid IN (target, referenced)
+                 AND NOT (r.rolsuper OR pg_has_role(r.oid, current_user, 'USAGE'))) THEN
+            EXECUTE format('ALTER TABLE %s ADD CONSTRAINT %I %s', target, fk.conname, def);
+        ELSIF (SELECT c.relkind FROM pg_class c WHERE c.oid = target) = 'p' THEN
+            -- A partitioned table takes no NOT VALID foreign key before
+            -- PostgreSQL 18.
+            RAISE EXCEPTION 'cannot check foreign key "%" of partitioned table % as its owner', fk.conname, target
+                USING ERRCODE = 'insufficient_privilege',
+                      DETAIL = format('%s belongs to %s, and %s to %s: checking the key runs their code with the rights of whoever adds it.',
+                                      target, (SELECT c.relowner::regrole FROM pg_class c WHERE c.oid = target),
+                                      referenced, (SELECT c.relowner::regrole FROM pg_class c WHERE c.oid = referenced)),
+                      HINT = 'Add the key as the table''s owner, then run create_shard again.';
+        ELSE
+            EXECUTE format('ALTER TABLE %s ADD CONSTRAINT %I %s NOT VALID', target, fk.conname, def);
+            PERFORM sharded_id._validate_as_owner(target, fk.conname);
+        END IF;
     END LOOP;
 END
 $$;
@@ -450,24 +482,59 @@ $$;
 COMMENT ON FUNCTION sharded_id._check_adoptable(name) IS
 'internal: refuse a schema that is not shaped like a shard before a new shard adopts it';
 
+-- A shard's tables are read as their owner (src/owner_read.c): a role that
+-- owns a shard schema may have planted code in them (an index expression,
+-- a policy, a view in place of a table), which must never run with the
+-- caller's rights.  Ordinary and partitioned tables only (42809).
+CREATE FUNCTION sharded_id._max_id(rel regclass, id_column name)
+RETURNS bigint
+LANGUAGE c STABLE STRICT PARALLEL UNSAFE
+AS 'MODULE_PATHNAME', 'shid_max_id';
+
+COMMENT ON FUNCTION sharded_id._max_id(regclass, name) IS
+'internal: the largest value of a table''s bigint column, read as the table''s owner in a security-restricted operation with a fixed search_path; refuses what is not a table';
+
+CREATE FUNCTION sharded_id._table_fingerprint(rel regclass)
+RETURNS text
+LANGUAGE c STABLE STRICT PARALLEL UNSAFE
+AS 'MODULE_PATHNAME', 'shid_table_fingerprint';
+
+COMMENT ON FUNCTION sharded_id._table_fingerprint(regclass) IS
+'internal: a table''s row count and the sum of its rows'' hashes, read as the table''s owner in a security-restricted operation, to compare two copies';
+
+CREATE FUNCTION sharded_id._table_rows(rel regclass)
+RETURNS SETOF text
+LANGUAGE c STABLE STRICT PARALLEL UNSAFE
+AS 'MODULE_PATHNAME', 'shid_table_rows';
+
+COMMENT ON FUNCTION sharded_id._table_rows(regclass) IS
+'internal: every row of a table as text, read as the table''s owner in a security-restricted operation, for a move''s copy';
+
+CREATE FUNCTION sharded_id._validate_as_owner(rel regclass, constraint_name name)
+RETURNS void
+LANGUAGE c VOLATILE STRICT PARALLEL UNSAFE
+AS 'MODULE_PATHNAME', 'shid_validate_as_owner';
+
+COMMENT ON FUNCTION sharded_id._validate_as_owner(regclass, name) IS
+'internal: validate a table''s foreign key as the table''s owner in a security-restricted operation with a fixed search_path; refuses a referenced table of another owner';
+
 -- The largest id in a shard's copies of the template tables.  max() of an
 -- indexed key reads one index entry.
 CREATE FUNCTION sharded_id.shard_max_id(shard_id integer)
 RETURNS bigint
-LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+LANGUAGE plpgsql STABLE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     schema name := (SELECT s.schema_name FROM sharded_id.shards s WHERE s.shard_id = shard_max_id.shard_id);
     t sharded_id.shard_tables;
-    table_top bigint;
+    rel regclass;
     top_id bigint;
 BEGIN
     FOR t IN SELECT * FROM sharded_id.shard_tables ORDER BY position LOOP
-        CONTINUE WHEN to_regclass(format('%I.%I', schema, t.table_name)) IS NULL;
-        EXECUTE format('SELECT max(%I) FROM %I.%I', t.id_column, schema, t.table_name)
-        INTO table_top;
-        top_id := greatest(top_id, table_top);
+        rel := to_regclass(format('%I.%I', schema, t.table_name));
+        CONTINUE WHEN rel IS NULL;
+        top_id := greatest(top_id, sharded_id._max_id(rel, t.id_column));
     END LOOP;
     RETURN top_id;
 END
@@ -494,7 +561,7 @@ BEGIN
     FOR t IN SELECT * FROM sharded_id.shard_tables ORDER BY position LOOP
         rel := to_regclass(format('%I.%I', schema_name, t.table_name));
         CONTINUE WHEN rel IS NULL;
-        EXECUTE format('SELECT max(%I) FROM %s', t.id_column, rel) INTO table_top;
+        table_top := sharded_id._max_id(rel, t.id_column);
         IF table_top >= 0 THEN
             PERFORM sharded_id._check_floor(shard_id, table_top, layout, format('table %s', rel));
         END IF;
@@ -852,6 +919,13 @@ BEGIN
                   HINT = format('Adopt the table on the server that holds shard %s, or take the shard back here with sharded_id.create_shard(%s).',
                                 shard_id, shard_id);
     END IF;
+    -- The table may be one its schema's owner made: only a table, and its
+    -- rows are read as its owner (sharded_id._max_id).
+    IF (SELECT c.relkind FROM pg_class c WHERE c.oid = tbl) NOT IN ('r', 'p') THEN
+        RAISE EXCEPTION '"%" is not a table', tbl
+            USING ERRCODE = 'wrong_object_type',
+                  DETAIL = 'adopt_table switches the key of an ordinary or partitioned table.';
+    END IF;
     SELECT a.atttypid, a.attidentity, pg_get_serial_sequence(tbl::text, a.attname) AS owned_seq INTO col
     FROM pg_attribute a
     WHERE a.attrelid = tbl AND a.attname = id_column AND a.attnum > 0 AND NOT a.attisdropped;
@@ -868,7 +942,7 @@ BEGIN
 
     -- No writer may add an id between the check and the switch.
     EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', tbl);
-    EXECUTE format('SELECT max(%I) FROM %s', id_column, tbl) INTO max_id;
+    max_id := sharded_id._max_id(tbl, id_column);
     first_new := sharded_id.min_id_at(now(), cfg.layout);
     IF max_id >= first_new THEN
         RAISE EXCEPTION 'ids of "%" reach into the range of sharded ids minted now', tbl
@@ -1508,6 +1582,10 @@ REVOKE EXECUTE ON PROCEDURE sharded_id.provision_shards(integer, integer, intege
 REVOKE EXECUTE ON FUNCTION sharded_id.retire_shard(integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.raise_floors() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._check_floors(integer, name, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._max_id(regclass, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._validate_as_owner(regclass, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._table_fingerprint(regclass) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._table_rows(regclass) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.drop_shard(integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.add_table(regclass, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.adopt_table(regclass, integer, name) FROM PUBLIC;
