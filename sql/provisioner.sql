@@ -246,7 +246,8 @@ SET client_min_messages = warning;
 SELECT sharded_id.create_shard(90);
 SELECT sharded_id.drop_shard(90);
 DELETE FROM sharded_id.retired_shards;
-REVOKE ALL ON ALL FUNCTIONS IN SCHEMA sharded_id FROM sid_old_admin;
-REVOKE ALL ON ALL TABLES IN SCHEMA sharded_id FROM sid_old_admin;
+-- (The update's grants and revocations recorded its grants as the
+-- extension's initial privileges.)
+DROP OWNED BY sid_old_admin;
 DROP ROLE sid_old_admin;
 RESET client_min_messages;
