@@ -11,7 +11,10 @@
 # a crash, shard 10 is still refused (SI001), 11 and 12 mint within a
 # second of the clock, and floors() and the catalogs read as before.  Its
 # own shard 20 it retires, takes back and drops, and its retirement of 20
-# also holds across the restart.
+# also holds across the restart.  A dump restored into a new database keeps
+# who retired what, so app_admin cannot take shard 10 back there either;
+# CREATE EXTENSION takes the existing role as it is, and refuses (42501,
+# nothing installed) one that can log in or is a member of another role.
 use strict;
 use warnings;
 use FindBin;
@@ -130,6 +133,42 @@ is($state->(q{SELECT sharded_id.create_shard(20, 'app_20'); SELECT sharded_id.dr
 is($state->(q{SELECT sharded_id.create_shard(10)}, 1), 'ok', 'a superuser takes shard 10 back');
 is($node->safe_psql('postgres', q{SELECT sharded_id.shard_id(sharded_id.next_id(10, 'shard_0010.id_seq'))}), '10',
 	'shard 10 mints again');
+
+# A dump carries who retired what: restored into a new database (with
+# pg_restore --exit-on-error, the role already there), shard 10 is still
+# the superuser's retirement, and app_admin cannot take it back there.
+$node->safe_psql('postgres', 'SELECT sharded_id.retire_shard(10)');
+my $dump = $node->basedir . '/provisioner.dump';
+$node->command_ok(['pg_dump', '-Fc', '-f', $dump, '-d', $node->connstr('postgres')], 'pg_dump');
+$node->safe_psql('postgres', 'CREATE DATABASE restored');
+$node->command_ok(['pg_restore', '--exit-on-error', '-d', $node->connstr('restored'), $dump],
+	'pg_restore into a new database, the role existing');
+is($node->safe_psql('restored', q{
+	SELECT string_agg(concat_ws(' ', shard_id, retired_by = current_user), ',' ORDER BY shard_id)
+	FROM sharded_id.retired_shards}), '10 t,20 f', 'the restored catalog says who retired each shard');
+my ($r_ret, $r_out, $r_err) = $node->psql('restored', q{SELECT sharded_id.create_shard(10)},
+	extra_params => [ '-U', 'app_admin', '-v', 'VERBOSITY=verbose' ]);
+like($r_err, qr/ERROR:\s+42501:/, 'restored: app_admin cannot take back the superuser\'s retirement');
+is($node->safe_psql('restored', q{
+	SELECT has_database_privilege('sharded_id_provisioner', 'restored', 'CREATE')}), 't',
+	'restored: the role creates schemas there');
+
+# A role of that name with more rights than provisioning needs is refused,
+# and nothing is installed.
+$node->safe_psql('postgres', 'CREATE DATABASE third');
+for my $change ('ALTER ROLE sharded_id_provisioner LOGIN', 'GRANT pg_read_all_data TO sharded_id_provisioner')
+{
+	$node->safe_psql('postgres', $change);
+	my ($ret, $out, $err) = $node->psql('third', 'CREATE EXTENSION sharded_id',
+		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+	like($err, qr/ERROR:\s+42501:.*has more rights than provisioning needs/, "after $change: CREATE EXTENSION refused");
+	is($node->safe_psql('third', q{SELECT count(*) FROM pg_extension WHERE extname = 'sharded_id'}), '0',
+		"after $change: nothing installed");
+}
+$node->safe_psql('postgres', 'ALTER ROLE sharded_id_provisioner NOLOGIN; REVOKE pg_read_all_data FROM sharded_id_provisioner');
+$node->safe_psql('third', 'CREATE EXTENSION sharded_id');
+is($node->safe_psql('third', q{SELECT has_database_privilege('sharded_id_provisioner', 'third', 'CREATE')}), 't',
+	'the role taken as it is in a third database');
 
 $node->stop;
 done_testing();
