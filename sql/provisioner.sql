@@ -237,6 +237,7 @@ SELECT sharded_id._own_shard(90, 'instagram');
 SELECT sharded_id.create_shard(90);
 DELETE FROM sharded_id.retired_shards WHERE shard_id = 90;
 SELECT sharded_id.create_shard(91);
+SELECT sharded_id._lock_shard(90, 'move', false);
 \set VERBOSITY default
 RESET ROLE;
 SELECT retired FROM sharded_id.floors() WHERE shard_id = 90;

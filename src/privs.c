@@ -26,7 +26,8 @@
  * The C primitives that change the server's state check the caller too, at
  * their top: _retire_shard and raise_floor as above, and _own_shard, for a
  * role that is not a superuser, only after _catalog_own checked the same
- * take-back in the same transaction, as the same role.
+ * take-back in the same transaction, as the same role; _lock_shard, which
+ * only the moves call, for superusers only.
  *
  *-------------------------------------------------------------------------
  */
@@ -363,6 +364,20 @@ shid_require_take_back(int32 shard, const char *layout)
 			 errmsg("permission denied to take back shard %d", shard),
 			 errdetail("Only superusers call sharded_id._own_shard directly."),
 			 errhint("Take a shard back with sharded_id.create_shard(%d).", shard)));
+}
+
+/*
+ * For internal C functions that only the moves call, which run as a
+ * superuser: refuse (42501) anyone else, whatever the grants.
+ */
+void
+shid_require_superuser_internal(const char *function)
+{
+	if (!superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for function %s", function),
+				 errdetail("Only superusers call this internal function of sharded_id.")));
 }
 
 /*

@@ -16,5 +16,6 @@
 
 extern void shid_require_shard_owner(int32 shard, const char *layout, const char *action);
 extern void shid_require_take_back(int32 shard, const char *layout);
+extern void shid_require_superuser_internal(const char *function);
 
 #endif							/* SHARDED_ID_PRIVS_H */
