@@ -112,6 +112,8 @@ SET ROLE sid_provisioner;
 SELECT sharded_id._own_shard(80, 'instagram');
 SELECT sharded_id._catalog_own(80, 'shard_0080', 'instagram', 'seed');
 SELECT sharded_id._catalog_own(80, 'prov_80', 'instagram', 'seed');
+SELECT sharded_id._catalog_own(81, 'prov_80', 'instagram', 'seed');
+SELECT sharded_id._catalog_own(70, 'shard_0070', 'snowflake', 'seed');
 SELECT sharded_id._retire_shard(81, 'instagram');
 SELECT sharded_id._retire_shard(70, 'snowflake');
 SELECT sharded_id._catalog_retire(81, 'instagram', 0);

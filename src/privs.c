@@ -260,6 +260,20 @@ shid_check_take_back(Oid user, int32 shard, const char *layout, const char *sche
 			nspowner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
 													  SPI_tuptable->tupdesc, 1, &isnull));
 	}
+	if (shid_spi("SELECT s.schema_name::pg_catalog.text, s.layout FROM sharded_id.shards s"
+				 " WHERE s.shard_id OPERATOR(pg_catalog.=) $1",
+				 1, types, values, NULL, SPI_OK_SELECT) > 0)
+	{
+		char	   *cat_schema = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		char	   *cat_layout = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+
+		if (strcmp(cat_schema, schema) != 0 || strcmp(cat_layout, layout) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied to create shard %d in schema \"%s\"", shard, schema),
+					 errdetail("The catalog names schema \"%s\" and layout \"%s\" for shard %d.",
+							   cat_schema, cat_layout, shard)));
+	}
 	server_retired = shid_spi("SELECT FROM sharded_id.floors() f"
 							  " WHERE f.shard_id OPERATOR(pg_catalog.=) $1 AND f.layout OPERATOR(pg_catalog.=) $2"
 							  " AND f.retired",
