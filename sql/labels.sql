@@ -21,7 +21,8 @@ ORDER BY p.oid::regprocedure::text COLLATE "C";
 WITH generator AS (VALUES ('reset_ceiling'), ('generator_stats'), ('generator_info'), ('reset_stats'),
                           ('raise_floor'), ('high_water'), ('_retire_shard'), ('_own_shard'), ('route'),
                           ('lower_floor'), ('floors'), ('_check_floor'),
-                          ('_lock_shard'), ('_unlock_shard'), ('_lock_route')),
+                          ('_lock_shard'), ('_unlock_shard'), ('_lock_route'),
+                          ('_catalog_retire'), ('_catalog_own'), ('_catalog_unretire'), ('_catalog_add_table')),
      -- Read and check tables as their owners: they switch the user and the
      -- search_path, which no parallel worker may do.
      owner_reads AS (VALUES ('_max_id'), ('_table_fingerprint'), ('_table_rows'), ('_validate_as_owner'))
@@ -53,6 +54,22 @@ JOIN pg_extension e ON d.refclassid = 'pg_extension'::regclass AND d.refobjid = 
 WHERE e.extname = 'sharded_id' AND d.deptype = 'e'
   AND NOT has_function_privilege('public', p.oid, 'EXECUTE')
 ORDER BY p.oid::regprocedure::text COLLATE "C";
+
+-- The provisioning role: what it may execute, and that it writes no
+-- catalog (it changes shards through the functions, which check it).
+SELECT p.oid::regprocedure AS provisioner_executes
+FROM pg_proc p
+JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
+JOIN pg_extension e ON d.refclassid = 'pg_extension'::regclass AND d.refobjid = e.oid
+WHERE e.extname = 'sharded_id' AND d.deptype = 'e'
+  AND NOT has_function_privilege('public', p.oid, 'EXECUTE')
+  AND has_function_privilege('sharded_id_provisioner', p.oid, 'EXECUTE')
+ORDER BY p.oid::regprocedure::text COLLATE "C";
+SELECT c.oid::regclass AS provisioner_writes
+FROM pg_class c
+WHERE c.relnamespace = 'sharded_id'::regnamespace AND c.relkind IN ('r', 'p', 'S')
+  AND (has_table_privilege('sharded_id_provisioner', c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE')
+       OR (c.relkind = 'S' AND has_sequence_privilege('sharded_id_provisioner', c.oid, 'USAGE, UPDATE')));
 
 -- Every member object has a comment.  (PostgreSQL 18 also records the row
 -- types of member tables, and their array types, as members.)

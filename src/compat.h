@@ -77,4 +77,15 @@ PG_FUNCTION_INFO_V1(funcname)
 #define SHID_EXECUTOR_RUN(qd, dir, count) ExecutorRun((qd), (dir), (count), true)
 #endif
 
+/*
+ * The backend's local transaction id: in PGPROC's lxid up to PostgreSQL 16,
+ * in its vxid from 17 on.
+ */
+#include "storage/proc.h"
+#if PG_VERSION_NUM >= 170000
+#define SHID_MY_LXID() (MyProc->vxid.lxid)
+#else
+#define SHID_MY_LXID() (MyProc->lxid)
+#endif
+
 #endif							/* SHARDED_ID_COMPAT_H */

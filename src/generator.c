@@ -89,6 +89,7 @@
 #include "floors.h"
 #include "owner.h"
 #include "reserve.h"
+#include "privs.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "layout.h"
@@ -1308,7 +1309,8 @@ shid_floor_checked(const ShidLayout *layout, int32 shard, int64 id, bool force,
  * another server: a move, a restore.  The id must carry the shard, and, but
  * with force (superusers only), lie no more than sharded_id.max_clock_jump
  * ahead of the clock.  Returns the floor: the largest id of the shard in
- * that millisecond.
+ * that millisecond.  A caller that is not a superuser must own the shard's
+ * schema as a member of sharded_id_provisioner (privs.c).
  *
  * Locks: the ceiling lock, then the slot's spinlock.
  */
@@ -1328,6 +1330,7 @@ shid_raise_floor(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("must be superuser to force the floor of a shard"),
 				 errdetail("A forced floor may carry the shard's ids years ahead, and only a superuser can lower it again.")));
+	shid_require_shard_owner(shard, layout->name, "raise the floor of");
 	floor_ms = shid_floor_checked(layout, shard, PG_GETARG_INT64(1), force, NULL);
 	slot = shid_admin_slot(layout, shard, "raise the floor of a shard");
 
@@ -1493,6 +1496,8 @@ shid_high_water(PG_FUNCTION_ARGS)
  * again (owner.c).  drop_shard and moves also record it in
  * sharded_id.retired_shards, which a dump carries.  NULL where sharded_id
  * is not preloaded: nothing mints there.
+ * A caller that is not a superuser must own the shard's schema as a member
+ * of sharded_id_provisioner (privs.c, which reads the catalog).
  *
  * Locks: the ceiling lock (in owner.c and floors.c), after reading
  * sharded_id.retired_shards for a shard whose owner the server never
@@ -1506,6 +1511,7 @@ shid_retire_shard(PG_FUNCTION_ARGS)
 	ShidSlot   *slot;
 	int64		ms;
 
+	shid_require_shard_owner(PG_GETARG_INT32(0), layout->name, "retire");
 	/* Without the preload nothing mints here, and nothing is known. */
 	if (shid_shared == NULL)
 		PG_RETURN_NULL();
@@ -1528,6 +1534,8 @@ shid_retire_shard(PG_FUNCTION_ARGS)
  * sharded_id.retired_shards.  Durable and replicated first (floors.c); if
  * the transaction or its savepoint aborts, the shard's state before it
  * holds again (owner.c).  Nothing to do where sharded_id is not preloaded.
+ * A caller that is not a superuser is refused unless _catalog_own allowed
+ * it this take-back in this transaction (privs.c).
  *
  * Locks: the ceiling lock (in owner.c and floors.c), after reading
  * sharded_id.retired_shards for a shard whose owner the server never
@@ -1540,6 +1548,7 @@ shid_own_shard(PG_FUNCTION_ARGS)
 	const ShidLayout *layout = shid_layout_arg(fcinfo, 1);
 	ShidSlot   *slot;
 
+	shid_require_take_back(PG_GETARG_INT32(0), layout->name);
 	if (shid_shared == NULL)
 		PG_RETURN_VOID();
 	slot = shid_admin_slot(layout, PG_GETARG_INT32(0), "create a shard");

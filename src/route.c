@@ -42,6 +42,7 @@
 
 #include "compat.h"
 #include "layout.h"
+#include "privs.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "access/xact.h"
@@ -318,17 +319,23 @@ shid_mover_lock_class(text *kind)
  * of this backend.  With wait, it waits as any lock does (lock_timeout and
  * cancels end the wait with an error); without, it returns false when
  * another backend holds the lock.  True when this backend holds it after
- * the call, once however often it was taken.
+ * the call, once however often it was taken.  Superusers only, whatever
+ * the grants: the moves run as one, and a lock held by anyone else would
+ * stop them.
  */
 SHID_FUNCTION_INFO(shid_lock_shard);
 Datum
 shid_lock_shard(PG_FUNCTION_ARGS)
 {
-	int32		shard = PG_GETARG_INT32(0);
-	uint32		class = shid_mover_lock_class(PG_GETARG_TEXT_PP(1));
-	bool		wait = PG_GETARG_BOOL(2);
+	int32		shard;
+	uint32		class;
+	bool		wait;
 	LOCKTAG		tag;
 
+	shid_require_superuser_internal("sharded_id._lock_shard");
+	shard = PG_GETARG_INT32(0);
+	class = shid_mover_lock_class(PG_GETARG_TEXT_PP(1));
+	wait = PG_GETARG_BOOL(2);
 	if (shard < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

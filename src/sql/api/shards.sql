@@ -46,11 +46,15 @@ CREATE TABLE sharded_id.retired_shards (
     shard_id integer PRIMARY KEY CHECK (shard_id >= 0),
     layout text NOT NULL,
     high_water bigint,
-    retired_at timestamptz NOT NULL DEFAULT now()
+    retired_at timestamptz NOT NULL DEFAULT now(),
+    retired_by name DEFAULT CURRENT_USER
 );
 
 COMMENT ON TABLE sharded_id.retired_shards IS
 'shards this server gave away (drop_shard, moves), with their high-water mark here: next_id refuses them until create_shard takes them back';
+
+COMMENT ON COLUMN sharded_id.retired_shards.retired_by IS
+'the role that retired the shard: a role that is not a superuser takes back only what it, or a role whose privileges it has, retired';
 
 -- pg_dump keeps their rows; the install leaves them empty.
 SELECT pg_catalog.pg_extension_config_dump('sharded_id.retired_shards', '');
@@ -62,6 +66,70 @@ SELECT pg_catalog.pg_extension_config_dump('sharded_id.shard_tables_position_seq
 -- next_id reads retired_shards as its caller, once per shard and server run.
 GRANT SELECT ON sharded_id.settings, sharded_id.shards, sharded_id.shard_tables,
                 sharded_id.retired_shards TO PUBLIC;
+
+-- The provisioning role, for roles that are not superusers: its members
+-- provision and drop shards, and retire, take back and raise the floor of
+-- the shards whose schema they own (src/privs.c).  Roles belong to the
+-- cluster, so another database's install, or a restore, may have made it:
+-- it is taken as it is only if it has none of the attributes, and is a
+-- member of no role, that would give its members more.  It gets EXECUTE on
+-- the provisioning functions (below them) and CREATE on this database, for
+-- the shards' schemas; the catalogs are written by their owner only.
+DO $$
+DECLARE
+    r record;
+BEGIN
+    SELECT * INTO r FROM pg_catalog.pg_roles a WHERE a.rolname = 'sharded_id_provisioner';
+    IF NOT FOUND THEN
+        CREATE ROLE sharded_id_provisioner NOLOGIN;
+    ELSIF r.rolcanlogin OR r.rolsuper OR r.rolcreaterole OR r.rolcreatedb OR r.rolreplication
+          OR r.rolbypassrls OR EXISTS (SELECT FROM pg_catalog.pg_auth_members m WHERE m.member = r.oid) THEN
+        RAISE EXCEPTION 'role "sharded_id_provisioner" has more rights than provisioning needs'
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = 'The role exists with LOGIN, SUPERUSER, CREATEROLE, CREATEDB, REPLICATION or BYPASSRLS, or as a member of another role, and sharded_id would grant its members the provisioning functions.',
+                  HINT = 'Drop the role, or make it NOLOGIN and a member of no role, then create the extension again.';
+    END IF;
+    COMMENT ON ROLE sharded_id_provisioner IS
+        'sharded_id: its members provision shards, and retire, take back, raise the floor of and drop those whose schema they own';
+    EXECUTE pg_catalog.format('GRANT CREATE ON DATABASE %I TO sharded_id_provisioner', pg_catalog.current_database());
+END
+$$;
+
+-- The catalog writes of the provisioning functions, which check their
+-- caller (GetUserId(), since the functions run with its rights) and write
+-- as the catalogs' owner (src/privs.c): no role but the owner writes the
+-- catalogs, so none can undo a retirement by hand.
+CREATE FUNCTION sharded_id._catalog_retire(shard_id integer, layout text, high_water bigint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'shid_catalog_retire'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION sharded_id._catalog_retire(integer, text, bigint) IS
+'internal: retire_shard''s catalog writes, for a superuser or a member of sharded_id_provisioner that owns the shard''s schema: out of shards, into retired_shards with its high-water mark and the role that retired it';
+
+CREATE FUNCTION sharded_id._catalog_own(shard_id integer, schema_name name, layout text, mode text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'shid_catalog_own'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION sharded_id._catalog_own(integer, name, text, text) IS
+'internal: create_shard''s first catalog write, for a superuser, or a member of sharded_id_provisioner in a new schema or one it owns, taking back only what it retired: into shards';
+
+CREATE FUNCTION sharded_id._catalog_unretire(shard_id integer, layout text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'shid_catalog_unretire'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION sharded_id._catalog_unretire(integer, text) IS
+'internal: create_shard''s last catalog write, after _own_shard, for a superuser or the caller _catalog_own allowed: out of retired_shards';
+
+CREATE FUNCTION sharded_id._catalog_add_table(template regclass, table_name name, id_column name)
+RETURNS void
+AS 'MODULE_PATHNAME', 'shid_catalog_add_table'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION sharded_id._catalog_add_table(regclass, name, name) IS
+'internal: add_table''s catalog write, for a superuser or a member of sharded_id_provisioner that owns the template';
 
 -- The settings in force: the row of sharded_id.settings, or the defaults.
 CREATE FUNCTION sharded_id.current_settings(OUT schema_prefix text,
@@ -627,22 +695,25 @@ BEGIN
         -- another database, or before an update to 1.5): take it back here,
         -- with its floor over its rows.
         PERFORM sharded_id._check_floors(shard.shard_id, shard.schema_name, shard.layout);
+        PERFORM sharded_id._catalog_own(shard.shard_id, shard.schema_name, shard.layout, shard.mode);
         PERFORM sharded_id._own_shard(shard.shard_id, shard.layout);
-        DELETE FROM sharded_id.retired_shards r WHERE r.shard_id = _provision.shard_id;
+        PERFORM sharded_id._catalog_unretire(shard.shard_id, shard.layout);
         adopted := true;
     ELSIF NOT FOUND THEN
         PERFORM sharded_id.check_shard(shard_id, cfg.layout);
         PERFORM sharded_id._check_adoptable(coalesce(_provision.schema_name, sharded_id.shard_schema(shard_id)));
         -- A schema with rows raises the floor over them below: check first.
         PERFORM sharded_id._check_floors(shard_id, coalesce(_provision.schema_name, sharded_id.shard_schema(shard_id)), cfg.layout);
-        INSERT INTO sharded_id.shards (shard_id, schema_name, layout, mode)
-        VALUES (shard_id, coalesce(_provision.schema_name, sharded_id.shard_schema(shard_id)), cfg.layout, cfg.mode)
-        RETURNING * INTO shard;
-        -- This server mints for the shard again, from the commit on.  The
-        -- take-back reads the catalog's retirement first, if the server
-        -- never decided the shard's owner, so that a rollback keeps it.
+        -- Into the catalog, and out of retired_shards: this server mints for
+        -- the shard again, from the commit on.  Each step checks the caller.
+        -- The take-back reads the catalog's retirement before it leaves
+        -- retired_shards, if the server never decided the shard's owner, so
+        -- that a rollback keeps it.
+        PERFORM sharded_id._catalog_own(shard_id, coalesce(_provision.schema_name, sharded_id.shard_schema(shard_id)),
+                                        cfg.layout, cfg.mode);
+        SELECT * INTO shard FROM sharded_id.shards s WHERE s.shard_id = _provision.shard_id;
         PERFORM sharded_id._own_shard(shard.shard_id, shard.layout);
-        DELETE FROM sharded_id.retired_shards r WHERE r.shard_id = _provision.shard_id;
+        PERFORM sharded_id._catalog_unretire(shard.shard_id, shard.layout);
         adopted := true;
     END IF;
 
@@ -794,18 +865,14 @@ DECLARE
     shard record;
     mark bigint;
 BEGIN
-    DELETE FROM sharded_id.shards s WHERE s.shard_id = retire_shard.shard_id
-    RETURNING * INTO shard;
+    SELECT * INTO shard FROM sharded_id.shards s WHERE s.shard_id = retire_shard.shard_id;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'shard % does not exist', shard_id
             USING ERRCODE = 'undefined_object';
     END IF;
+    -- Both check the caller against the catalog row, before it goes.
     mark := sharded_id._retire_shard(shard.shard_id, shard.layout);
-    INSERT INTO sharded_id.retired_shards AS r (shard_id, layout, high_water)
-    VALUES (shard.shard_id, shard.layout, mark)
-    ON CONFLICT ON CONSTRAINT retired_shards_pkey DO UPDATE
-        SET layout = excluded.layout, high_water = excluded.high_water,
-            retired_at = excluded.retired_at;
+    PERFORM sharded_id._catalog_retire(shard.shard_id, shard.layout, mark);
     RETURN mark;
 END
 $$;
@@ -866,9 +933,9 @@ BEGIN
             USING ERRCODE = 'duplicate_table',
                   DETAIL = format('Its template is %I.%I.', t.template_schema, t.template_table);
     ELSIF NOT FOUND THEN
-        INSERT INTO sharded_id.shard_tables (table_name, template_schema, template_table, id_column)
-        VALUES (rel.relname, rel.nspname, rel.relname, id_column)
-        RETURNING * INTO t;
+        PERFORM sharded_id._catalog_add_table(template, rel.relname, id_column);
+        SELECT * INTO t FROM sharded_id.shard_tables st
+        WHERE st.table_name = rel.relname;
     END IF;
 
     FOR shard IN SELECT * FROM sharded_id.shards ORDER BY shard_id LOOP
@@ -1595,3 +1662,42 @@ REVOKE EXECUTE ON FUNCTION sharded_id._acl_ddl(text, aclitem[], oid, text, boole
 REVOKE EXECUTE ON FUNCTION sharded_id._schema_unsupported(oid) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._schema_objects(oid) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.schema_inventory(name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._catalog_retire(integer, text, bigint) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._catalog_own(integer, name, text, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._catalog_unretire(integer, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._catalog_add_table(regclass, name, name) FROM PUBLIC;
+
+-- The provisioning role: the provisioning API, with the internal functions
+-- it calls as its caller.  Those that change the catalogs or the server's
+-- state check the caller themselves (src/privs.c).  Not configure,
+-- raise_floors, lower_floor, reset_ceiling, the moves or the router's.
+GRANT EXECUTE ON FUNCTION sharded_id.add_table(regclass, name) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id.create_shard(integer, name) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id.create_shards(integer, integer) TO sharded_id_provisioner;
+GRANT EXECUTE ON PROCEDURE sharded_id.provision_shards(integer, integer, integer) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id.retire_shard(integer) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id.drop_shard(integer) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id.adopt_table(regclass, integer, name) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id.raise_floor(integer, bigint, text, boolean) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id.high_water(integer, text) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id.floors() TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id.schema_ddl(name) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id.schema_inventory(name) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id._provision(integer, name) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id._copy_table(sharded_id.shard_tables, integer, name, regclass, text) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id._copy_foreign_keys(sharded_id.shard_tables, name) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id._check_adoptable(name) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id._check_floors(integer, name, text) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id._max_id(regclass, name) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id._validate_as_owner(regclass, name) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id._check_floor(integer, bigint, text, text) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id._relation_extras_ddl(regclass, text) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id._acl_ddl(text, aclitem[], oid, text, boolean) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id._schema_unsupported(oid) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id._schema_objects(oid) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id._retire_shard(integer, text) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id._own_shard(integer, text) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id._catalog_retire(integer, text, bigint) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id._catalog_own(integer, name, text, text) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id._catalog_unretire(integer, text) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id._catalog_add_table(regclass, name, name) TO sharded_id_provisioner;

@@ -8,4 +8,66 @@
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 \echo Use "ALTER EXTENSION sharded_id UPDATE TO '1.6'" to load this file. \quit
 
+-- Who retired a shard: a role that is not a superuser takes back only what
+-- it retired.  Rows from before record the role running the update, so
+-- that only a superuser takes those shards back.
+ALTER TABLE sharded_id.retired_shards ADD COLUMN retired_by name DEFAULT CURRENT_USER;
+
+COMMENT ON COLUMN sharded_id.retired_shards.retired_by IS
+'the role that retired the shard: a role that is not a superuser takes back only what it, or a role whose privileges it has, retired';
+
+-- The provisioning role, for roles that are not superusers: its members
+-- provision and drop shards, and retire, take back and raise the floor of
+-- the shards whose schema they own (src/privs.c).  Roles belong to the
+-- cluster, so another database's install, or a restore, may have made it:
+-- it is taken as it is only if it has none of the attributes, and is a
+-- member of no role, that would give its members more.  It gets EXECUTE on
+-- the provisioning functions (below them) and CREATE on this database, for
+-- the shards' schemas; the catalogs are written by their owner only.
+DO $$
+DECLARE
+    r record;
+BEGIN
+    SELECT * INTO r FROM pg_catalog.pg_roles a WHERE a.rolname = 'sharded_id_provisioner';
+    IF NOT FOUND THEN
+        CREATE ROLE sharded_id_provisioner NOLOGIN;
+    ELSIF r.rolcanlogin OR r.rolsuper OR r.rolcreaterole OR r.rolcreatedb OR r.rolreplication
+          OR r.rolbypassrls OR EXISTS (SELECT FROM pg_catalog.pg_auth_members m WHERE m.member = r.oid) THEN
+        RAISE EXCEPTION 'role "sharded_id_provisioner" has more rights than provisioning needs'
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = 'The role exists with LOGIN, SUPERUSER, CREATEROLE, CREATEDB, REPLICATION or BYPASSRLS, or as a member of another role, and sharded_id would grant its members the provisioning functions.',
+                  HINT = 'Drop the role, or make it NOLOGIN and a member of no role, then create the extension again.';
+    END IF;
+    COMMENT ON ROLE sharded_id_provisioner IS
+        'sharded_id: its members provision shards, and retire, take back, raise the floor of and drop those whose schema they own';
+    EXECUTE pg_catalog.format('GRANT CREATE ON DATABASE %I TO sharded_id_provisioner', pg_catalog.current_database());
+END
+$$;
+
+-- 1.5's provisioning recipe granted DML on the catalogs: since 1.6 only
+-- their owner writes them (src/privs.c), so that no grant can undo a
+-- retirement.  Reading stays open to everyone.
+DO $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN
+        SELECT DISTINCT c.oid::regclass AS rel, c.relkind,
+               CASE WHEN a.grantee = 0 THEN 'PUBLIC'
+                    ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(a.grantee)) END AS grantee
+        FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a
+        WHERE c.oid IN ('sharded_id.settings'::regclass, 'sharded_id.shards'::regclass,
+                        'sharded_id.shard_tables'::regclass, 'sharded_id.retired_shards'::regclass,
+                        'sharded_id.shard_tables_position_seq'::regclass)
+          AND a.grantee <> c.relowner AND a.privilege_type <> 'SELECT'
+    LOOP
+        EXECUTE pg_catalog.format('REVOKE %s ON %s %s FROM %s',
+                                  CASE WHEN r.relkind = 'S' THEN 'USAGE, UPDATE'
+                                       ELSE 'INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER' END,
+                                  CASE WHEN r.relkind = 'S' THEN 'SEQUENCE' ELSE 'TABLE' END,
+                                  r.rel, r.grantee);
+    END LOOP;
+END
+$$;
+
 -- @functions@
