@@ -1293,6 +1293,47 @@ $$;
 COMMENT ON FUNCTION sharded_id._move_step(bigint, text, bigint, interval, interval) IS
 'internal: take one step of a move';
 
+-- The arguments of move_shard and rebalance that are not a shard or a
+-- node, checked before anything is read or changed: a method move_shard
+-- knows (NULL: chosen per source), a PL/Proxy cluster of this router, a
+-- lag of at least 0 bytes and timeouts longer than nothing.
+CREATE FUNCTION sharded_id._check_move_arguments(method text, cluster name, max_lag bigint,
+                                                 timeout interval, freeze_timeout interval)
+RETURNS void
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF method IS NOT NULL AND method NOT IN ('online', 'dump') THEN
+        RAISE EXCEPTION 'move method "%" is not online or dump', method
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF cluster IS NULL THEN
+        RAISE EXCEPTION 'cluster must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_foreign_server s JOIN pg_foreign_data_wrapper w ON w.oid = s.srvfdw
+                   WHERE s.srvname = cluster AND w.fdwname = 'plproxy') THEN
+        RAISE EXCEPTION 'PL/Proxy cluster "%" does not exist', cluster
+            USING ERRCODE = 'undefined_object',
+                  DETAIL = 'A move switches the shard in the cluster that routes its writers.',
+                  HINT = 'Name the cluster that sharded_id.apply_shard_map made, or make it with sharded_id.apply_shard_map(cluster).';
+    END IF;
+    IF max_lag < 0 THEN
+        RAISE EXCEPTION 'max_lag % is out of range', max_lag
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'The lag a move waits for before its comparison is a number of bytes, 0 or more.';
+    END IF;
+    IF timeout <= interval '0' OR freeze_timeout <= interval '0' THEN
+        RAISE EXCEPTION 'timeout % and freeze_timeout % must be longer than 0', timeout, freeze_timeout
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._check_move_arguments(text, name, bigint, interval, interval) IS
+'internal: refuse a bad method, cluster, lag or timeout of move_shard or rebalance before anything is done';
+
 CREATE PROCEDURE sharded_id.move_shard(shard_id integer, target_node text,
                                        method text DEFAULT NULL,
                                        dry_run boolean DEFAULT false,
@@ -1328,10 +1369,7 @@ BEGIN
         RAISE EXCEPTION 'arguments of move_shard must not be null, except method'
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    IF method IS NOT NULL AND method NOT IN ('online', 'dump') THEN
-        RAISE EXCEPTION 'move method "%" is not online or dump', method
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
+    PERFORM sharded_id._check_move_arguments(method, cluster, max_lag, timeout, freeze_timeout);
     PERFORM sharded_id._dblink_schema();
     -- Nothing of an earlier call in this session is reused: its
     -- connections close.  Then the shard's move lock, for this move's
@@ -1642,6 +1680,10 @@ DECLARE
     emptiest text;
     moving integer;
 BEGIN
+    IF array_position(nodes, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'the list of data nodes must not hold null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
     IF nodes IS NOT NULL AND EXISTS (SELECT FROM unnest(nodes) n WHERE n NOT IN (SELECT x.node_name FROM sharded_id.nodes x)) THEN
         RAISE EXCEPTION 'data node "%" does not exist',
                         (SELECT n FROM unnest(nodes) n WHERE n NOT IN (SELECT x.node_name FROM sharded_id.nodes x) LIMIT 1)
@@ -1707,6 +1749,12 @@ DECLARE
     total integer;
 BEGIN
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    -- Every argument first, whether anything moves or not.
+    IF dry_run IS NULL THEN
+        RAISE EXCEPTION 'dry_run must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM sharded_id._check_move_arguments(method, cluster, 0, interval '1 s', interval '1 s');
     total := (SELECT count(*) FROM sharded_id.rebalance_plan(nodes));
     IF total = 0 THEN
         RAISE NOTICE 'the shards are balanced: nothing to move';
@@ -1763,6 +1811,7 @@ REVOKE EXECUTE ON FUNCTION sharded_id._move_cleanup(sharded_id.moves, boolean) F
 REVOKE EXECUTE ON FUNCTION sharded_id._move_resolve(bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_take_back(sharded_id.moves, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_step(bigint, text, bigint, interval, interval) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._check_move_arguments(text, name, bigint, interval, interval) FROM PUBLIC;
 REVOKE EXECUTE ON PROCEDURE sharded_id.move_shard(integer, text, text, boolean, name, bigint, interval, interval) FROM PUBLIC;
 REVOKE EXECUTE ON PROCEDURE sharded_id.recover_moves() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.rebalance_plan(text[]) FROM PUBLIC;
