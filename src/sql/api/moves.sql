@@ -22,8 +22,11 @@
 --      check constraint on the old copy that no new row passes; commit;
 --   4. register the shard on the target above the source's high-water mark;
 --   5. switch the router's shard map, and release the route lock.
--- Before 3 commits, the source owns the shard and recovery rolls back.
--- From then on no server mints for it until 4, and recovery rolls forward.
+-- Before 3 commits, the source owns the shard and recovery rolls back; 3
+-- repeats the floor checks of move_shard first, on both copies.  From then
+-- on no server mints for it until 4, and recovery rolls forward, or, when
+-- the target answers but refuses the shard or holds another copy, back:
+-- the target's copy dropped, the source takes the shard back.
 -- Never do two servers own it at once, and nothing replicates to the new
 -- owner after 2.
 --
