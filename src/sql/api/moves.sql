@@ -22,8 +22,11 @@
 --      check constraint on the old copy that no new row passes; commit;
 --   4. register the shard on the target above the source's high-water mark;
 --   5. switch the router's shard map, and release the route lock.
--- Before 3 commits, the source owns the shard and recovery rolls back.
--- From then on no server mints for it until 4, and recovery rolls forward.
+-- Before 3 commits, the source owns the shard and recovery rolls back; 3
+-- repeats the floor checks of move_shard first, on both copies.  From then
+-- on no server mints for it until 4, and recovery rolls forward, or, when
+-- the target answers but refuses the shard or holds another copy, back:
+-- the target's copy dropped, the source takes the shard back.
 -- Never do two servers own it at once, and nothing replicates to the new
 -- owner after 2.
 --
@@ -714,6 +717,9 @@ COMMENT ON FUNCTION sharded_id._move_compare(sharded_id.moves, text, text) IS
 -- Register the shard on the target, in one transaction: the sequences'
 -- positions, create_shard, and the floor over the source's high-water mark.
 -- On the move's source and target connections, which the caller opened.
+-- It holds the shard's fence on the target, and needs the move's copy
+-- there: a rollback (_move_take_back) waits for it, then drops the copy,
+-- so that no registration of this move can follow the rollback.
 CREATE FUNCTION sharded_id._move_register_target(m sharded_id.moves)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
@@ -725,11 +731,12 @@ DECLARE
 BEGIN
     -- Nothing mints for the retired copy, so its sequences stay put.
     PERFORM sharded_id._remote_exec(tgt, format(
-        'BEGIN; SET LOCAL client_min_messages = warning; %s '
-        'SELECT sharded_id.create_shard(%s, %L); '
-        'SELECT sharded_id.raise_floor(s.shard_id, %s, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %s AND %s IS NOT NULL; '
+        'BEGIN; SET LOCAL client_min_messages = warning; '
+        'SELECT FROM pg_advisory_xact_lock(1936222564, %2$s); SELECT %4$L::pg_catalog.regnamespace; %1$s '
+        'SELECT sharded_id.create_shard(%2$s, %3$L); '
+        'SELECT sharded_id.raise_floor(s.shard_id, %5$s, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %2$s AND %5$s IS NOT NULL; '
         'COMMIT',
-        coalesce(sharded_id._move_setvals(src, m.schema_name), ''), m.shard_id, m.schema_name, coalesce(m.high_water::text, 'NULL'), m.shard_id,
+        coalesce(sharded_id._move_setvals(src, m.schema_name), ''), m.shard_id, m.schema_name, quote_ident(m.schema_name),
         coalesce(m.high_water::text, 'NULL')));
 END
 $$;
@@ -920,6 +927,71 @@ $$;
 COMMENT ON FUNCTION sharded_id._move_cleanup(sharded_id.moves, boolean) IS
 'internal: drop what a finished or rolled-back move left on its nodes, as its cleanup records say';
 
+-- Roll back a move whose source retired the shard but whose target did
+-- not register it: first the target, on a fresh connection, in one
+-- transaction: wait for the shard's fence there (which a registration of
+-- the move holds, _move_register_target), make sure the shard is still
+-- not registered, and drop the move's copy, so that no registration of
+-- the move can follow; then the source, in one transaction: only if this
+-- move retired the shard there, the fence constraints off the old copy,
+-- create_shard's take-back (floors over the rows, which the freeze
+-- checked and the fence kept) and the floor over its own high-water mark.
+-- The shard is writable on the source when it returns; the caller cleans
+-- up the rest.  why says what the target refused, for the error of a
+-- rollback that cannot be made.
+CREATE FUNCTION sharded_id._move_take_back(m sharded_id.moves, why text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    src text := sharded_id._move_conn(m.move_id, 'take_back_source', m.source_node);
+    tgt text := sharded_id._move_conn(m.move_id, 'take_back_target', m.target_node);
+    mark text;
+    msg text;
+    state text;
+BEGIN
+    PERFORM sharded_id._remote_close(c) FROM unnest(ARRAY[src, tgt]) c;
+    PERFORM sharded_id._remote_open(tgt, m.target_node);
+    PERFORM sharded_id._remote_exec(tgt, format(
+        'BEGIN; SET LOCAL client_min_messages = warning; '
+        'SELECT FROM pg_advisory_xact_lock(1936222564, %1$s); '
+        'DO $take_back$ BEGIN '
+        'IF EXISTS (SELECT FROM sharded_id.shards WHERE shard_id = %1$s OR schema_name = %2$L) THEN '
+        'RAISE EXCEPTION ''shard %1$s is registered on the target'' USING ERRCODE = ''object_not_in_prerequisite_state''; '
+        'END IF; END $take_back$; '
+        'DROP SCHEMA IF EXISTS %3$I CASCADE; COMMIT',
+        m.shard_id, m.schema_name, m.schema_name));
+    PERFORM sharded_id._remote_open(src, m.source_node);
+    mark := sharded_id._remote(src, format(
+        'SELECT high_water FROM sharded_id.retired_shards WHERE shard_id = %s', m.shard_id));
+    PERFORM sharded_id._remote_exec(src, format(
+        'BEGIN; SET LOCAL client_min_messages = warning; '
+        'SELECT FROM pg_advisory_xact_lock(1936222564, %1$s); '
+        'DO $take_back$ BEGIN '
+        'IF NOT EXISTS (SELECT FROM sharded_id.move_retirements WHERE shard_id = %1$s AND move_id = %2$s) THEN '
+        'RAISE EXCEPTION ''move %2$s did not retire shard %1$s on the source'' USING ERRCODE = ''object_not_in_prerequisite_state''; '
+        'END IF; END $take_back$; '
+        'SELECT sharded_id._on_schema_tables(%3$L, ''ALTER TABLE %%s DROP CONSTRAINT IF EXISTS sharded_id_moved''); '
+        'DELETE FROM sharded_id.move_retirements WHERE shard_id = %1$s AND move_id = %2$s; '
+        'SELECT sharded_id.create_shard(%1$s, %3$L); '
+        'SELECT sharded_id.raise_floor(s.shard_id, %4$s, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %1$s AND %4$s IS NOT NULL; '
+        'COMMIT',
+        m.shard_id, m.move_id, m.schema_name, coalesce(mark, 'NULL')));
+    PERFORM sharded_id._remote_close(c) FROM unnest(ARRAY[src, tgt]) c;
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
+    PERFORM sharded_id._remote_close(c) FROM unnest(ARRAY[src, tgt]) c;
+    RAISE EXCEPTION 'move % of shard % can be neither finished nor rolled back: %', m.move_id, m.shard_id, msg
+        USING ERRCODE = state,
+              DETAIL = format('Node "%s" retired the shard for the move, and node "%s" did not take it: %s', m.source_node, m.target_node, why),
+              HINT = 'Once both nodes answer and the cause is gone, CALL sharded_id.recover_moves() again.';
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_take_back(sharded_id.moves, text) IS
+'internal: roll back a move after its source retired the shard and its target refused it: the copy off the target, the shard back on the source';
+
 -- Finish an interrupted move from what the nodes say: forward when the
 -- source has retired the shard for this move and the copy matches it, back
 -- when the source still owns it; otherwise fail and change nothing.
@@ -937,6 +1009,8 @@ DECLARE
     retired_by bigint;
     source_owns boolean;
     target_owns boolean;
+    refused text;
+    refused_state text;
 BEGIN
     SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = _move_resolve.move_id FOR UPDATE;
     IF m.finished_at IS NOT NULL THEN
@@ -988,18 +1062,38 @@ BEGIN
                                 ELSE format('Move %s retired it there.', retired_by) END || ' Recovery changed nothing.',
                   HINT = 'Find the node that holds the shard''s rows, register the shard there, point the shard map at it, and then recover again.';
     END IF;
-    PERFORM sharded_id._move_compare(m, src, tgt);
-    IF NOT target_owns THEN
-        m.high_water := sharded_id._remote(src, format(
-            'SELECT high_water FROM sharded_id.retired_shards WHERE shard_id = %s', m.shard_id))::bigint;
-        UPDATE sharded_id.moves x SET high_water = m.high_water WHERE x.move_id = m.move_id;
+    IF target_owns THEN
+        PERFORM sharded_id._move_compare(m, src, tgt);
+    ELSE
+        -- Not registered on the target: forward when the copy holds what
+        -- the retired source holds and the target takes it; when the
+        -- target answers but differs or refuses (a row planted in its copy
+        -- that no floor may be raised over), back, the source taking the
+        -- shard back.  A target that does not answer keeps the move for
+        -- the next try.
         IF m.method = 'online' THEN
             PERFORM sharded_id._remote_exec(tgt, format(
                 'ALTER SUBSCRIPTION %I DISABLE', 'sharded_id_move_' || m.shard_id))
             WHERE sharded_id._remote(tgt, format(
                 'SELECT 1 FROM pg_subscription WHERE subname = %L AND subenabled', 'sharded_id_move_' || m.shard_id)) IS NOT NULL;
         END IF;
-        PERFORM sharded_id._move_register_target(m);
+        BEGIN
+            PERFORM sharded_id._move_compare(m, src, tgt);
+            m.high_water := sharded_id._remote(src, format(
+                'SELECT high_water FROM sharded_id.retired_shards WHERE shard_id = %s', m.shard_id))::bigint;
+            UPDATE sharded_id.moves x SET high_water = m.high_water WHERE x.move_id = m.move_id;
+            PERFORM sharded_id._move_register_target(m);
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS refused = MESSAGE_TEXT, refused_state = RETURNED_SQLSTATE;
+            IF refused_state LIKE '08%' OR refused_state IN ('57P01', '57P02', '57P03', '57014') THEN
+                RAISE;
+            END IF;
+            PERFORM sharded_id._move_take_back(m, refused);
+            UPDATE sharded_id.moves x SET error = coalesce(x.error || '; ', '') || 'rolled back: ' || refused
+            WHERE x.move_id = m.move_id;
+            PERFORM sharded_id._move_cleanup(m, false);
+            RETURN false;
+        END;
     END IF;
     PERFORM sharded_id._move_switch(m);
     PERFORM sharded_id._move_cleanup(m, true);
@@ -1036,6 +1130,8 @@ DECLARE
     snaps text[];
     lost text;
     lost_polls integer := 0;
+    layout text;
+    mark text;
 BEGIN
     SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = _move_step.move_id;
     repl := 'sharded_id_move_' || m.shard_id;
@@ -1237,6 +1333,20 @@ BEGIN
         END LOOP;
         PERFORM sharded_id._move_compare(m, frz, tgt);
     WHEN 'retire_source' THEN
+        -- move_shard's floor checks again, in the freezing transaction,
+        -- where no row of the shard changes any more: a row written since
+        -- they ran (an id planted to stop the shard) fails the move here,
+        -- before the source retires, and it rolls back with the shard
+        -- writable on the source.  The target's copy and the source's
+        -- high-water mark too: the target raises its floor over both.
+        layout := sharded_id._remote(frz, format('SELECT layout FROM sharded_id.shards WHERE shard_id = %s', m.shard_id));
+        PERFORM sharded_id._remote(c, format('SELECT sharded_id._check_floors(%s, %L, %L)', m.shard_id, m.schema_name, layout))
+        FROM unnest(ARRAY[frz, tgt]) c;
+        mark := sharded_id._remote(frz, format('SELECT sharded_id.high_water(%s, %L)', m.shard_id, layout));
+        IF mark IS NOT NULL THEN
+            PERFORM sharded_id._remote(tgt, format('SELECT sharded_id._check_floor(%s, %s, %L, %L)',
+                                                   m.shard_id, mark, layout, format('the source, node "%s",', m.source_node)));
+        END IF;
         -- In the freezing transaction: the retirement and its high-water
         -- mark, and a constraint that no new row passes on the old copy
         -- (NOT VALID: no scan).  Then commit.
@@ -1264,6 +1374,47 @@ $$;
 
 COMMENT ON FUNCTION sharded_id._move_step(bigint, text, bigint, interval, interval) IS
 'internal: take one step of a move';
+
+-- The arguments of move_shard and rebalance that are not a shard or a
+-- node, checked before anything is read or changed: a method move_shard
+-- knows (NULL: chosen per source), a PL/Proxy cluster of this router, a
+-- lag of at least 0 bytes and timeouts longer than nothing.
+CREATE FUNCTION sharded_id._check_move_arguments(method text, cluster name, max_lag bigint,
+                                                 timeout interval, freeze_timeout interval)
+RETURNS void
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF method IS NOT NULL AND method NOT IN ('online', 'dump') THEN
+        RAISE EXCEPTION 'move method "%" is not online or dump', method
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF cluster IS NULL THEN
+        RAISE EXCEPTION 'cluster must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_foreign_server s JOIN pg_foreign_data_wrapper w ON w.oid = s.srvfdw
+                   WHERE s.srvname = cluster AND w.fdwname = 'plproxy') THEN
+        RAISE EXCEPTION 'PL/Proxy cluster "%" does not exist', cluster
+            USING ERRCODE = 'undefined_object',
+                  DETAIL = 'A move switches the shard in the cluster that routes its writers.',
+                  HINT = 'Name the cluster that sharded_id.apply_shard_map made, or make it with sharded_id.apply_shard_map(cluster).';
+    END IF;
+    IF max_lag < 0 THEN
+        RAISE EXCEPTION 'max_lag % is out of range', max_lag
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'The lag a move waits for before its comparison is a number of bytes, 0 or more.';
+    END IF;
+    IF timeout <= interval '0' OR freeze_timeout <= interval '0' THEN
+        RAISE EXCEPTION 'timeout % and freeze_timeout % must be longer than 0', timeout, freeze_timeout
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._check_move_arguments(text, name, bigint, interval, interval) IS
+'internal: refuse a bad method, cluster, lag or timeout of move_shard or rebalance before anything is done';
 
 CREATE PROCEDURE sharded_id.move_shard(shard_id integer, target_node text,
                                        method text DEFAULT NULL,
@@ -1300,10 +1451,7 @@ BEGIN
         RAISE EXCEPTION 'arguments of move_shard must not be null, except method'
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    IF method IS NOT NULL AND method NOT IN ('online', 'dump') THEN
-        RAISE EXCEPTION 'move method "%" is not online or dump', method
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
+    PERFORM sharded_id._check_move_arguments(method, cluster, max_lag, timeout, freeze_timeout);
     PERFORM sharded_id._dblink_schema();
     -- Nothing of an earlier call in this session is reused: its
     -- connections close.  Then the shard's move lock, for this move's
@@ -1614,6 +1762,10 @@ DECLARE
     emptiest text;
     moving integer;
 BEGIN
+    IF array_position(nodes, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'the list of data nodes must not hold null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
     IF nodes IS NOT NULL AND EXISTS (SELECT FROM unnest(nodes) n WHERE n NOT IN (SELECT x.node_name FROM sharded_id.nodes x)) THEN
         RAISE EXCEPTION 'data node "%" does not exist',
                         (SELECT n FROM unnest(nodes) n WHERE n NOT IN (SELECT x.node_name FROM sharded_id.nodes x) LIMIT 1)
@@ -1679,6 +1831,12 @@ DECLARE
     total integer;
 BEGIN
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    -- Every argument first, whether anything moves or not.
+    IF dry_run IS NULL THEN
+        RAISE EXCEPTION 'dry_run must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM sharded_id._check_move_arguments(method, cluster, 0, interval '1 s', interval '1 s');
     total := (SELECT count(*) FROM sharded_id.rebalance_plan(nodes));
     IF total = 0 THEN
         RAISE NOTICE 'the shards are balanced: nothing to move';
@@ -1734,7 +1892,9 @@ REVOKE EXECUTE ON FUNCTION sharded_id._move_switch(sharded_id.moves) FROM PUBLIC
 REVOKE EXECUTE ON FUNCTION sharded_id._move_follow_ops(sharded_id.moves) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_cleanup(sharded_id.moves, boolean) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_resolve(bigint) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_take_back(sharded_id.moves, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_step(bigint, text, bigint, interval, interval) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._check_move_arguments(text, name, bigint, interval, interval) FROM PUBLIC;
 REVOKE EXECUTE ON PROCEDURE sharded_id.move_shard(integer, text, text, boolean, name, bigint, interval, interval) FROM PUBLIC;
 REVOKE EXECUTE ON PROCEDURE sharded_id.recover_moves() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.rebalance_plan(text[]) FROM PUBLIC;

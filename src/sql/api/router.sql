@@ -337,6 +337,42 @@ $$;
 COMMENT ON FUNCTION sharded_id._apply_shard_map(name, integer, integer, boolean) IS
 'internal: apply_shard_map, optionally without rebuilding the ops tables'' partitions';
 
+-- apply_shard_map's arguments, refused before PL/Proxy or CREATE SERVER
+-- would fail on them with an error of their own (XX000, 42601); returns
+-- the cluster.
+CREATE FUNCTION sharded_id._check_map_arguments(cluster name, connection_lifetime integer, query_timeout integer)
+RETURNS name
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF cluster IS NULL THEN
+        RAISE EXCEPTION 'cluster must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF cluster = '' THEN
+        RAISE EXCEPTION 'cluster name must not be empty'
+            USING ERRCODE = 'invalid_name';
+    END IF;
+    IF connection_lifetime < 0 THEN
+        RAISE EXCEPTION 'connection_lifetime % is out of range', connection_lifetime
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'PL/Proxy keeps a connection to a node for at most that many seconds, 0 or more.',
+                  HINT = 'Pass NULL to keep the cluster''s setting.';
+    END IF;
+    IF query_timeout < 0 THEN
+        RAISE EXCEPTION 'query_timeout % is out of range', query_timeout
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'PL/Proxy waits that many seconds for a node''s answer, 0 or more (0: no limit).',
+                  HINT = 'Pass NULL to keep the cluster''s setting.';
+    END IF;
+    RETURN cluster;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._check_map_arguments(name, integer, integer) IS
+'internal: refuse a NULL or empty cluster name or a negative setting of apply_shard_map before anything changes';
+
 CREATE FUNCTION sharded_id.apply_shard_map(cluster name DEFAULT 'sharded_id',
                                            connection_lifetime integer DEFAULT NULL,
                                            query_timeout integer DEFAULT NULL)
@@ -345,7 +381,8 @@ LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    RETURN sharded_id._apply_shard_map(cluster, connection_lifetime, query_timeout, true);
+    RETURN sharded_id._apply_shard_map(sharded_id._check_map_arguments(cluster, connection_lifetime, query_timeout),
+                                       connection_lifetime, query_timeout, true);
 END
 $$;
 
@@ -452,6 +489,7 @@ COMMENT ON FUNCTION sharded_id.create_ops_table(regclass, name, name) IS
 REVOKE EXECUTE ON FUNCTION sharded_id._set_server_options(name, name, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._set_mapping_options(name, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.apply_shard_map(name, integer, integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._check_map_arguments(name, integer, integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._apply_shard_map(name, integer, integer, boolean) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._cluster_mapping(name, integer, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._partition_connstr(text) FROM PUBLIC;

@@ -585,6 +585,57 @@ AS 'MODULE_PATHNAME', 'shid_validate_as_owner';
 
 COMMENT ON FUNCTION sharded_id._validate_as_owner(regclass, name) IS
 'internal: validate a table''s foreign key as the table''s owner in a security-restricted operation with a fixed search_path; refuses a referenced table of another owner';
+-- A schema that a new shard would adopt must not be another shard's: not
+-- the schema of a shard of the catalog, and not one whose next_id() or
+-- column defaults mint another shard's ids (a shard retired or dropped
+-- from the catalog keeps its schema, and a restore brings one), or the
+-- new shard's rows would carry that shard's ids, and the other shard could
+-- not be created again.  Reads definitions only: no code of the schema
+-- runs.
+CREATE FUNCTION sharded_id._check_schema_shard(shard_id integer, schema name)
+RETURNS void
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    nsp oid := (SELECT n.oid FROM pg_namespace n WHERE n.nspname = schema);
+    holder integer := (SELECT s.shard_id FROM sharded_id.shards s WHERE s.schema_name = schema);
+    other record;
+BEGIN
+    IF holder IS DISTINCT FROM shard_id AND holder IS NOT NULL THEN
+        RAISE EXCEPTION 'schema "%" belongs to shard %', schema, holder
+            USING ERRCODE = 'duplicate_schema',
+                  DETAIL = format('Shard %s of this database''s catalog is in schema "%s".', holder, schema),
+                  HINT = 'Give the new shard a schema of its own.';
+    END IF;
+    SELECT x.shard, x.what INTO other FROM (
+        SELECT (regexp_match(pg_get_functiondef(p.oid), 'sharded_id\.next_id(?:_in_layout)?\((\d+)'))[1]::integer AS shard,
+               format('%I.next_id()', schema) AS what
+        FROM pg_proc p WHERE p.pronamespace = nsp AND p.proname = 'next_id' AND p.pronargs = 0 AND p.prokind = 'f'
+        UNION ALL
+        SELECT (regexp_match(pg_get_expr(d.adbin, d.adrelid), 'sharded_id\.next_id(?:_in_layout)?\((\d+)'))[1]::integer,
+               format('the default of %s.%I', c.oid::regclass, a.attname)
+        FROM pg_attrdef d
+        JOIN pg_class c ON c.oid = d.adrelid
+        JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+        WHERE c.relnamespace = nsp
+    ) x
+    WHERE x.shard IS DISTINCT FROM shard_id AND x.shard IS NOT NULL
+    ORDER BY x.what LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'schema "%" belongs to shard %', schema, other.shard
+            USING ERRCODE = 'duplicate_schema',
+                  DETAIL = format('%s mints ids of shard %s%s, not of shard %s.', other.what, other.shard,
+                                  CASE WHEN EXISTS (SELECT FROM sharded_id.retired_shards r WHERE r.shard_id = other.shard)
+                                       THEN ', which this server retired' ELSE '' END, shard_id),
+                  HINT = format('Take shard %s back with sharded_id.create_shard(%s, %L), or give the new shard a schema of its own.',
+                                other.shard, other.shard, schema);
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._check_schema_shard(integer, name) IS
+'internal: refuse a schema that belongs to another shard (in the catalog, or minting its ids) before a new shard adopts it';
 
 -- The largest id in a shard's copies of the template tables.  max() of an
 -- indexed key reads one index entry.
@@ -701,6 +752,7 @@ BEGIN
         adopted := true;
     ELSIF NOT FOUND THEN
         PERFORM sharded_id.check_shard(shard_id, cfg.layout);
+        PERFORM sharded_id._check_schema_shard(shard_id, coalesce(_provision.schema_name, sharded_id.shard_schema(shard_id)));
         PERFORM sharded_id._check_adoptable(coalesce(_provision.schema_name, sharded_id.shard_schema(shard_id)));
         -- A schema with rows raises the floor over them below: check first.
         PERFORM sharded_id._check_floors(shard_id, coalesce(_provision.schema_name, sharded_id.shard_schema(shard_id)), cfg.layout);
@@ -1642,6 +1694,7 @@ REVOKE EXECUTE ON FUNCTION sharded_id.configure(text, integer, text, text) FROM 
 REVOKE EXECUTE ON FUNCTION sharded_id._copy_table(sharded_id.shard_tables, integer, name, regclass, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._copy_foreign_keys(sharded_id.shard_tables, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._check_adoptable(name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._check_schema_shard(integer, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._provision(integer, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.create_shard(integer, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.create_shards(integer, integer) FROM PUBLIC;
@@ -1687,6 +1740,7 @@ GRANT EXECUTE ON FUNCTION sharded_id._provision(integer, name) TO sharded_id_pro
 GRANT EXECUTE ON FUNCTION sharded_id._copy_table(sharded_id.shard_tables, integer, name, regclass, text) TO sharded_id_provisioner;
 GRANT EXECUTE ON FUNCTION sharded_id._copy_foreign_keys(sharded_id.shard_tables, name) TO sharded_id_provisioner;
 GRANT EXECUTE ON FUNCTION sharded_id._check_adoptable(name) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id._check_schema_shard(integer, name) TO sharded_id_provisioner;
 GRANT EXECUTE ON FUNCTION sharded_id._check_floors(integer, name, text) TO sharded_id_provisioner;
 GRANT EXECUTE ON FUNCTION sharded_id._max_id(regclass, name) TO sharded_id_provisioner;
 GRANT EXECUTE ON FUNCTION sharded_id._validate_as_owner(regclass, name) TO sharded_id_provisioner;
