@@ -75,7 +75,11 @@ GRANT SELECT ON sharded_id.settings, sharded_id.shards, sharded_id.shard_tables,
 -- member of no role, that would give its members more.  It gets EXECUTE on
 -- the provisioning functions (below them) and CREATE on this database, for
 -- the shards' schemas; the catalogs are written by their owner only.
-DO $$
+CREATE FUNCTION sharded_id._provisioner_role()
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     r record;
 BEGIN
@@ -94,6 +98,14 @@ BEGIN
     EXECUTE pg_catalog.format('GRANT CREATE ON DATABASE %I TO sharded_id_provisioner', pg_catalog.current_database());
 END
 $$;
+
+COMMENT ON FUNCTION sharded_id._provisioner_role() IS
+'internal: make the role sharded_id_provisioner, or take the one there if it has no more rights than provisioning needs, and let it create schemas in this database; run by the install and by every update';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._provisioner_role() FROM PUBLIC;
+
+-- @update@
+SELECT sharded_id._provisioner_role();
 
 -- The catalog writes of the provisioning functions, which check their
 -- caller (GetUserId(), since the functions run with its rights) and write

@@ -16,33 +16,8 @@ ALTER TABLE sharded_id.retired_shards ADD COLUMN retired_by name DEFAULT CURRENT
 COMMENT ON COLUMN sharded_id.retired_shards.retired_by IS
 'the role that retired the shard: a role that is not a superuser takes back only what it, or a role whose privileges it has, retired';
 
--- The provisioning role, for roles that are not superusers: its members
--- provision and drop shards, and retire, take back and raise the floor of
--- the shards whose schema they own (src/privs.c).  Roles belong to the
--- cluster, so another database's install, or a restore, may have made it:
--- it is taken as it is only if it has none of the attributes, and is a
--- member of no role, that would give its members more.  It gets EXECUTE on
--- the provisioning functions (below them) and CREATE on this database, for
--- the shards' schemas; the catalogs are written by their owner only.
-DO $$
-DECLARE
-    r record;
-BEGIN
-    SELECT * INTO r FROM pg_catalog.pg_roles a WHERE a.rolname = 'sharded_id_provisioner';
-    IF NOT FOUND THEN
-        CREATE ROLE sharded_id_provisioner NOLOGIN;
-    ELSIF r.rolcanlogin OR r.rolsuper OR r.rolcreaterole OR r.rolcreatedb OR r.rolreplication
-          OR r.rolbypassrls OR EXISTS (SELECT FROM pg_catalog.pg_auth_members m WHERE m.member = r.oid) THEN
-        RAISE EXCEPTION 'role "sharded_id_provisioner" has more rights than provisioning needs'
-            USING ERRCODE = 'insufficient_privilege',
-                  DETAIL = 'The role exists with LOGIN, SUPERUSER, CREATEROLE, CREATEDB, REPLICATION or BYPASSRLS, or as a member of another role, and sharded_id would grant its members the provisioning functions.',
-                  HINT = 'Drop the role, or make it NOLOGIN and a member of no role, then create the extension again.';
-    END IF;
-    COMMENT ON ROLE sharded_id_provisioner IS
-        'sharded_id: its members provision shards, and retire, take back, raise the floor of and drop those whose schema they own';
-    EXECUTE pg_catalog.format('GRANT CREATE ON DATABASE %I TO sharded_id_provisioner', pg_catalog.current_database());
-END
-$$;
+-- The provisioning role is made by sharded_id._provisioner_role(), which
+-- the install runs too: its call comes with the functions below.
 
 -- 1.5's provisioning recipe granted DML on the catalogs: since 1.6 only
 -- their owner writes them (src/privs.c), so that no grant can undo a
