@@ -202,23 +202,26 @@ sub router_node
 }
 
 # Two pgbench clients through $router for $seconds, adding photos captioned
-# 'during the move' for the users of its table demo_users that $where picks
-# (retrying a write up to 1000 times on 40001).  Returns the harness and a
-# reference to pgbench's output.
+# $opt{caption} ('during the move' by default) for the users of its table
+# demo_users that $where picks, retrying a write up to $opt{max_tries} times
+# on 40001 (1000 by default; 0: pgbench's default of no retry, without
+# --max-tries).  Returns the harness and a reference to pgbench's output.
 sub router_writers
 {
-	my ($router, $where, $seconds) = @_;
+	my ($router, $where, $seconds, %opt) = @_;
+	my $caption = $opt{caption} // 'during the move';
+	my $tries = $opt{max_tries} // 1000;
 	my $users = $router->safe_psql('router', "DROP TABLE IF EXISTS writer_users;
 		CREATE TABLE writer_users AS SELECT row_number() OVER (ORDER BY n) AS k, user_id FROM demo_users WHERE $where;
 		SELECT count(*) FROM writer_users");
 	my $script = $router->basedir . '/writer.sql';
 	open my $fh, '>', $script or die $!;
 	print $fh "\\set k random(1, $users)\n"
-	  . "SELECT app_api.add_photo(user_id, 'during the move') FROM writer_users WHERE k = :k;\n";
+	  . "SELECT app_api.add_photo(user_id, '$caption') FROM writer_users WHERE k = :k;\n";
 	close $fh;
 	my $out = '';
 	my $h = IPC::Run::start(
-		[ 'pgbench', '-n', '-c', '2', '-j', '2', '-T', $seconds, '--max-tries=1000',
+		[ 'pgbench', '-n', '-c', '2', '-j', '2', '-T', $seconds, ($tries ? ("--max-tries=$tries") : ()),
 		  '-f', $script, $router->connstr('router') ],
 		'>', \$out, '2>&1');
 	return ($h, \$out);

@@ -66,32 +66,21 @@ my $hold = sub {
 # An online move of shard 5 under 2 pgbench writers without --max-tries:
 # it completes, no write fails, and every row the writers committed is on
 # the new owner, with no id repeated over the nodes.
-my $script = $router->basedir . '/route_writer.sql';
 my $move_under_writers = sub {
 	my ($what) = @_;
 	my $from = $owner->(5);
 	my $to = $from eq 'a' ? 'b' : 'a';
 	my $tag = "w$what";
-	$router->safe_psql('router', "DROP TABLE IF EXISTS writer_users;
-		CREATE TABLE writer_users AS SELECT row_number() OVER (ORDER BY n) AS k, user_id
-		FROM demo_users WHERE sharded_id.shard_id(user_id) = 5");
-	my $users = $router->safe_psql('router', 'SELECT count(*) FROM writer_users');
-	open my $fh, '>', $script or die $!;
-	print $fh "\\set k random(1, $users)\n"
-	  . "SELECT app_api.add_photo(user_id, '$tag') FROM writer_users WHERE k = :k;\n";
-	close $fh;
-	my $w_out = '';
-	my $writers = IPC::Run::start(
-		[ 'pgbench', '-n', '-c', '2', '-j', '2', '-T', '6', '-f', $script, $router->connstr('router') ],
-		'>', \$w_out, '2>&1');
+	my ($writers, $w_ref) = router_writers($router, 'sharded_id.shard_id(user_id) = 5', 6,
+		caption => $tag, max_tries => 0);
 	$router->poll_query_until('router', "SELECT count(*) > 0 FROM ops.photos
 		WHERE caption = '$tag' AND sharded_id.shard_id(id) = 5")
-	  or die "the writers did not start: $w_out";
+	  or die "the writers did not start: $$w_ref";
 	my ($ret, $stdout, $stderr) = $router->psql('router', "CALL sharded_id.move_shard(5, '$to')");
 	is($ret, 0, "$what: the move of shard 5 from $from to $to completes") or diag($stderr);
-	ok($writers->finish, "$what: pgbench without --max-tries exited 0") or diag($w_out);
-	my ($done) = $w_out =~ /number of transactions actually processed: (\d+)/;
-	my ($failed) = $w_out =~ /number of failed transactions: (\d+)/;
+	ok($writers->finish, "$what: pgbench without --max-tries exited 0") or diag($$w_ref);
+	my ($done) = $$w_ref =~ /number of transactions actually processed: (\d+)/;
+	my ($failed) = $$w_ref =~ /number of failed transactions: (\d+)/;
 	is($failed // 0, 0, "$what: 0 writes failed");
 	is($owner->(5), $to, "$what: the map names $to");
 	is($node{$to}->safe_psql('app', "SELECT count(*) FROM shard_0005.photos WHERE caption = '$tag'"),
