@@ -79,7 +79,15 @@
  *
  * The slot table and the shard states are shared by the databases of a
  * server, while the catalog is per database: the shard catalog belongs in
- * one database of a server.
+ * one database of a server.  Each state names the database whose
+ * transaction last created, retired or took back the shard (floors.c,
+ * carried by the WAL record to standbys), and a change of ownership by a
+ * role that is not a superuser is refused (42501) unless the server has no
+ * state for the shard or its state names the current database, checked
+ * by privs.c and again here under the ceiling lock (shid_owner_change):
+ * so no database's catalog, nor its provisioner, makes another database's
+ * shard refuse.  Superusers may move a shard between databases.  next_id
+ * does not read the database.
  *
  *-------------------------------------------------------------------------
  */

@@ -23,6 +23,19 @@
  * operation, with search_path pinned, as core does for VACUUM and
  * CREATE INDEX.
  *
+ * Roles and the server's shard states are shared by the databases of a
+ * server, catalogs are not.  So a role that is not a superuser changes a
+ * shard only if the server keeps no state for it or its state names the
+ * current database (MyDatabaseId), the one whose transaction last created,
+ * retired or took it back (floors.c): shid_require_state_here, after the
+ * catalog checks of a retirement, a floor raise and a creation or
+ * take-back, and owner.c again under the lock of the change.  Otherwise
+ * 42501, naming the database, whatever this database's catalog says: a
+ * provisioner of database b cannot register shard 5, which database a
+ * mints for, and then retire it, take it or raise its floor.  A state of a
+ * dropped database, or of no known database (kept by an earlier version),
+ * is for superusers, until one of them changes the shard.
+ *
  * The C primitives that change the server's state check the caller too, at
  * their top: _retire_shard and raise_floor as above, and _own_shard, for a
  * role that is not a superuser, only after _catalog_own checked the same

@@ -14,7 +14,10 @@
 # and again in one session that retries after each failure, also after a
 # restart and a crash.  Throughout, a mints for 5 with no repeated id, and
 # floors() and a's catalogs read as before.  A shard created in a database
-# that was then dropped is refused to prov as well.  prov's own shard 40 in
+# that was then dropped is refused to prov as well.  A promoted standby
+# keeps each state's database.  A file of states of version 1 (no
+# databases) is read as states of no known database, which prov cannot
+# change until a superuser claims them.  prov's own shard 40 in
 # b works end to end (create, mint, raise the floor, retire, take back,
 # drop).  A superuser still moves shard 6 from a to b: retire in a, take
 # back in b; b then mints for 6, also after a restart.
@@ -27,7 +30,7 @@ use PostgreSQL::Test::Utils;
 use ShardedIdTest;
 use Test::More;
 
-my $node = sharded_node('cross_database');
+my $node = sharded_node('cross_database', init => { allows_streaming => 1 });
 $node->start;
 $node->safe_psql('postgres', 'CREATE ROLE prov LOGIN');
 for my $db ('a', 'b')
@@ -176,6 +179,32 @@ for my $step (
 is($node->safe_psql('b', q{SELECT count(*) FROM sharded_id.floors() WHERE shard_id = 40 AND retired}), '1',
 	'shard 40 dropped: the server gave it away');
 
+# A standby replays each state with its database: promoted, it refuses prov
+# in b a's shard 5, naming a, and lets prov's own shard 40 be taken back.
+$node->backup('base');
+my $standby = PostgreSQL::Test::Cluster->new('cross_database_standby');
+$standby->init_from_backup($node, 'base', has_streaming => 1);
+$standby->start;
+$node->safe_psql('a', 'SELECT sharded_id.retire_shard(9)');
+$node->wait_for_catchup($standby);
+$standby->promote;
+$standby->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()')
+  or die 'the standby was not promoted';
+{
+	my ($ret, $out, $err) = $standby->psql('b', 'SELECT sharded_id.retire_shard(5)',
+		extra_params => [ '-U', 'prov', '-v', 'VERBOSITY=verbose' ]);
+	like($err, qr/ERROR:\s+42501:.*\n.*database "a"/, 'promoted standby: prov in b cannot retire a\'s shard 5');
+	($ret, $out, $err) = $standby->psql('b', 'SELECT sharded_id.create_shard(9)',
+		extra_params => [ '-U', 'prov', '-v', 'VERBOSITY=verbose' ]);
+	like($err, qr/ERROR:\s+42501:.*\n.*database "a"/, 'promoted standby: nor take back a\'s retirement of 9');
+	($ret, $out, $err) = $standby->psql('b', 'SELECT sharded_id.create_shard(40)',
+		extra_params => [ '-U', 'prov' ]);
+	is($ret, 0, 'promoted standby: prov takes back its own shard 40 in b') or diag($err);
+	is($standby->safe_psql('a', q{INSERT INTO shard_0005.t (v) VALUES ('s') RETURNING sharded_id.shard_id(id)}), '5',
+		'promoted standby: a mints for shard 5');
+	$standby->stop;
+}
+
 # A superuser moves shard 6 from a to b.
 my ($s1, $e1) = $run->('a', 'SELECT sharded_id.retire_shard(6)');
 is($s1, 'ok', 'superuser retires shard 6 in a') or diag($e1);
@@ -190,6 +219,49 @@ is($s5, 'ok', 'after a restart: b mints for shard 6') or diag($e5);
 $mint_a->('at the end');
 my ($s6) = $run->('b', 'SELECT sharded_id.retire_shard(5)', 'prov');
 is($s6, '42501', 'at the end: prov still cannot retire shard 5');
+
+# A file of states written before they named their database (version 1)
+# reads as states of no known database: prov can change none of them, a
+# superuser's change claims one for its database, and the file is written
+# again as version 2.
+sub crc32c
+{
+	my $crc = 0xFFFFFFFF;
+	for my $byte (unpack 'C*', shift)
+	{
+		$crc ^= $byte;
+		$crc = ($crc >> 1) ^ (($crc & 1) ? 0x82F63B78 : 0) for 1 .. 8;
+	}
+	return $crc ^ 0xFFFFFFFF;
+}
+my $floors_v2 = $snapshot->();
+$node->stop;
+my $file = $node->data_dir . '/sharded_id.shards';
+my $text = slurp_file($file);
+like($text, qr/^sharded_id shards 2\n(\d+ \d+ -?\d+ [01] [01] \d+ \d+\n)+crc32c [0-9a-f]{8}\n\z/,
+	'the file of states is version 2, with a database on each line');
+my ($body) = $text =~ /^sharded_id shards 2\n(.*)crc32c/s;
+$body =~ s/ \d+\n/\n/g;
+my $v1 = "sharded_id shards 1\n$body";
+open(my $fh, '>', $file) or die $!;
+print $fh $v1 . sprintf("crc32c %08x\n", crc32c($v1));
+close($fh);
+$node->start;
+is($snapshot->(), $floors_v2, 'version 1 file: floors() reads as before');
+$mint_a->('version 1 file');
+{
+	my ($code, $err) = $run->('b', 'SELECT sharded_id.retire_shard(5)', 'prov');
+	is($code, '42501', 'version 1 file: prov cannot retire shard 5 of no known database');
+	like($err, qr/earlier version/, 'version 1 file: the error says the state names no database');
+	($code, $err) = $run->('b', 'SELECT sharded_id.create_shard(40)', 'prov');
+	is($code, '42501', 'version 1 file: nor take back its own shard 40, until a superuser claims it');
+	like($err, qr/earlier version/, 'version 1 file: shard 40 names no database');
+	($code, $err) = $run->('b', 'SELECT sharded_id.create_shard(40)');
+	is($code, 'ok', 'version 1 file: a superuser takes shard 40 back in b') or diag($err);
+	($code, $err) = $run->('b', 'SELECT sharded_id.drop_shard(40)', 'prov');
+	is($code, 'ok', 'version 1 file: then prov drops its shard 40') or diag($err);
+}
+like(slurp_file($file), qr/^sharded_id shards 2\n/, 'the file is written again as version 2');
 
 $node->stop;
 done_testing();
