@@ -37,9 +37,22 @@
  * holds one line per shard with a state, at most sharded_id.max_shards
  * (a shard without a slot cannot be minted for), and a CRC-32C:
  *
- *	 sharded_id shards 1
- *	 <layout key> <shard> <floor ms> <retired> <state before> <xid>
+ *	 sharded_id shards 2
+ *	 <layout key> <shard> <floor ms> <retired> <state before> <xid> <database>
  *	 crc32c 1a2b3c4d
+ *
+ * A file of version 1, written before states knew their database, has no
+ * <database> column and is read with database 0: not known.
+ *
+ * Each state names the database whose transaction last changed the
+ * shard's ownership (or, for a shard with no state, raised its first
+ * floor): MyDatabaseId of the backend that made the change, carried by its
+ * WAL record.  privs.c lets a role that is not a superuser change a
+ * shard's state only from that database, so that no database's provisioner
+ * retires, takes or moves the floor of another database's shard.  A floor
+ * raise keeps the state's database.  An aborted change leaves its database
+ * with the state before it (the state has room for one): the shard then
+ * belongs to the database that tried, until a superuser changes it.
  *
  * A file that does not match this form to the byte stops the server from
  * starting: floors and retirements cannot be guessed, and minting without
@@ -80,7 +93,8 @@
 
 #define SHID_SHARDS_FILE	"sharded_id.shards"
 #define SHID_SHARDS_TMPFILE	"sharded_id.shards.tmp"
-#define SHID_SHARDS_HEADER	"sharded_id shards 1\n"
+#define SHID_SHARDS_HEADER	"sharded_id shards 2\n"
+#define SHID_SHARDS_HEADER_V1	"sharded_id shards 1\n"
 
 /* The shards that have a state, in shared memory. */
 static HTAB *shid_states = NULL;
@@ -106,7 +120,7 @@ static inline bool
 shid_same_owner(const ShidShardState *a, const ShidShardState *b)
 {
 	return a->retired == b->retired && a->prev_retired == b->prev_retired &&
-		FullTransactionIdEquals(a->xid, b->xid);
+		a->database == b->database && FullTransactionIdEquals(a->xid, b->xid);
 }
 
 /* The file's text for every state, with its CRC line. */
@@ -120,11 +134,12 @@ shid_states_text(StringInfo buf)
 	appendStringInfoString(buf, SHID_SHARDS_HEADER);
 	hash_seq_init(&status, shid_states);
 	while ((state = hash_seq_search(&status)) != NULL)
-		appendStringInfo(buf, "%llu %d %lld %d %d %llu\n",
+		appendStringInfo(buf, "%llu %d %lld %d %d %llu %u\n",
 						 (unsigned long long) state->key.layout_key,
 						 state->key.shard, (long long) state->floor_ms,
 						 state->retired, state->prev_retired,
-						 (unsigned long long) U64FromFullTransactionId(state->xid));
+						 (unsigned long long) U64FromFullTransactionId(state->xid),
+						 state->database);
 	INIT_CRC32C(crc);
 	COMP_CRC32C(crc, buf->data, buf->len);
 	FIN_CRC32C(crc);
@@ -189,6 +204,7 @@ shid_read_states(int max_shards)
 	pg_crc32c	crc;
 	unsigned int stored_crc;
 	int			count = 0;
+	bool		v1;
 
 	file = AllocateFile(SHID_SHARDS_FILE, PG_BINARY_R);
 	if (file == NULL)
@@ -207,7 +223,11 @@ shid_read_states(int max_shards)
 				(errcode_for_file_access(),
 				 errmsg("could not read file \"%s\": %m", SHID_SHARDS_FILE)));
 
-	if (strncmp(text.data, SHID_SHARDS_HEADER, strlen(SHID_SHARDS_HEADER)) != 0)
+	/* Both headers have the same length. */
+	StaticAssertStmt(sizeof(SHID_SHARDS_HEADER) == sizeof(SHID_SHARDS_HEADER_V1),
+					 "headers of one length");
+	v1 = strncmp(text.data, SHID_SHARDS_HEADER_V1, strlen(SHID_SHARDS_HEADER_V1)) == 0;
+	if (!v1 && strncmp(text.data, SHID_SHARDS_HEADER, strlen(SHID_SHARDS_HEADER)) != 0)
 		shid_bad_states_file("It does not start with a known header.");
 	crc_line = strstr(text.data, "crc32c ");
 	if (crc_line == NULL || sscanf(crc_line, "crc32c %08x", &stored_crc) != 1 ||
@@ -229,12 +249,21 @@ shid_read_states(int max_shards)
 		int			shard;
 		int			retired;
 		int			prev;
+		unsigned int database = 0;
+		int			end = -1;
+		int			fields;
 		ShidShardState *state;
 		ShidShardKey key;
 		bool		found;
 
-		if (sscanf(line, "%llu %d %lld %d %d %llu", &layout_key, &shard, &floor_ms,
-				   &retired, &prev, &xid) != 6 || shard < 0 ||
+		/* The line must end where its last field does. */
+		if (v1)
+			fields = sscanf(line, "%llu %d %lld %d %d %llu%n", &layout_key, &shard, &floor_ms,
+							&retired, &prev, &xid, &end) + 1;
+		else
+			fields = sscanf(line, "%llu %d %lld %d %d %llu %u%n", &layout_key, &shard, &floor_ms,
+							&retired, &prev, &xid, &database, &end);
+		if (fields != 7 || end < 0 || line[end] != '\n' || shard < 0 ||
 			(retired != 0 && retired != 1) || (prev != 0 && prev != 1))
 			shid_bad_states_file("A line does not hold a shard's state.");
 		if (++count > max_shards)
@@ -251,7 +280,7 @@ shid_read_states(int max_shards)
 		state->retired = (uint8) retired;
 		state->prev_retired = (uint8) prev;
 		state->pad = 0;
-		state->pad2 = 0;
+		state->database = (Oid) database;
 		state->xid = FullTransactionIdFromU64((uint64) xid);
 		if (shid_state_pending(state))
 			shid_ceiling->unsettled_states++;
@@ -458,6 +487,7 @@ shid_shard_restore_owner_locked(const ShidShardState *expect, const ShidShardSta
 		return false;
 	state->retired = restore->retired;
 	state->prev_retired = restore->prev_retired;
+	state->database = restore->database;
 	state->xid = restore->xid;
 	if (shid_state_empty(state))
 		(void) hash_search(shid_states, &expect->key, HASH_REMOVE, NULL);
@@ -529,6 +559,11 @@ shid_shard_change_locked(const ShidShardKey *key, int64 floor_ms, bool lower, in
 	after = before;
 	if (lower || floor_ms > after.floor_ms)
 		after.floor_ms = Max(floor_ms, 0);
+	/* The first floor of a shard with no state names this database. */
+	if (state == NULL)
+		after.database = MyDatabaseId;
+	if (owner != SHID_KEEP_OWNER)
+		after.database = MyDatabaseId;
 	if (owner == SHID_RETIRE_SETTLED)
 	{
 		after.retired = after.prev_retired = 1;
@@ -668,8 +703,8 @@ shid_floors_desc(StringInfo buf, XLogReaderState *record)
 	if (XLogRecGetDataLen(record) != sizeof(ShidShardState))
 		return;
 	memcpy(&rec, XLogRecGetData(record), sizeof(rec));
-	appendStringInfo(buf, "shard %d layout key %llu floor %lld retired %d before %d xid %llu",
+	appendStringInfo(buf, "shard %d layout key %llu floor %lld retired %d before %d xid %llu database %u",
 					 rec.key.shard, (unsigned long long) rec.key.layout_key,
 					 (long long) rec.floor_ms, rec.retired, rec.prev_retired,
-					 (unsigned long long) U64FromFullTransactionId(rec.xid));
+					 (unsigned long long) U64FromFullTransactionId(rec.xid), rec.database);
 }

@@ -25,7 +25,9 @@ typedef struct ShidShardKey
 
 /*
  * The durable state of one shard on this server.  A shard without one has
- * no floor and was never given away.
+ * no floor and was never given away.  The WAL record of a state is this
+ * struct as it is: a record of an earlier version, whose database field
+ * was padding and always zero, replays as a state of no known database.
  */
 typedef struct ShidShardState
 {
@@ -35,7 +37,10 @@ typedef struct ShidShardState
 	uint8		retired;		/* the latest change gave the shard away */
 	uint8		prev_retired;	/* the effective state before that change */
 	uint16		pad;
-	uint32		pad2;
+	Oid			database;		/* the database of the latest ownership
+								 * change, or of the first floor of a shard
+								 * with no state; InvalidOid: not known (a
+								 * state of an earlier version) */
 	FullTransactionId xid;		/* top-level transaction of the latest
 								 * ownership change while it may be
 								 * running; SHID_XID_SETTLED once only its

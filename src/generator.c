@@ -893,20 +893,30 @@ shid_mint_slot(const ShidLayout *layout, int32 shard, ShidSlot *slot)
  * them.  Returns false, changing nothing, if a reset or a lowering bumped
  * the generation since the caller read it (generation NULL: no check).
  * With move, a slot below the floor moves to it, full, so that the next
- * value comes after it.
+ * value comes after it.  With here_only (raise_floor by a role that is not
+ * a superuser), a shard whose state belongs to another database is
+ * refused (42501, privs.c), checked under the lock of the change.
  *
  * Locks: the ceiling lock, then the slot's spinlock.
  */
 static bool
 shid_set_shard_floor(ShidSlot *slot, int64 floor_ms, bool move,
-					 const uint32 *generation)
+					 const uint32 *generation, bool here_only)
 {
+	ShidShardState state;
+
 	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
 	if (generation != NULL &&
 		pg_atomic_read_u32(&shid_ceiling->generation) != *generation)
 	{
 		LWLockRelease(shid_ceiling->lock);
 		return false;
+	}
+	if (here_only && shid_shard_state_locked(&slot->key, &state) &&
+		state.database != MyDatabaseId)
+	{
+		LWLockRelease(shid_ceiling->lock);
+		shid_refuse_state_elsewhere(&state, "raise the floor of");
 	}
 	shid_shard_change_locked(&slot->key, floor_ms, false, SHID_KEEP_OWNER);
 	/* The slot's copy follows under the same hold of the lock. */
@@ -932,7 +942,7 @@ static pg_noinline void
 shid_cover_shard_slow(ShidSlot *slot, int64 ms, int64 floor_ms, uint32 generation)
 {
 	if (floor_ms > 0 && ms > shid_clock_ms() + SHID_LEASE_MS)
-		(void) shid_set_shard_floor(slot, ms + SHID_LEASE_MS, false, &generation);
+		(void) shid_set_shard_floor(slot, ms + SHID_LEASE_MS, false, &generation, false);
 	else
 		shid_cover_slow(ms, generation);
 }
@@ -1310,7 +1320,8 @@ shid_floor_checked(const ShidLayout *layout, int32 shard, int64 id, bool force,
  * with force (superusers only), lie no more than sharded_id.max_clock_jump
  * ahead of the clock.  Returns the floor: the largest id of the shard in
  * that millisecond.  A caller that is not a superuser must own the shard's
- * schema as a member of sharded_id_provisioner (privs.c).
+ * schema as a member of sharded_id_provisioner, and the server's state of
+ * the shard, if any, must belong to this database (privs.c).
  *
  * Locks: the ceiling lock, then the slot's spinlock.
  */
@@ -1334,7 +1345,7 @@ shid_raise_floor(PG_FUNCTION_ARGS)
 	floor_ms = shid_floor_checked(layout, shard, PG_GETARG_INT64(1), force, NULL);
 	slot = shid_admin_slot(layout, shard, "raise the floor of a shard");
 
-	(void) shid_set_shard_floor(slot, floor_ms, true, NULL);
+	(void) shid_set_shard_floor(slot, floor_ms, true, NULL, !superuser());
 	PG_RETURN_INT64(shid_pack(layout, floor_ms, shard, shid_seq_capacity(layout) - 1));
 }
 
@@ -1497,7 +1508,9 @@ shid_high_water(PG_FUNCTION_ARGS)
  * sharded_id.retired_shards, which a dump carries.  NULL where sharded_id
  * is not preloaded: nothing mints there.
  * A caller that is not a superuser must own the shard's schema as a member
- * of sharded_id_provisioner (privs.c, which reads the catalog).
+ * of sharded_id_provisioner (privs.c, which reads the catalog), and the
+ * server's state of the shard, if any, must belong to this database
+ * (checked again in owner.c).
  *
  * Locks: the ceiling lock (in owner.c and floors.c), after reading
  * sharded_id.retired_shards for a shard whose owner the server never
@@ -1535,7 +1548,8 @@ shid_retire_shard(PG_FUNCTION_ARGS)
  * the transaction or its savepoint aborts, the shard's state before it
  * holds again (owner.c).  Nothing to do where sharded_id is not preloaded.
  * A caller that is not a superuser is refused unless _catalog_own allowed
- * it this take-back in this transaction (privs.c).
+ * it this take-back in this transaction (privs.c), and if the server's
+ * state of the shard belongs to another database (owner.c).
  *
  * Locks: the ceiling lock (in owner.c and floors.c), after reading
  * sharded_id.retired_shards for a shard whose owner the server never

@@ -79,7 +79,15 @@
  *
  * The slot table and the shard states are shared by the databases of a
  * server, while the catalog is per database: the shard catalog belongs in
- * one database of a server.
+ * one database of a server.  Each state names the database whose
+ * transaction last created, retired or took back the shard (floors.c,
+ * carried by the WAL record to standbys), and a change of ownership by a
+ * role that is not a superuser is refused (42501) unless the server has no
+ * state for the shard or its state names the current database, checked
+ * by privs.c and again here under the ceiling lock (shid_owner_change):
+ * so no database's catalog, nor its provisioner, makes another database's
+ * shard refuse.  Superusers may move a shard between databases.  next_id
+ * does not read the database.
  *
  *-------------------------------------------------------------------------
  */
@@ -91,7 +99,9 @@
 #include "ceiling.h"
 #include "executor/spi.h"
 #include "floors.h"
+#include "miscadmin.h"
 #include "owner.h"
+#include "privs.h"
 #include "storage/lwlock.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -166,6 +176,12 @@ shid_owner_state_locked(const ShidShardKey *key, ShidShardState *state)
  * catalog (shid_owner_learn): the state before the change, which its
  * rollback restores, is then the server's, not "unknown".
  *
+ * A caller that is not a superuser changes only a shard with no state or
+ * one whose state belongs to this database (privs.c checked it before;
+ * this checks it again under the lock that the change takes, so that no
+ * other database's change slips in between): refused (42501) otherwise,
+ * changing nothing.
+ *
  * Locks: those of shid_owner_learn, then the ceiling lock, exclusively.
  */
 void
@@ -173,11 +189,20 @@ shid_owner_change(ShidSlot *slot, const ShidShardKey *key, const ShidLayout *lay
 				  int owner)
 {
 	ShidOwnerChange *change;
+	bool		here_only = !superuser();
 
 	(void) shid_owner_learn(slot, key, layout);
 	shid_owner_prepare();
 	change = &shid_changes[shid_nchanges];
 	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
+	if (here_only && shid_shard_state_locked(key, &change->before) &&
+		change->before.database != MyDatabaseId)
+	{
+		ShidShardState elsewhere = change->before;
+
+		LWLockRelease(shid_ceiling->lock);
+		shid_refuse_state_elsewhere(&elsewhere, owner == SHID_RETIRE ? "retire" : "take");
+	}
 	shid_owner_state_locked(key, &change->before);
 	shid_shard_change_locked(key, 0, false, owner);
 	shid_owner_state_locked(key, &change->after);

@@ -23,6 +23,19 @@
  * operation, with search_path pinned, as core does for VACUUM and
  * CREATE INDEX.
  *
+ * Roles and the server's shard states are shared by the databases of a
+ * server, catalogs are not.  So a role that is not a superuser changes a
+ * shard only if the server keeps no state for it or its state names the
+ * current database (MyDatabaseId), the one whose transaction last created,
+ * retired or took it back (floors.c): shid_require_state_here, after the
+ * catalog checks of a retirement, a floor raise and a creation or
+ * take-back, and owner.c again under the lock of the change.  Otherwise
+ * 42501, naming the database, whatever this database's catalog says: a
+ * provisioner of database b cannot register shard 5, which database a
+ * mints for, and then retire it, take it or raise its floor.  A state of a
+ * dropped database, or of no known database (kept by an earlier version),
+ * is for superusers, until one of them changes the shard.
+ *
  * The C primitives that change the server's state check the caller too, at
  * their top: _retire_shard and raise_floor as above, and _own_shard, for a
  * role that is not a superuser, only after _catalog_own checked the same
@@ -37,9 +50,13 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "ceiling.h"
+#include "commands/dbcommands.h"
 #include "compat.h"
 #include "executor/spi.h"
+#include "floors.h"
 #include "fmgr.h"
+#include "layout.h"
 #include "miscadmin.h"
 #include "privs.h"
 #include "utils/acl.h"
@@ -149,6 +166,64 @@ shid_require_provisioner(Oid user, int32 shard, const char *action)
 }
 
 /*
+ * Refuse (42501) a state that belongs to another database than this one,
+ * naming it: the error of shid_require_state_here and of owner.c's check
+ * under the ceiling lock.  action completes "permission denied to ...
+ * shard n".  Reads pg_database: the caller holds no LWLock.
+ */
+void
+shid_refuse_state_elsewhere(const ShidShardState *state, const char *action)
+{
+	const ShidLayout *layout = shid_layout_by_key(state->key.layout_key);
+	const char *lname = layout ? layout->name : "?";
+	char	   *dbname = OidIsValid(state->database) ?
+		get_database_name(state->database) : NULL;
+
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied to %s shard %d", action, state->key.shard),
+			 dbname ? errdetail("This server's state of shard %d of layout \"%s\" belongs to database \"%s\", where it was last created, retired or taken back.",
+								state->key.shard, lname, dbname) :
+			 OidIsValid(state->database) ?
+			 errdetail("This server's state of shard %d of layout \"%s\" belongs to a database that no longer exists (OID %u).",
+					   state->key.shard, lname, state->database) :
+			 errdetail("This server's state of shard %d of layout \"%s\" was kept by an earlier version of sharded_id, which did not record its database.",
+					   state->key.shard, lname),
+			 errhint("A role that is not a superuser changes only the shards that this database created, retired or took back; a superuser may move a shard between the databases of a server.")));
+}
+
+/*
+ * Refuse (42501) a caller that is not a superuser if this server keeps a
+ * state of the shard (floors.c) that belongs to another database: one
+ * whose transaction last created, retired or took back the shard, or
+ * raised the first floor of a shard with no state.  Roles and the server's
+ * states are shared by the databases of a server, catalogs are not: so no
+ * database's catalog lets its provisioner stop, take or move the floor of
+ * another database's shard.  A shard with no state is free to any
+ * database.  Nothing to check where sharded_id is not preloaded.
+ *
+ * Locks: the ceiling lock, shared, while it copies the state.
+ */
+void
+shid_require_state_here(int32 shard, const char *layout_name, const char *action)
+{
+	const ShidLayout *layout;
+	ShidShardKey key;
+	ShidShardState state;
+
+	if (superuser() || shid_ceiling == NULL)
+		return;
+	layout = shid_layout_by_name(layout_name);
+	if (layout == NULL)
+		return;					/* refused later, as an unknown layout */
+	memset(&key, 0, sizeof(key));
+	key.layout_key = shid_layout_key(layout);
+	key.shard = shard;
+	if (shid_shard_state(&key, &state) && state.database != MyDatabaseId)
+		shid_refuse_state_elsewhere(&state, action);
+}
+
+/*
  * Refuse (42501) a caller that is not a superuser, unless it is a member of
  * the provisioner role and owns the schema that this database's catalog
  * names for the shard of that layout.  action completes "permission denied
@@ -212,6 +287,7 @@ shid_require_shard_owner(int32 shard, const char *layout, const char *action)
 				 errdetail("Schema \"%s\" of shard %d belongs to role \"%s\".", schema, shard,
 						   shid_role_name(nspowner)),
 				 errhint("A role that is not a superuser changes only the shards whose schema it owns.")));
+	shid_require_state_here(shard, layout, action);
 }
 
 /*
@@ -311,6 +387,7 @@ shid_check_take_back(Oid user, int32 shard, const char *layout, const char *sche
 				 errmsg("permission denied to create shard %d in schema \"%s\"", shard, schema),
 				 errdetail("Schema \"%s\" belongs to role \"%s\".", schema, shid_role_name(nspowner)),
 				 errhint("A role that is not a superuser makes shards in new schemas or in schemas it owns.")));
+	shid_require_state_here(shard, layout, server_retired ? "take back" : "create");
 	if (!server_retired && !recorded)
 		return;
 	if (!recorded || strcmp(rec_layout, layout) != 0)
