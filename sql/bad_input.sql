@@ -2,7 +2,7 @@
 -- Bad input to the shard, router and move calls: each is refused with a
 -- SQLSTATE of its own, before anything is read from a node or changed, and
 -- the catalogs, the server's shard state and the PL/Proxy cluster are the
--- same afterwards.  (test/t/022_planted_row.pl runs the moves for real.)
+-- same afterwards.  (test/t/027_planted_row.pl runs the moves for real.)
 --
 \set SHOW_CONTEXT never
 

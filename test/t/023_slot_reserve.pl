@@ -1,4 +1,4 @@
-# test/t/022_slot_reserve.pl
+# test/t/023_slot_reserve.pl
 #
 # A plain role (LOGIN, and USAGE on schema sharded_id, which PUBLIC has)
 # with a temporary sequence cannot take the generator slots that the shard

@@ -1,4 +1,4 @@
-# test/t/023_readme.pl
+# test/t/028_readme.pl
 #
 # Every SQL and shell block of README.md runs as written.  Each block has a
 # hidden line before it, <!-- run: CONTEXT -->, that names where it runs:

@@ -1,4 +1,4 @@
-# test/t/022_provisioner.pl
+# test/t/026_provisioner.pl
 #
 # The provisioning role against a superuser's retirement, across restarts.
 # app_admin logs in with the one documented grant, membership in

@@ -1,4 +1,4 @@
-# test/t/022_planted_row.pl
+# test/t/027_planted_row.pl
 #
 # A row planted during a move never strands its shard.  A router over data
 # nodes a and b, in seed and in counter mode, with pgbench writers through
