@@ -87,6 +87,7 @@ $router->safe_psql('router', q{
 	GRANT USAGE ON SCHEMA app_api TO app;
 	GRANT USAGE ON FOREIGN SERVER sharded_id TO app;
 	GRANT SELECT ON demo_users TO app;
+	GRANT EXECUTE ON FUNCTION sharded_id.route(integer, text), sharded_id.route_id(bigint, text) TO app;
 });
 is($router->safe_psql('router', 'SELECT count(DISTINCT sharded_id.shard_id(user_id)) FROM demo_users'),
 	$shard_count, 'users written through the router landed on every shard');
