@@ -403,3 +403,18 @@ REVOKE ALL ON FUNCTION sharded_id._table_fingerprint(regclass) FROM sharded_id_r
 DROP ROLE sharded_id_regress_tenant;
 DROP ROLE sharded_id_regress_reader;
 DROP EXTENSION dblink;
+
+-- A column named r stands for neither the row nor the table's alias: two
+-- tables that differ outside such a column differ in their fingerprints,
+-- and every row is read whole.
+CREATE TYPE pg_temp_r AS (v integer);
+CREATE TABLE r_composite_a (id bigint, r pg_temp_r, note text);
+CREATE TABLE r_composite_b (id bigint, r pg_temp_r, note text);
+CREATE TABLE r_text (id bigint, r text);
+INSERT INTO r_composite_a VALUES (1, ROW(7), 'original');
+INSERT INTO r_composite_b VALUES (1, ROW(7), 'tampered');
+INSERT INTO r_text VALUES (1, 'x');
+SELECT sharded_id._table_fingerprint('r_composite_a') <> sharded_id._table_fingerprint('r_composite_b') AS fingerprints_differ;
+SELECT sharded_id._table_rows('r_composite_a') AS composite_row, sharded_id._table_rows('r_text') AS text_row;
+DROP TABLE r_composite_a, r_composite_b, r_text;
+DROP TYPE pg_temp_r;

@@ -363,7 +363,7 @@ shid_table_fingerprint(PG_FUNCTION_ARGS)
 				 errmsg("permission denied for table %s", rel)));
 	query = psprintf("SELECT pg_catalog.concat(pg_catalog.count(*), ':', "
 					 "COALESCE(pg_catalog.sum(pg_catalog.hashtextextended("
-					 "pg_catalog.textin(pg_catalog.record_out(r)), 0)), 0)) FROM %s r", rel);
+					 "pg_catalog.textin(pg_catalog.record_out(r.*)), 0)), 0)) FROM %s r", rel);
 	result = shid_read_as_owner(owner, rel, query, &isnull);
 	if (isnull)
 		PG_RETURN_NULL();
@@ -412,7 +412,7 @@ shid_table_rows(PG_FUNCTION_ARGS)
 												  false, work_mem);
 		MemoryContextSwitchTo(old);
 	}
-	query = psprintf("SELECT pg_catalog.textin(pg_catalog.record_out(r)) FROM %s r", rel);
+	query = psprintf("SELECT pg_catalog.textin(pg_catalog.record_out(r.*)) FROM %s r", rel);
 	dest = CreateDestReceiver(DestTuplestore);
 	SetTuplestoreDestReceiverParams(dest, rsinfo->setResult,
 									rsinfo->econtext->ecxt_per_query_memory,
