@@ -418,3 +418,21 @@ SELECT sharded_id._table_fingerprint('r_composite_a') <> sharded_id._table_finge
 SELECT sharded_id._table_rows('r_composite_a') AS composite_row, sharded_id._table_rows('r_text') AS text_row;
 DROP TABLE r_composite_a, r_composite_b, r_text;
 DROP TYPE pg_temp_r;
+
+-- An owner that revoked its own SELECT on a shard's table: the read as the
+-- owner (raise_floors(), create_shard, a move's comparison) fails with an
+-- error that names the table and its owner (42501), before anything runs in
+-- the owner's context.
+CREATE ROLE sharded_id_regress_blind;
+CREATE SCHEMA blind_lab AUTHORIZATION sharded_id_regress_blind;
+SET ROLE sharded_id_regress_blind;
+CREATE TABLE blind_lab.t (id bigint PRIMARY KEY);
+REVOKE ALL ON blind_lab.t FROM sharded_id_regress_blind;
+RESET ROLE;
+INSERT INTO blind_lab.t VALUES (1);
+\set VERBOSITY default
+SELECT sharded_id._max_id('blind_lab.t', 'id');
+SELECT sharded_id._table_fingerprint('blind_lab.t');
+\set VERBOSITY terse
+DROP SCHEMA blind_lab CASCADE;
+DROP ROLE sharded_id_regress_blind;

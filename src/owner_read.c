@@ -216,6 +216,29 @@ shid_end_owner(ShidOwnerContext *ctx)
 }
 
 /*
+ * The table's owner must be able to read what the read asks for (a column,
+ * or every column when attnum is 0): an owner that revoked its own SELECT
+ * gets an error here naming the table and its owner, not the executor's
+ * unqualified one from inside the owner's context.
+ */
+static void
+shid_require_owner_select(Oid relid, AttrNumber attnum, Oid owner, const char *rel)
+{
+	if (pg_class_aclcheck(relid, owner, ACL_SELECT) == ACLCHECK_OK)
+		return;
+	if (attnum > 0 && pg_attribute_aclcheck(relid, attnum, owner, ACL_SELECT) == ACLCHECK_OK)
+		return;
+	if (attnum == 0 && pg_attribute_aclcheck_all(relid, owner, ACL_SELECT, ACLMASK_ALL) == ACLCHECK_OK)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("owner %s of table %s cannot read it", GetUserNameFromId(owner, false), rel),
+			 errdetail("A shard's tables are read as their owner, and the owner has no SELECT privilege on this one."),
+			 errhint("As the table's owner, GRANT SELECT ON %s TO %s.", rel,
+					 quote_identifier(GetUserNameFromId(owner, false)))));
+}
+
+/*
  * Run query, a SELECT from the table named rel, owned by owner: parsed
  * and rewritten as the caller, who may see the table's schema where its
  * owner may not (this runs no code of the table's: the relation is a table,
@@ -324,6 +347,7 @@ shid_max_id(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for column \"%s\" of \"%s\"", column, rel)));
+	shid_require_owner_select(relid, attnum, owner, rel);
 
 	query = psprintf("SELECT pg_catalog.max(%s) FROM %s", quote_identifier(column), rel);
 	result = shid_read_as_owner(owner, rel, query, &isnull);
@@ -361,6 +385,7 @@ shid_table_fingerprint(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for table %s", rel)));
+	shid_require_owner_select(relid, 0, owner, rel);
 	query = psprintf("SELECT pg_catalog.concat(pg_catalog.count(*), ':', "
 					 "COALESCE(pg_catalog.sum(pg_catalog.hashtextextended("
 					 "pg_catalog.textin(pg_catalog.record_out(r.*)), 0)), 0)) FROM %s r", rel);
@@ -397,6 +422,7 @@ shid_table_rows(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for table %s", rel)));
+	shid_require_owner_select(relid, 0, owner, rel);
 	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) || !(rsinfo->allowedModes & SFRM_Materialize))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
