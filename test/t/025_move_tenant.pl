@@ -32,7 +32,7 @@ for my $n (qw(a b))
 		shard_count => $shard_count, init => { allows_streaming => 'logical' });
 	$node{$n}->safe_psql('app', q{
 		CREATE ROLE tenant NOLOGIN;
-		CREATE TABLE public.side_effect (what text, usr name, su text);
+		CREATE TABLE public.side_effect (what text, usr name, su text, query text DEFAULT left(current_query(), 300), app text DEFAULT current_setting('application_name'));
 		GRANT INSERT ON public.side_effect TO PUBLIC;});
 }
 my $router = router_node(\%node, { 0 => 'a', 1 => 'a', 2 => 'b', 3 => 'b' }, $shard_count, 'tenant_router');
@@ -40,7 +40,7 @@ $router->safe_psql('router', q{
 	CREATE TABLE demo_users AS
 	SELECT g AS n, app_api.add_user('user ' || g) AS user_id FROM generate_series(1, 100) g;
 	SELECT count(app_api.add_photo(user_id, 'photo of ' || n)) FROM demo_users;});
-my $major = $node{a}->safe_psql('app', 'SHOW server_version_num') / 10000;
+my $major = int($node{a}->safe_psql('app', 'SHOW server_version_num') / 10000);
 
 # The tenant takes shards 0 and 1 and plants its code in both users tables,
 # as itself: what runs now runs as the tenant.
@@ -65,9 +65,14 @@ for my $s (qw(shard_0000 shard_0001))
 		BEGIN PERFORM $s.evil('index'); RETURN x; END \$b\$;
 		CREATE FUNCTION $s.evil_c(x bigint) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS \$b\$
 		BEGIN RETURN $s.evil('check'); END \$b\$;
+		CREATE FUNCTION $s.evil_b(x boolean) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS \$b\$
+		BEGIN PERFORM $s.evil('partial index'); RETURN x; END \$b\$;
 		CREATE FUNCTION $s.evil_t() RETURNS trigger LANGUAGE plpgsql AS \$b\$
 		BEGIN PERFORM $s.evil('trigger'); RETURN NEW; END \$b\$;
 		CREATE INDEX users_evil ON $s.users ($s.evil_i(id));
+		-- A constant predicate: folded whenever a query on the table is
+		-- planned, by whoever plans it.
+		CREATE INDEX users_evil_p ON $s.users (id) WHERE $s.evil_b(true);
 		ALTER TABLE $s.users ADD CONSTRAINT users_evil CHECK ($s.evil_c(id));
 		ALTER TABLE $s.users ADD COLUMN planted boolean DEFAULT $s.evil('default');
 		CREATE TRIGGER users_evil BEFORE INSERT OR UPDATE ON $s.users FOR EACH ROW EXECUTE FUNCTION $s.evil_t();
@@ -87,15 +92,27 @@ my $unharmed = sub {
 		is($node{$n}->safe_psql('app', q{SELECT rolsuper FROM pg_roles WHERE rolname = 'tenant'}), 'f',
 			"$what: the tenant is not a superuser on node $n");
 		is($node{$n}->safe_psql('app', q{SELECT count(*) FROM side_effect WHERE su <> 'off' OR usr <> 'tenant'}),
-			'0', "$what: no planted code ran as another role on node $n");
+			'0', "$what: no planted code ran as another role on node $n")
+		  or diag($node{$n}->safe_psql('app', q{SELECT what, usr, su, app, query FROM side_effect WHERE su <> 'off' OR usr <> 'tenant' LIMIT 5}));
 	}
-	my @ids = all_ids(values %node);
+	# Read as each schema's owner: the tenant's code runs as the tenant.
+	my @ids;
+	for my $n (values %node)
+	{
+		for my $s (split /\n/, $n->safe_psql('app', 'SELECT schema_name FROM sharded_id.shards ORDER BY 1'))
+		{
+			push @ids, split /\n/, $n->safe_psql('app', "SELECT set_config('role', nspowner::regrole::text, false) FROM pg_namespace
+				WHERE nspname = '$s' \\gset
+				SELECT id FROM $s.users UNION ALL SELECT id FROM $s.photos");
+		}
+	}
 	my %seen;
 	is(scalar(grep { $seen{$_}++ } @ids), 0, "$what: no id repeats");
 };
 my $rows = sub {
 	my ($n, $s) = @_;
-	return $node{$n}->safe_psql('app', "SELECT (SELECT count(*) FROM $s.users) || '/' || (SELECT count(*) FROM $s.photos)");
+	return $node{$n}->safe_psql('app', "SET ROLE tenant;
+		SELECT (SELECT count(*) FROM $s.users) || '/' || (SELECT count(*) FROM $s.photos)");
 };
 my $map = sub {
 	return $router->safe_psql('router', "SELECT node_name FROM sharded_id.shard_map WHERE shard_id = $_[0]");
@@ -141,7 +158,6 @@ if ($major < 16)
 		SELECT sharded_id.next_id(1) AS id \gset
 		SET ROLE tenant;
 		INSERT INTO shard_0001.users (id, name) VALUES (:id, 'after the refusal');
-		RESET ROLE;
 		SELECT count(*) FROM shard_0001.users WHERE name = 'after the refusal'}), '1',
 		'online on 15: the shard is still writable on the source');
 	# The router writes as its own role, to photos, where the tenant

@@ -583,7 +583,7 @@ BEGIN
     PERFORM sharded_id._remote_open(frz, m.source_node);
     PERFORM sharded_id._remote_exec(frz, format(
         'SELECT FROM sharded_id.shards WHERE shard_id = %s; '
-        'SELECT FROM sharded_id._on_schema_tables(%L, ''SELECT FROM %%s WHERE false''); '
+        'SELECT FROM sharded_id._on_schema_tables(%L, ''LOCK TABLE %%s IN ACCESS SHARE MODE''); '
         'SET lock_timeout = DEFAULT',
         m.shard_id, m.schema_name));
     RETURN frz;
@@ -616,6 +616,46 @@ $$;
 
 COMMENT ON FUNCTION sharded_id._move_freeze_source(sharded_id.moves, interval) IS
 'internal: open the freezing transaction of a move on its source';
+
+-- On the source: schema_ddl's statements as one text for the target, with
+-- the objects' owners set before any constraint or index is made, and each
+-- constraint added as its table's owner in a security-restricted operation
+-- (_alter_table_as_owner): a foreign key's check plans reads of both tables,
+-- which folds their owners' index predicates and expressions.  The other
+-- statements run no code of the schema's owner on tables still empty, or
+-- run it as the owner (CREATE INDEX and REFRESH MATERIALIZED VIEW do in
+-- core).
+CREATE FUNCTION sharded_id._move_schema_ddl(schema_name name)
+RETURNS text
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    ddl text[] := ARRAY(SELECT s FROM sharded_id.schema_ddl(schema_name) s);
+    first integer;
+    owners text[];
+BEGIN
+    -- The owners of the objects made (ALTER ... OWNER TO), moved up to
+    -- just before the first constraint or index: a table's constraints and
+    -- indexes are then made as its owner, and a function of the schema
+    -- that they call already has its owner when they run it.
+    first := (SELECT min(x.n) FROM unnest(ddl) WITH ORDINALITY x(s, n)
+              WHERE x.s LIKE 'ALTER TABLE % ADD CONSTRAINT %' OR x.s LIKE 'CREATE INDEX %' OR x.s LIKE 'CREATE UNIQUE INDEX %');
+    IF first IS NOT NULL THEN
+        owners := ARRAY(SELECT x.s FROM unnest(ddl) WITH ORDINALITY x(s, n)
+                        WHERE x.n > first AND x.s ~ '^ALTER [A-Z ]+ \S.* OWNER TO ("[^"]*"|[^ ]+)$' AND x.s !~ E'\n' ORDER BY x.n);
+        ddl := ddl[1:first - 1] || owners
+               || ARRAY(SELECT x.s FROM unnest(ddl) WITH ORDINALITY x(s, n)
+                        WHERE x.n >= first AND NOT x.s = ANY (owners) ORDER BY x.n);
+    END IF;
+    RETURN (SELECT string_agg(CASE WHEN x.s LIKE 'ALTER TABLE % ADD CONSTRAINT %'
+                                   THEN format('SELECT sharded_id._alter_table_as_owner(%L)', x.s) ELSE x.s END, E';\n' ORDER BY x.n)
+            FROM unnest(ddl) WITH ORDINALITY x(s, n));
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_schema_ddl(name) IS
+'internal: the statements of schema_ddl for a move''s target, each constraint added as its table''s owner';
 
 -- On a node: run statement (a format string with one %s) on each table of a
 -- schema that is not a partition, in creation order; on a partitioned table
@@ -1069,7 +1109,7 @@ BEGIN
         -- The schema without rows, and the subscription that fills it, in
         -- one transaction of the target.
         ddl := sharded_id._remote(src, format(
-            'SELECT string_agg(s, E'';\n'') FROM sharded_id.schema_ddl(%L) s', m.schema_name));
+            'SELECT sharded_id._move_schema_ddl(%L)', m.schema_name));
         PERFORM sharded_id._remote_exec(tgt, format(
             'BEGIN; SET LOCAL client_min_messages = warning; %s; '
             'CREATE SUBSCRIPTION %I CONNECTION %L PUBLICATION %I WITH (create_slot = false, slot_name = %L, '
@@ -1208,7 +1248,7 @@ BEGIN
         -- generated columns of the schema's owner never run with the
         -- mover's rights.
         ddl := sharded_id._remote(src, format(
-            'SELECT string_agg(s, E'';\n'') FROM sharded_id.schema_ddl(%L) s', m.schema_name));
+            'SELECT sharded_id._move_schema_ddl(%L)', m.schema_name));
         PERFORM sharded_id._remote_exec(tgt, format(
             'BEGIN; SET LOCAL client_min_messages = warning; %s; COMMIT', ddl));
         -- Each table by oid, then its name, quoted on the source.
@@ -1723,6 +1763,7 @@ REVOKE EXECUTE ON FUNCTION sharded_id._move_will_create(bigint, text, text, text
 REVOKE EXECUTE ON FUNCTION sharded_id._move_freeze_source(sharded_id.moves, interval) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_open_freeze(sharded_id.moves) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._on_schema_tables(name, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_schema_ddl(name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_catch_up(sharded_id.moves, interval) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_register_target(sharded_id.moves) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_compare(sharded_id.moves, text, text) FROM PUBLIC;
