@@ -2,9 +2,11 @@
 #
 # A tenant that owns a shard's schema, and its tables, on the source, plants
 # code that makes it a superuser when it runs with a superuser's rights: an
-# index expression's function, a trigger enabled ALWAYS (it fires in
-# replica mode too), a check constraint and a column default, each writing
-# a row to a side-effect table whenever it runs.  A superuser then moves one
+# index expression's function, a partial index whose predicate is a
+# constant call (folded by whoever plans a read of the table, or makes the
+# index), a trigger enabled ALWAYS (it fires in replica mode too), a check
+# constraint and a column default, each writing a row to a side-effect
+# table whenever it runs.  A superuser then moves one
 # shard with method => 'dump' and another with method => 'online'.
 #
 # The dump move writes the rows on the target as each table's owner, so the
