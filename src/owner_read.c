@@ -59,7 +59,6 @@
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "tcop/tcopprot.h"
-#include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/array.h"
@@ -604,97 +603,4 @@ shid_insert_as_owner(PG_FUNCTION_ARGS)
 	params->params[0].ptype = TEXTARRAYOID;
 	processed = shid_run_as_owner_params(owner, rel, query, paramtypes, params, 1, None_Receiver);
 	PG_RETURN_INT64((int64) processed);
-}
-
-/*
- * sharded_id._alter_table_as_owner(statement text) RETURNS void
- *
- * Run statement, one ALTER TABLE that only adds constraints (as
- * schema_ddl writes them), as the table's owner in a security-restricted
- * operation with search_path pinned: the check of a foreign key plans a
- * read of both tables, and the planner folds their owners' index
- * predicates and expressions.  So a foreign key's referenced table must
- * belong to the same role, to a superuser, or to a role that has the
- * owner's privileges anyway (42501 otherwise), as for _validate_as_owner.
- * The caller must have the owner's privileges (42501).  Refuses any other
- * statement (42601) and a relation that is not an ordinary or partitioned
- * table (42809).
- * Locks: ShareRowExclusiveLock on the table, then those of ALTER TABLE.
- */
-SHID_FUNCTION_INFO(shid_alter_table_as_owner);
-
-Datum
-shid_alter_table_as_owner(PG_FUNCTION_ARGS)
-{
-	char	   *statement = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	ShidOwnerContext ctx;
-	List	   *raw;
-	RawStmt    *rs;
-	AlterTableStmt *stmt;
-	ListCell   *lc;
-	Oid			relid;
-	Oid			owner;
-	char	   *rel;
-	PlannedStmt *ps;
-
-	shid_pin_search_path(&ctx);
-	raw = pg_parse_query(statement);
-	if (list_length(raw) != 1 || !IsA(linitial_node(RawStmt, raw)->stmt, AlterTableStmt))
-		ereport(ERROR,
-				(errcode(ERRCODE_SYNTAX_ERROR),
-				 errmsg("statement is not one ALTER TABLE")));
-	rs = linitial_node(RawStmt, raw);
-	stmt = (AlterTableStmt *) rs->stmt;
-	if (stmt->objtype != OBJECT_TABLE || stmt->cmds == NIL)
-		ereport(ERROR,
-				(errcode(ERRCODE_SYNTAX_ERROR),
-				 errmsg("statement is not one ALTER TABLE")));
-	foreach(lc, stmt->cmds)
-	{
-		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
-
-		if (cmd->subtype != AT_AddConstraint)
-			ereport(ERROR,
-					(errcode(ERRCODE_SYNTAX_ERROR),
-					 errmsg("ALTER TABLE must only add constraints here")));
-	}
-	relid = RangeVarGetRelid(stmt->relation, ShareRowExclusiveLock, false);
-	rel = shid_lock_table(relid, ShareRowExclusiveLock, &owner);
-	if (!has_privs_of_role(GetUserId(), owner))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must be owner of table %s", rel)));
-	foreach(lc, stmt->cmds)
-	{
-		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
-		Constraint *con = (Constraint *) cmd->def;
-
-		if (IsA(con, Constraint) && con->contype == CONSTR_FOREIGN && con->pktable != NULL)
-		{
-			Oid			refid = RangeVarGetRelid(con->pktable, AccessShareLock, false);
-			Oid			refowner;
-			char	   *ref = shid_lock_table(refid, AccessShareLock, &refowner);
-
-			if (refowner != owner && !superuser_arg(refowner) && !has_privs_of_role(refowner, owner))
-				ereport(ERROR,
-						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-						 errmsg("foreign key \"%s\" of %s references %s, which another role owns",
-								con->conname ? con->conname : "", rel, ref),
-						 errdetail("Checking the key would run code of %s's owner, %s, as %s's owner, %s.",
-								   ref, GetUserNameFromId(refowner, false), rel, GetUserNameFromId(owner, false)),
-						 errhint("Give both tables one owner.")));
-		}
-	}
-
-	ps = makeNode(PlannedStmt);
-	ps->commandType = CMD_UTILITY;
-	ps->canSetTag = false;
-	ps->utilityStmt = (Node *) stmt;
-	ps->stmt_location = rs->stmt_location;
-	ps->stmt_len = rs->stmt_len;
-	shid_become_owner(owner, &ctx);
-	ProcessUtility(ps, statement, false, PROCESS_UTILITY_QUERY, NULL, NULL, None_Receiver, NULL);
-	CommandCounterIncrement();
-	shid_end_owner(&ctx);
-	PG_RETURN_VOID();
 }

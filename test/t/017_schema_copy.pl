@@ -90,8 +90,20 @@ my $leftovers = sub {
 			|| '/' || (SELECT count(*) FROM pg_publication) || '/' || (SELECT count(*) FROM pg_subscription)}) } sort keys %node);
 };
 
-# 1. Online to b, back to a by dump.
-for my $step ([ 'a', 'b', 'online' ], [ 'b', 'a', 'dump' ])
+# 1. Online to b, back to a by dump.  Before PostgreSQL 16 a subscription
+# writes as its owner, and sc_alice owns objects of the shard: the online
+# move is refused there (42501) before it changes anything, and the shard
+# goes to b by dump.
+my $major = int($node{a}->safe_psql('app', 'SHOW server_version_num') / 10000);
+if ($major < 16)
+{
+	my ($ret, $stdout, $stderr) = $router->psql('router', "CALL sharded_id.move_shard(1, 'b', method => 'online')");
+	like($stderr, qr/would run code of role "sc_alice" with the subscription's rights/,
+		'online move on 15 of a shard with objects of a role without superuser: refused');
+	is($owner->(1), 'a', 'refused online move: the map still names a');
+	is($router->safe_psql('router', 'SELECT count(*) FROM sharded_id.moves'), '0', 'refused online move: nothing journaled');
+}
+for my $step ([ 'a', 'b', $major < 16 ? 'dump' : 'online' ], [ 'b', 'a', 'dump' ])
 {
 	my ($from, $to, $method) = @$step;
 	my ($ret, $stdout, $stderr) = $router->psql('router', "CALL sharded_id.move_shard(1, '$to', method => '$method')");

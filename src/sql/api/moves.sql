@@ -617,14 +617,16 @@ $$;
 COMMENT ON FUNCTION sharded_id._move_freeze_source(sharded_id.moves, interval) IS
 'internal: open the freezing transaction of a move on its source';
 
--- On the source: schema_ddl's statements as one text for the target, with
--- the objects' owners set before any constraint or index is made, and each
--- constraint added as its table's owner in a security-restricted operation
--- (_alter_table_as_owner): a foreign key's check plans reads of both tables,
--- which folds their owners' index predicates and expressions.  The other
--- statements run no code of the schema's owner on tables still empty, or
--- run it as the owner (CREATE INDEX and REFRESH MATERIALIZED VIEW do in
--- core).
+-- On the source: schema_ddl's statements as one text for the target, in
+-- an order that runs no code of the schema's owner with the mover's rights:
+-- the objects made, then their owners (ALTER ... OWNER TO), so that every
+-- index is made as its table's owner (CREATE INDEX runs its expressions and
+-- predicate as the owner in core) and every function of the schema already
+-- has its owner when an index calls it; then the primary keys and unique
+-- constraints, then the foreign keys, whose checks plan reads of both
+-- tables (the planner folds the index expressions and predicates it finds)
+-- while the tables are still empty and hold only those plain indexes; then
+-- the rest, in schema_ddl's order.
 CREATE FUNCTION sharded_id._move_schema_ddl(schema_name name)
 RETURNS text
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
@@ -633,29 +635,25 @@ AS $$
 DECLARE
     ddl text[] := ARRAY(SELECT s FROM sharded_id.schema_ddl(schema_name) s);
     first integer;
-    owners text[];
 BEGIN
-    -- The owners of the objects made (ALTER ... OWNER TO), moved up to
-    -- just before the first constraint or index: a table's constraints and
-    -- indexes are then made as its owner, and a function of the schema
-    -- that they call already has its owner when they run it.
     first := (SELECT min(x.n) FROM unnest(ddl) WITH ORDINALITY x(s, n)
               WHERE x.s LIKE 'ALTER TABLE % ADD CONSTRAINT %' OR x.s LIKE 'CREATE INDEX %' OR x.s LIKE 'CREATE UNIQUE INDEX %');
-    IF first IS NOT NULL THEN
-        owners := ARRAY(SELECT x.s FROM unnest(ddl) WITH ORDINALITY x(s, n)
-                        WHERE x.n > first AND x.s ~ '^ALTER [A-Z ]+ \S.* OWNER TO ("[^"]*"|[^ ]+)$' AND x.s !~ E'\n' ORDER BY x.n);
-        ddl := ddl[1:first - 1] || owners
-               || ARRAY(SELECT x.s FROM unnest(ddl) WITH ORDINALITY x(s, n)
-                        WHERE x.n >= first AND NOT x.s = ANY (owners) ORDER BY x.n);
+    IF first IS NULL THEN
+        RETURN array_to_string(ddl, E';\n');
     END IF;
-    RETURN (SELECT string_agg(CASE WHEN x.s LIKE 'ALTER TABLE % ADD CONSTRAINT %'
-                                   THEN format('SELECT sharded_id._alter_table_as_owner(%L)', x.s) ELSE x.s END, E';\n' ORDER BY x.n)
-            FROM unnest(ddl) WITH ORDINALITY x(s, n));
+    RETURN (SELECT string_agg(y.s, E';\n' ORDER BY y.rank, y.n)
+            FROM (SELECT x.s, x.n,
+                         CASE WHEN x.n < first THEN 0
+                              WHEN x.s ~ '^ALTER [A-Z ]+ \S.* OWNER TO ("[^"]*"|[^ ]+)$' AND x.s !~ E'\n' THEN 1
+                              WHEN x.s ~ '^ALTER TABLE \S.* ADD CONSTRAINT ("([^"]|"")*"|\S+) (PRIMARY KEY|UNIQUE)[ (]' THEN 2
+                              WHEN x.s ~ '^ALTER TABLE \S.* ADD CONSTRAINT ("([^"]|"")*"|\S+) FOREIGN KEY[ (]' THEN 3
+                              ELSE 4 END AS rank
+                  FROM unnest(ddl) WITH ORDINALITY x(s, n)) y);
 END
 $$;
 
 COMMENT ON FUNCTION sharded_id._move_schema_ddl(name) IS
-'internal: the statements of schema_ddl for a move''s target, each constraint added as its table''s owner';
+'internal: the statements of schema_ddl for a move''s target, ordered so that none runs code of the schema''s owner with the mover''s rights: owners before constraints and indexes, foreign keys before other indexes';
 
 -- On a node: run statement (a format string with one %s) on each table of a
 -- schema that is not a partition, in creation order; on a partitioned table

@@ -586,14 +586,6 @@ AS 'MODULE_PATHNAME', 'shid_insert_as_owner';
 COMMENT ON FUNCTION sharded_id._insert_as_owner(regclass, text[]) IS
 'internal: inserts rows given as text into a table as the table''s owner in a security-restricted operation, for a move''s dump copy; returns their number';
 
-CREATE FUNCTION sharded_id._alter_table_as_owner(statement text)
-RETURNS void
-LANGUAGE c VOLATILE STRICT PARALLEL UNSAFE
-AS 'MODULE_PATHNAME', 'shid_alter_table_as_owner';
-
-COMMENT ON FUNCTION sharded_id._alter_table_as_owner(text) IS
-'internal: runs one ALTER TABLE that adds constraints as the table''s owner in a security-restricted operation, for a move''s schema on its target';
-
 CREATE FUNCTION sharded_id._validate_as_owner(rel regclass, constraint_name name)
 RETURNS void
 LANGUAGE c VOLATILE STRICT PARALLEL UNSAFE
@@ -1670,7 +1662,6 @@ REVOKE EXECUTE ON FUNCTION sharded_id._validate_as_owner(regclass, name) FROM PU
 REVOKE EXECUTE ON FUNCTION sharded_id._table_fingerprint(regclass) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._table_rows(regclass) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._insert_as_owner(regclass, text[]) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION sharded_id._alter_table_as_owner(text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.drop_shard(integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.add_table(regclass, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.adopt_table(regclass, integer, name) FROM PUBLIC;
