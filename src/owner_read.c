@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * src/owner_read.c
- *	  Read and check a shard's tables as their owner, never with the
- *	  caller's rights.
+ *	  Read, check and write a shard's tables as their owner, never with
+ *	  the caller's rights.
  *
  * A shard schema may belong to a tenant or an application role, which can
  * put its own code in it: a view in place of a table, a function in an
@@ -26,6 +26,12 @@
  * run as the owner.  A foreign key's check (_validate_as_owner) runs as the
  * owner of its table, and only when the table it references has the same
  * owner, or one that could act as that owner anyway.
+ *
+ * A move's dump copy writes the same way (_insert_as_owner): its INSERT is
+ * parsed as the caller and planned and run as the table's owner, so the
+ * target's index expressions, check constraints, domain checks, generated
+ * columns and the triggers that fire run as the owner; constraint triggers
+ * it deferred fire before the owner's identity is given back.
  *
  * Only ordinary and partitioned tables are read (42809 otherwise), and a
  * read also ignores FORCE ROW LEVEL SECURITY (SECURITY_NOFORCE_RLS, as the
