@@ -25,7 +25,7 @@ WITH generator AS (VALUES ('reset_ceiling'), ('generator_stats'), ('generator_in
                           ('_catalog_retire'), ('_catalog_own'), ('_catalog_unretire'), ('_catalog_add_table')),
      -- Read and check tables as their owners: they switch the user and the
      -- search_path, which no parallel worker may do.
-     owner_reads AS (VALUES ('_max_id'), ('_table_fingerprint'), ('_table_rows'), ('_validate_as_owner'))
+     owner_reads AS (VALUES ('_max_id'), ('_table_fingerprint'), ('_table_rows'), ('_validate_as_owner'), ('_insert_as_owner'))
 SELECT p.oid::regprocedure AS mislabelled
 FROM pg_proc p
 JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid

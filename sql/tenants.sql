@@ -152,6 +152,22 @@ SELECT public.dblink_exec('tenant',
     || ' COMMIT')
 $f$;
 
+-- A table's rows, deleted by its owner (planning the DELETE folds the
+-- owner's constant index predicates) and inserted again through
+-- _insert_as_owner by the superuser.
+CREATE FUNCTION tenant_lab.reinsert(rel regclass) RETURNS void LANGUAGE plpgsql AS $f$
+DECLARE
+    rows text[] := ARRAY(SELECT r FROM sharded_id._table_rows(rel) r);
+BEGIN
+    EXECUTE format('SET LOCAL ROLE %I', (SELECT c.relowner::regrole::text FROM pg_class c WHERE c.oid = rel));
+    EXECUTE format('DELETE FROM %s', rel);
+    RESET ROLE;
+    IF sharded_id._insert_as_owner(rel, rows) <> coalesce(cardinality(rows), 0) THEN
+        RAISE EXCEPTION 'rows of % lost', rel;
+    END IF;
+END
+$f$;
+
 -- Step 3: the superuser's call, its SQLSTATE, and what the tenant gained.
 CREATE FUNCTION tenant_lab.attack(kind text, call text) RETURNS void LANGUAGE plpgsql AS $f$
 DECLARE
@@ -185,6 +201,14 @@ BEGIN
             WHEN 'move copy' THEN PERFORM count(*) FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace,
                                                         sharded_id._table_rows(c.oid) r
                                   WHERE ns.nspname = s AND c.relkind = 'r';
+            -- What it writes on the target: each table's rows, emptied
+            -- first in replica mode (which runs none of the tenant's code),
+            -- inserted again as the dump method does.
+            WHEN 'move insert' THEN
+                PERFORM set_config('session_replication_role', 'replica', true);
+                PERFORM tenant_lab.reinsert(c.oid) FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace
+                WHERE ns.nspname = s AND c.relkind = 'r';
+                PERFORM set_config('session_replication_role', 'origin', true);
         END CASE;
     EXCEPTION WHEN OTHERS THEN
         state := SQLSTATE;
@@ -228,7 +252,8 @@ SELECT CASE WHEN c = 'provision_shards'
 FROM unnest(ARRAY['view', 'matview', 'index expression', 'partial index', 'statistics', 'default', 'generated',
                   'trigger', 'rule', 'policy', 'check', 'partition', 'domain']) WITH ORDINALITY AS k(k, i),
      unnest(ARRAY['raise_floors', 'retire_shard, create_shard', 'create_shard again', 'create_shard adopting', 'provision_shards',
-                  'adopt_table', 'drop_shard', 'schema_ddl', 'schema_inventory', 'move fingerprint', 'move copy']) WITH ORDINALITY AS c(c, j)
+                  'adopt_table', 'drop_shard', 'schema_ddl', 'schema_inventory', 'move fingerprint', 'move copy',
+                  'move insert']) WITH ORDINALITY AS c(c, j)
 ORDER BY i, j
 \gexec
 \set VERBOSITY default

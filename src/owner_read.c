@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * src/owner_read.c
- *	  Read and check a shard's tables as their owner, never with the
- *	  caller's rights.
+ *	  Read, check and write a shard's tables as their owner, never with
+ *	  the caller's rights.
  *
  * A shard schema may belong to a tenant or an application role, which can
  * put its own code in it: a view in place of a table, a function in an
@@ -27,6 +27,12 @@
  * owner of its table, and only when the table it references has the same
  * owner, or one that could act as that owner anyway.
  *
+ * A move's dump copy writes the same way (_insert_as_owner): its INSERT is
+ * parsed as the caller and planned and run as the table's owner, so the
+ * target's index expressions, check constraints, domain checks, generated
+ * columns and the triggers that fire run as the owner; constraint triggers
+ * it deferred fire before the owner's identity is given back.
+ *
  * Only ordinary and partitioned tables are read (42809 otherwise), and a
  * read also ignores FORCE ROW LEVEL SECURITY (SECURITY_NOFORCE_RLS, as the
  * foreign-key checks do): no policy runs, and the largest id is that of
@@ -42,24 +48,30 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/xact.h"
 #include "access/tupdesc.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_constraint.h"
 #include "catalog/pg_type.h"
 #include "commands/tablecmds.h"
+#include "commands/trigger.h"
 #include "compat.h"
 #include "executor/executor.h"
 #include "executor/tstoreReceiver.h"
 #include "funcapi.h"
+#include "nodes/params.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "tcop/tcopprot.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/array.h"
 #include "utils/datum.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/tuplestore.h"
@@ -248,8 +260,10 @@ shid_require_owner_select(Oid relid, AttrNumber attnum, Oid owner, const char *r
  * SPI, whose plan cache would parse the query again as the owner.  Its rows
  * go to dest.
  */
-static void
-shid_run_as_owner(Oid owner, const char *rel, const char *query, DestReceiver *dest)
+static uint64
+shid_run_as_owner_params(Oid owner, const char *rel, const char *query,
+						 Oid *paramtypes, ParamListInfo params, int nparams,
+						 DestReceiver *dest)
 {
 	ShidOwnerContext ctx;
 	List	   *raw;
@@ -257,29 +271,61 @@ shid_run_as_owner(Oid owner, const char *rel, const char *query, DestReceiver *d
 	List	   *plans;
 	QueryDesc  *qd;
 	bool		pushed = false;
+	bool		writes;
+	uint64		processed;
 
 	shid_pin_search_path(&ctx);
 	raw = pg_parse_query(query);
-	queries = pg_analyze_and_rewrite_fixedparams(linitial_node(RawStmt, raw), query, NULL, 0, NULL);
+	queries = pg_analyze_and_rewrite_fixedparams(linitial_node(RawStmt, raw), query, paramtypes, nparams, NULL);
 	shid_become_owner(owner, &ctx);
-	plans = pg_plan_queries(queries, query, 0, NULL);
+	plans = pg_plan_queries(queries, query, 0, params);
 	if (list_length(plans) != 1)
 		elog(ERROR, "could not plan a read of %s", rel);
-	if (!ActiveSnapshotSet())
+	writes = linitial_node(PlannedStmt, plans)->commandType != CMD_SELECT;
+	if (writes)
+	{
+		/* As SPI runs a statement that writes: a snapshot of its own. */
+		CommandCounterIncrement();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		UpdateActiveSnapshotCommandId();
+		pushed = true;
+	}
+	else if (!ActiveSnapshotSet())
 	{
 		PushActiveSnapshot(GetTransactionSnapshot());
 		pushed = true;
 	}
 	qd = CreateQueryDesc(linitial_node(PlannedStmt, plans), query, GetActiveSnapshot(), InvalidSnapshot,
-						 dest, NULL, NULL, 0);
+						 dest, params, NULL, 0);
 	ExecutorStart(qd, 0);
 	SHID_EXECUTOR_RUN(qd, ForwardScanDirection, 0);
 	ExecutorFinish(qd);
+	processed = qd->estate->es_processed;
 	ExecutorEnd(qd);
 	FreeQueryDesc(qd);
 	if (pushed)
 		PopActiveSnapshot();
+	if (writes)
+	{
+		ConstraintsSetStmt *immediate = makeNode(ConstraintsSetStmt);
+
+		/*
+		 * Constraint triggers the statement deferred fire now, as the
+		 * owner: at commit they would fire as the caller.
+		 */
+		immediate->constraints = NIL;
+		immediate->deferred = false;
+		AfterTriggerSetState(immediate);
+		CommandCounterIncrement();
+	}
 	shid_end_owner(&ctx);
+	return processed;
+}
+
+static void
+shid_run_as_owner(Oid owner, const char *rel, const char *query, DestReceiver *dest)
+{
+	(void) shid_run_as_owner_params(owner, rel, query, NULL, NULL, 0, dest);
 }
 
 /* The same, for a query of one aggregate: its value. */
@@ -513,4 +559,80 @@ shid_validate_as_owner(PG_FUNCTION_ARGS)
 	shid_end_owner(&ctx);
 
 	PG_RETURN_VOID();
+}
+
+/*
+ * sharded_id._insert_as_owner(rel regclass, rows text[]) RETURNS bigint
+ *
+ * Insert rows, each a row of table rel as record_out writes it (what
+ * _table_rows returns on the source), into rel, as the table's owner in a
+ * security-restricted operation with search_path pinned (see the head of
+ * this file): the INSERT of a move's dump copy.  Every column that is not
+ * generated is given, identity columns with OVERRIDING SYSTEM VALUE, so no
+ * default runs; the table's index expressions and predicates, check
+ * constraints, domain checks, generated columns and the triggers that fire
+ * (in the session's session_replication_role) run as the owner, and
+ * constraint triggers the insert deferred fire before it returns, as the
+ * owner too.  The query is parsed as the caller and planned and run as the
+ * owner, like _max_id's.  The caller must have INSERT on the table.
+ * Refuses a relation that is not an ordinary or partitioned table (42809).
+ * Returns the number of rows inserted.
+ * Locks: RowExclusiveLock on rel, to the end of the transaction.
+ */
+SHID_FUNCTION_INFO(shid_insert_as_owner);
+
+Datum
+shid_insert_as_owner(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	Datum		rows = PG_GETARG_DATUM(1);
+	Oid			owner;
+	char	   *rel;
+	Relation	r;
+	TupleDesc	desc;
+	StringInfoData cols;
+	StringInfoData fields;
+	char	   *query;
+	Oid			paramtypes[1] = {TEXTARRAYOID};
+	ParamListInfo params;
+	uint64		processed;
+
+	rel = shid_lock_table(relid, RowExclusiveLock, &owner);
+	if (pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for table %s", rel)));
+
+	/* The columns that are not dropped nor generated, in their order. */
+	initStringInfo(&cols);
+	initStringInfo(&fields);
+	r = relation_open(relid, NoLock);
+	desc = RelationGetDescr(r);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		const char *col;
+
+		if (att->attisdropped || att->attgenerated != '\0')
+			continue;
+		col = quote_identifier(NameStr(att->attname));
+		appendStringInfo(&cols, "%s%s", cols.len > 0 ? ", " : "", col);
+		appendStringInfo(&fields, "%s(v).%s", fields.len > 0 ? ", " : "", col);
+	}
+	relation_close(r, NoLock);
+	if (cols.len == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("table %s has no column to insert", rel)));
+
+	query = psprintf("INSERT INTO %s (%s) OVERRIDING SYSTEM VALUE SELECT %s "
+					 "FROM (SELECT r::%s AS v FROM pg_catalog.unnest($1) r) s",
+					 rel, cols.data, fields.data, rel);
+	params = makeParamList(1);
+	params->params[0].value = rows;
+	params->params[0].isnull = false;
+	params->params[0].pflags = PARAM_FLAG_CONST;
+	params->params[0].ptype = TEXTARRAYOID;
+	processed = shid_run_as_owner_params(owner, rel, query, paramtypes, params, 1, None_Receiver);
+	PG_RETURN_INT64((int64) processed);
 }

@@ -17,7 +17,9 @@
 # 3. A copy that differs from its source when the move is about to drop
 #    the source (changed on the target after the switch) stops the move
 #    there: both copies stay; once they are the same again,
-#    recover_moves() finishes the move.
+#    recover_moves() finishes the move.  Before PostgreSQL 16, the online
+#    move of shard 1 is refused (a role without superuser owns objects in
+#    it), so 1 and 3 move it by dump there.
 use strict;
 use warnings;
 use FindBin;
@@ -90,8 +92,20 @@ my $leftovers = sub {
 			|| '/' || (SELECT count(*) FROM pg_publication) || '/' || (SELECT count(*) FROM pg_subscription)}) } sort keys %node);
 };
 
-# 1. Online to b, back to a by dump.
-for my $step ([ 'a', 'b', 'online' ], [ 'b', 'a', 'dump' ])
+# 1. Online to b, back to a by dump.  Before PostgreSQL 16 a subscription
+# writes as its owner, and sc_alice owns objects of the shard: the online
+# move is refused there (42501) before it changes anything, and the shard
+# goes to b by dump.
+my $major = int($node{a}->safe_psql('app', 'SHOW server_version_num') / 10000);
+if ($major < 16)
+{
+	my ($ret, $stdout, $stderr) = $router->psql('router', "CALL sharded_id.move_shard(1, 'b', method => 'online')");
+	like($stderr, qr/would run code of role "sc_alice" with the subscription's rights/,
+		'online move on 15 of a shard with objects of a role without superuser: refused');
+	is($owner->(1), 'a', 'refused online move: the map still names a');
+	is($router->safe_psql('router', 'SELECT count(*) FROM sharded_id.moves'), '0', 'refused online move: nothing journaled');
+}
+for my $step ([ 'a', 'b', $major < 16 ? 'dump' : 'online' ], [ 'b', 'a', 'dump' ])
 {
 	my ($from, $to, $method) = @$step;
 	my ($ret, $stdout, $stderr) = $router->psql('router', "CALL sharded_id.move_shard(1, '$to', method => '$method')");
@@ -139,7 +153,8 @@ $router->poll_query_until('router', q{SELECT count(*) = 1 FROM pg_locks
   or die 'the hold was not taken';
 my ($move_out, $move_err) = ('', '');
 my $mover = IPC::Run::start([ 'psql', '-X', '-q', '-d', $router->connstr('router'),
-		'-c', q{SET sharded_id.move_hold = 'cleanup'}, '-c', q{CALL sharded_id.move_shard(1, 'b', method => 'online')} ],
+		'-c', q{SET sharded_id.move_hold = 'cleanup'},
+		'-c', "CALL sharded_id.move_shard(1, 'b', method => '" . ($major < 16 ? 'dump' : 'online') . "')" ],
 	'>', \$move_out, '2>', \$move_err);
 $router->poll_query_until('router', q{SELECT state = 'cleanup' FROM sharded_id.moves WHERE finished_at IS NULL})
   or die "the move did not reach its cleanup: $move_err";

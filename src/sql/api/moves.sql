@@ -586,7 +586,7 @@ BEGIN
     PERFORM sharded_id._remote_open(frz, m.source_node);
     PERFORM sharded_id._remote_exec(frz, format(
         'SELECT FROM sharded_id.shards WHERE shard_id = %s; '
-        'SELECT FROM sharded_id._on_schema_tables(%L, ''SELECT FROM %%s WHERE false''); '
+        'SELECT FROM sharded_id._on_schema_tables(%L, ''LOCK TABLE %%s IN ACCESS SHARE MODE''); '
         'SET lock_timeout = DEFAULT',
         m.shard_id, m.schema_name));
     RETURN frz;
@@ -619,6 +619,44 @@ $$;
 
 COMMENT ON FUNCTION sharded_id._move_freeze_source(sharded_id.moves, interval) IS
 'internal: open the freezing transaction of a move on its source';
+
+-- On the source: schema_ddl's statements as one text for the target, in
+-- an order that runs no code of the schema's owner with the mover's rights:
+-- the objects made, then their owners (ALTER ... OWNER TO), so that every
+-- index is made as its table's owner (CREATE INDEX runs its expressions and
+-- predicate as the owner in core) and every function of the schema already
+-- has its owner when an index calls it; then the primary keys and unique
+-- constraints, then the foreign keys, whose checks plan reads of both
+-- tables (the planner folds the index expressions and predicates it finds)
+-- while the tables are still empty and hold only those plain indexes; then
+-- the rest, in schema_ddl's order.
+CREATE FUNCTION sharded_id._move_schema_ddl(schema_name name)
+RETURNS text
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    ddl text[] := ARRAY(SELECT s FROM sharded_id.schema_ddl(schema_name) s);
+    first integer;
+BEGIN
+    first := (SELECT min(x.n) FROM unnest(ddl) WITH ORDINALITY x(s, n)
+              WHERE x.s LIKE 'ALTER TABLE % ADD CONSTRAINT %' OR x.s LIKE 'CREATE INDEX %' OR x.s LIKE 'CREATE UNIQUE INDEX %');
+    IF first IS NULL THEN
+        RETURN array_to_string(ddl, E';\n');
+    END IF;
+    RETURN (SELECT string_agg(y.s, E';\n' ORDER BY y.rank, y.n)
+            FROM (SELECT x.s, x.n,
+                         CASE WHEN x.n < first THEN 0
+                              WHEN x.s ~ '^ALTER [A-Z ]+ \S.* OWNER TO ("[^"]*"|[^ ]+)$' AND x.s !~ E'\n' THEN 1
+                              WHEN x.s ~ '^ALTER TABLE \S.* ADD CONSTRAINT ("([^"]|"")*"|\S+) (PRIMARY KEY|UNIQUE)[ (]' THEN 2
+                              WHEN x.s ~ '^ALTER TABLE \S.* ADD CONSTRAINT ("([^"]|"")*"|\S+) FOREIGN KEY[ (]' THEN 3
+                              ELSE 4 END AS rank
+                  FROM unnest(ddl) WITH ORDINALITY x(s, n)) y);
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_schema_ddl(name) IS
+'internal: the statements of schema_ddl for a move''s target, ordered so that none runs code of the schema''s owner with the mover''s rights: owners before constraints and indexes, foreign keys before other indexes';
 
 -- On a node: run statement (a format string with one %s) on each table of a
 -- schema that is not a partition, in creation order; on a partitioned table
@@ -1121,8 +1159,6 @@ DECLARE
     deadline timestamptz := clock_timestamp() + timeout;
     t record;
     tbl text;
-    cols text;
-    fields text;
     batch text[];
     src text;
     tgt text;
@@ -1167,7 +1203,7 @@ BEGIN
         -- The schema without rows, and the subscription that fills it, in
         -- one transaction of the target.
         ddl := sharded_id._remote(src, format(
-            'SELECT string_agg(s, E'';\n'') FROM sharded_id.schema_ddl(%L) s', m.schema_name));
+            'SELECT sharded_id._move_schema_ddl(%L)', m.schema_name));
         PERFORM sharded_id._remote_exec(tgt, format(
             'BEGIN; SET LOCAL client_min_messages = warning; %s; '
             'CREATE SUBSCRIPTION %I CONNECTION %L PUBLICATION %I WITH (create_slot = false, slot_name = %L, '
@@ -1295,29 +1331,27 @@ BEGIN
         -- Nothing done to the old copy from now on reaches the new one.
         PERFORM sharded_id._remote_exec(tgt, format('ALTER SUBSCRIPTION %I DISABLE', repl));
     WHEN 'copy_rows' THEN
-        -- The dump method: the schema, then every table's rows through
-        -- the router, in batches, read in the freeze, and written as they
-        -- are: with the target in replica mode, as logical replication
-        -- and pg_restore --disable-triggers do, no user trigger or rule
-        -- fires on them.
+        -- The dump method: the schema (its tables empty, so that adding
+        -- their constraints checks no row), then every table's rows
+        -- through the router, in batches, read in the freeze, and written
+        -- as they are: with the target in replica mode, as logical
+        -- replication and pg_restore --disable-triggers do, only triggers
+        -- enabled ALWAYS or REPLICA fire; and as the table's owner in a
+        -- security-restricted operation (_insert_as_owner), so that those,
+        -- the index expressions, check constraints, domain checks and
+        -- generated columns of the schema's owner never run with the
+        -- mover's rights.
         ddl := sharded_id._remote(src, format(
-            'SELECT string_agg(s, E'';\n'') FROM sharded_id.schema_ddl(%L) s', m.schema_name));
+            'SELECT sharded_id._move_schema_ddl(%L)', m.schema_name));
         PERFORM sharded_id._remote_exec(tgt, format(
             'BEGIN; SET LOCAL client_min_messages = warning; %s; COMMIT', ddl));
-        -- Each table by oid, then its name, its insertable columns and
-        -- the same columns read from a row, each quoted on the source.
+        -- Each table by oid, then its name, quoted on the source.
         FOR t IN
             SELECT * FROM unnest(sharded_id._remote_rows(frz, format(
                 'SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
                  WHERE n.nspname = %L AND c.relkind = ''r'' ORDER BY c.oid', m.schema_name))) AS rel
         LOOP
             tbl := sharded_id._remote(frz, format('SELECT %s::regclass::text', t.rel));
-            cols := sharded_id._remote(frz, format(
-                'SELECT string_agg(quote_ident(attname), '','' ORDER BY attnum) FROM pg_attribute
-                 WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped AND attgenerated = ''''', t.rel));
-            fields := sharded_id._remote(frz, format(
-                'SELECT string_agg(''(v).'' || quote_ident(attname), '','' ORDER BY attnum) FROM pg_attribute
-                 WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped AND attgenerated = ''''', t.rel));
             PERFORM sharded_id._remote_exec(frz, format(
                 'DECLARE shid_rows NO SCROLL CURSOR FOR SELECT r FROM sharded_id._table_rows(%L) r', tbl));
             LOOP
@@ -1325,9 +1359,9 @@ BEGIN
                 EXIT WHEN batch IS NULL;
                 PERFORM sharded_id._remote_exec(tgt, format(
                     'SET session_replication_role = replica; '
-                    'INSERT INTO %1$s (%2$s) OVERRIDING SYSTEM VALUE SELECT %3$s FROM (SELECT r::%1$s AS v FROM unnest(%4$L::text[]) r) s; '
+                    'SELECT sharded_id._insert_as_owner(%L, %L::text[]); '
                     'RESET session_replication_role',
-                    tbl, cols, fields, batch));
+                    tbl, batch));
             END LOOP;
             PERFORM sharded_id._remote_exec(frz, 'CLOSE shid_rows');
         END LOOP;
@@ -1559,6 +1593,7 @@ BEGIN
                               DETAIL = format('These tables of schema "%s" lack one: %s.', schema, bad),
                               HINT = 'Move with method => ''dump''.';
                 END IF;
+                PERFORM sharded_id._move_check_online_owners(src, tgt, shard_id, schema, target_node);
                 steps := ARRAY['record_objects', 'create_publication', 'subscribe', 'copy', 'catch_up', 'compare', 'catch_up',
                                'freeze', 'stop_replication', 'retire_source', 'register_target', 'switch'];
             ELSE
@@ -1884,6 +1919,7 @@ REVOKE EXECUTE ON FUNCTION sharded_id._move_will_create(bigint, text, text, text
 REVOKE EXECUTE ON FUNCTION sharded_id._move_freeze_source(sharded_id.moves, interval) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_open_freeze(sharded_id.moves) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._on_schema_tables(name, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_schema_ddl(name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_catch_up(sharded_id.moves, interval) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_register_target(sharded_id.moves) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_compare(sharded_id.moves, text, text) FROM PUBLIC;
@@ -2006,18 +2042,95 @@ LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    -- From 16 on, the apply and the table sync write as each table's
+    -- owner (run_as_owner = false, the default, said here so that no
+    -- default changes it): a schema's owner's code never runs with the
+    -- subscription owner's rights.  Before 16 there is no such option,
+    -- and move_shard refuses (_move_check_online_owners) a shard whose
+    -- code a role that is not a superuser controls.
     IF sharded_id._remote(sharded_id._move_conn(m.move_id, 'target', m.target_node),
                           'SHOW server_version_num')::integer >= 160000 THEN
-        RETURN ', run_as_owner = true';
+        RETURN ', run_as_owner = false';
     END IF;
     RETURN '';
 END
 $$;
 
 COMMENT ON FUNCTION sharded_id._move_subscription_options(sharded_id.moves) IS
-'internal: the options of a move''s subscription that depend on the target''s version';
+'internal: the options of a move''s subscription that depend on the target''s version: run_as_owner = false from PostgreSQL 16 on';
+
+-- An online move to a node before PostgreSQL 16, whose subscription applies
+-- and copies rows as its owner (the mover, a superuser usually): every
+-- index expression, constraint, domain check, default, generated column and
+-- trigger enabled ALWAYS or REPLICA of the schema runs with those rights.
+-- So such a move is refused (42501) when a role that is not a superuser on
+-- the source or on the target owns the schema or any object in it, or may
+-- create objects in it: the first one found is named.
+CREATE FUNCTION sharded_id._move_check_online_owners(src text, tgt text, shard integer, schema_name name, target_node text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    found text[];
+    owners text[];
+    bad text;
+BEGIN
+    IF sharded_id._remote(tgt, 'SHOW server_version_num')::integer >= 160000 THEN
+        RETURN;
+    END IF;
+    -- (object, role) of the schema, its relations, types, functions and
+    -- operators, and the roles that may create objects in it; then those
+    -- of them whose role is not a superuser on the source.
+    found := sharded_id._remote_rows(src, format($q$
+        WITH nsp AS (SELECT oid, nspowner, nspacl FROM pg_namespace WHERE nspname = %1$L),
+        o AS (
+            SELECT 0 AS k, format('schema %%I', %1$L) AS obj, nsp.nspowner AS owner FROM nsp
+            UNION ALL
+            SELECT 1, format('%%s %%s', CASE c.relkind WHEN 'r' THEN 'table' WHEN 'p' THEN 'table' WHEN 'i' THEN 'index'
+                                                       WHEN 'I' THEN 'index' WHEN 'S' THEN 'sequence' WHEN 'v' THEN 'view'
+                                                       WHEN 'm' THEN 'materialized view' ELSE 'relation' END, c.oid::regclass),
+                   c.relowner FROM pg_class c, nsp WHERE c.relnamespace = nsp.oid
+            UNION ALL
+            SELECT 2, format('type %%s', t.oid::regtype), t.typowner FROM pg_type t, nsp
+            WHERE t.typnamespace = nsp.oid AND t.typrelid = 0 AND t.typelem = 0
+            UNION ALL
+            SELECT 3, format('function %%s', p.oid::regprocedure), p.proowner FROM pg_proc p, nsp WHERE p.pronamespace = nsp.oid
+            UNION ALL
+            SELECT 4, format('operator %%s', r.oid::regoperator), r.oprowner FROM pg_operator r, nsp WHERE r.oprnamespace = nsp.oid
+            UNION ALL
+            SELECT 5, format('the CREATE privilege on schema %%I', %1$L), a.grantee
+            FROM nsp, aclexplode(nsp.nspacl) a WHERE a.privilege_type = 'CREATE')
+        SELECT coalesce(r.rolname, 'PUBLIC') || E'	' || o.obj || E'	' || coalesce(r.rolsuper, false)::text
+        FROM o LEFT JOIN pg_roles r ON r.oid = o.owner
+        ORDER BY o.k, o.obj$q$, schema_name));
+    SELECT array_agg(DISTINCT split_part(f, E'	', 1)) INTO owners FROM unnest(found) f;
+    bad := (SELECT f FROM unnest(found) WITH ORDINALITY x(f, n) WHERE split_part(f, E'	', 3) <> 'true' ORDER BY n LIMIT 1);
+    IF bad IS NULL THEN
+        -- Each role a superuser on the source: on the target too?
+        bad := (SELECT f FROM unnest(found) WITH ORDINALITY x(f, n)
+                WHERE split_part(f, E'	', 1) = (
+                    SELECT sharded_id._remote(tgt, format(
+                        'SELECT min(u.r) FROM unnest(%L::text[]) u(r) LEFT JOIN pg_roles x ON x.rolname = u.r
+                         WHERE x.rolsuper IS NOT TRUE', owners)))
+                ORDER BY n LIMIT 1);
+    END IF;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'an online move of shard % to node "%" would run code of role "%" with the subscription''s rights',
+                        shard, target_node, split_part(bad, E'	', 1)
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('Node "%s" runs PostgreSQL before 16, where logical replication copies and applies rows as the subscription''s owner, not as each table''s owner; %s is owned by or granted to "%s", which is not a superuser on both nodes, so its index expressions, constraints, defaults, generated columns, domain checks or triggers could run with the mover''s rights.',
+                                  target_node, split_part(bad, E'	', 2), split_part(bad, E'	', 1)),
+                  HINT = 'Move the shard to a node on PostgreSQL 16 or later, or move it with method => ''dump'', which writes as each table''s owner, or make a trusted role (a superuser) own the schema and every object in it.';
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_check_online_owners(text, text, integer, name, text) IS
+'internal: refuses (42501) an online move to a node before PostgreSQL 16 of a shard whose schema, or an object in it, a role that is not a superuser owns, or where such a role may create objects';
 
 REVOKE EXECUTE ON FUNCTION sharded_id._move_subscription_connstr(sharded_id.moves) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_subscription_options(sharded_id.moves) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_check_online_owners(text, text, integer, name, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_check_schema(text, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_check_copy(sharded_id.moves) FROM PUBLIC;

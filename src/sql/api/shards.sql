@@ -590,6 +590,14 @@ AS 'MODULE_PATHNAME', 'shid_table_rows';
 COMMENT ON FUNCTION sharded_id._table_rows(regclass) IS
 'internal: every row of a table as text, read as the table''s owner in a security-restricted operation, for a move''s copy';
 
+CREATE FUNCTION sharded_id._insert_as_owner(rel regclass, rows text[])
+RETURNS bigint
+LANGUAGE c VOLATILE STRICT PARALLEL UNSAFE
+AS 'MODULE_PATHNAME', 'shid_insert_as_owner';
+
+COMMENT ON FUNCTION sharded_id._insert_as_owner(regclass, text[]) IS
+'internal: inserts rows given as text into a table as the table''s owner in a security-restricted operation, for a move''s dump copy; returns their number';
+
 CREATE FUNCTION sharded_id._validate_as_owner(rel regclass, constraint_name name)
 RETURNS void
 LANGUAGE c VOLATILE STRICT PARALLEL UNSAFE
@@ -1718,6 +1726,7 @@ REVOKE EXECUTE ON FUNCTION sharded_id._max_id(regclass, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._validate_as_owner(regclass, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._table_fingerprint(regclass) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._table_rows(regclass) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._insert_as_owner(regclass, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.drop_shard(integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.add_table(regclass, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.adopt_table(regclass, integer, name) FROM PUBLIC;
