@@ -68,7 +68,7 @@ my $hold = sub {
 	my $a = $node{a};
 	my ($h1, $in1, $out1) = $hold->($a, 'mallory', 'mallory_session', 'SELECT pg_advisory_lock_shared(1936222564, 5);');
 	my ($h2, $in2, $out2) = $hold->($a, 'mallory', 'mallory_xact',
-		'BEGIN; SELECT pg_advisory_xact_lock_shared(1936222564, 5); SELECT pg_advisory_xact_lock(1936222564, 5);');
+		'BEGIN; SELECT pg_advisory_xact_lock_shared(1936222564, 5);');
 	$a->safe_psql('app', q{BEGIN; SELECT pg_advisory_xact_lock_shared(1936222564, 5); PREPARE TRANSACTION 'park5'},
 		extra_params => [ '-U', 'mallory' ]);
 	is($a->safe_psql('app', q{SELECT gid || ' ' || owner FROM pg_prepared_xacts}), 'park5 mallory',
