@@ -237,10 +237,11 @@ sub all_ids
 # without --max-tries, to the data node of %$nodes that does not hold it
 # (of two): it completes, no write fails, and every row the writers
 # committed is on the new owner, with no id repeated over the nodes.
-# $what names the case in the tests' names.  Returns the move's stderr.
+# $what names the case in the tests' names; $method is move_shard's (its
+# default when undef).  Returns the move's stderr.
 sub move_under_writers
 {
-	my ($router, $nodes, $shard, $what) = @_;
+	my ($router, $nodes, $shard, $what, $method) = @_;
 	my $owner = sub {
 		return $router->safe_psql('router', "SELECT node_name FROM sharded_id.shard_map WHERE shard_id = $shard");
 	};
@@ -252,7 +253,8 @@ sub move_under_writers
 	$router->poll_query_until('router', "SELECT count(*) > 0 FROM ops.photos
 		WHERE caption = '$tag' AND sharded_id.shard_id(id) = $shard")
 	  or die "the writers did not start: $$w_ref";
-	my ($ret, $stdout, $stderr) = $router->psql('router', "CALL sharded_id.move_shard($shard, '$to')");
+	my $with = defined $method ? ", method => '$method'" : '';
+	my ($ret, $stdout, $stderr) = $router->psql('router', "CALL sharded_id.move_shard($shard, '$to'$with)");
 	is($ret, 0, "$what: the move of shard $shard from $from to $to completes") or diag($stderr);
 	ok($writers->finish, "$what: pgbench without --max-tries exited 0") or diag($$w_ref);
 	my ($done) = $$w_ref =~ /number of transactions actually processed: (\d+)/;

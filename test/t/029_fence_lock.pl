@@ -7,15 +7,17 @@
 # 1. A plain role (LOGIN only) on the source takes pg_advisory_lock_shared
 #    (1936222564, 5), the old fence's key, in an idle session; another
 #    session of it holds pg_advisory_xact_lock_shared on the same key idle
-#    in a transaction; a third parks it in a prepared transaction.  An
-#    online move of shard 5 under 2 pgbench writers (without --max-tries)
+#    in a transaction; a third parks it in a prepared transaction.  A
+#    move of shard 5 (the dump method, whose freeze takes the fence) under 2 pgbench writers (without --max-tries)
 #    completes, with 0 failed writes, every row on the new owner and no id
 #    repeated, and the plain role's sessions are left alone.
 # 2. A transaction that entered the shard (enter_shard) cannot be
 #    prepared (0A000), and leaves no prepared transaction nor fence.
 # 3. A writer on the node that entered the shard and stays idle in its
-#    transaction is ended by the move's freeze, and the move back
-#    completes, again with 0 failed writes and no row lost.
+#    transaction is ended by the online move's freeze (at its compare),
+#    and the move back completes, again with 0 failed writes and no row
+#    lost.  (It has written nothing: an online move's replication slot
+#    waits for every transaction that has an id, before any freeze.)
 use strict;
 use warnings;
 use FindBin;
@@ -73,11 +75,14 @@ my $hold = sub {
 		extra_params => [ '-U', 'mallory' ]);
 	is($a->safe_psql('app', q{SELECT gid || ' ' || owner FROM pg_prepared_xacts}), 'park5 mallory',
 		'the plain role parked the old key in a prepared transaction');
-	is($a->safe_psql('app', q{SELECT count(DISTINCT pid) FROM pg_locks
-		WHERE locktype = 'advisory' AND classid = 1936222564 AND objid = 5 AND granted}), 3,
+	is($a->safe_psql('app', q{SELECT count(*) FROM pg_locks
+		WHERE locktype = 'advisory' AND classid = 1936222564 AND objid = 5 AND objsubid = 2 AND granted}), 3,
 		'the plain role holds the old key in two sessions and a prepared transaction');
 	is($fence_locks->($a, 'ShareLock') + $fence_locks->($a, 'ExclusiveLock'), 0, 'none of them is the shard\'s fence');
-	my $err = move_under_writers($router, \%node, 5, 'plain role holding the old fence key');
+	# The dump method: an online move's replication slot would wait for
+	# the prepared transaction, as logical decoding waits for every
+	# transaction that has an id, whatever its locks.
+	my $err = move_under_writers($router, \%node, 5, 'plain role holding the old fence key', 'dump');
 	unlike($err, qr/ended session/, 'the freeze ended no session');
 	is($a->safe_psql('app', q{SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'mallory_%'}), 2,
 		'the plain role\'s sessions were left alone');
@@ -94,8 +99,10 @@ my $hold = sub {
 {
 	my $b = $node{ $owner->() };
 	$b->safe_psql('app', q{GRANT USAGE ON SCHEMA shard_0005 TO node_writer;
-		GRANT INSERT, SELECT ON ALL TABLES IN SCHEMA shard_0005 TO node_writer;});
-	for my $role ('node_writer', 'mallory', 'postgres')
+		GRANT INSERT, SELECT ON ALL TABLES IN SCHEMA shard_0005 TO node_writer;
+		GRANT USAGE ON ALL SEQUENCES IN SCHEMA shard_0005 TO node_writer;});
+	my $superuser = $b->safe_psql('app', 'SELECT current_user');
+	for my $role ('node_writer', 'mallory', $superuser)
 	{
 		my ($ret, $o, $e) = $b->psql('app', q{BEGIN; SELECT sharded_id.enter_shard(5); PREPARE TRANSACTION 'entered5'},
 			extra_params => [ '-U', $role, '-v', 'VERBOSITY=verbose' ]);
@@ -107,8 +114,8 @@ my $hold = sub {
 	# The same session goes on: a retry after the refusal enters and commits.
 	my ($ret, $o, $e) = $b->psql('app', q{BEGIN; SELECT sharded_id.enter_shard(5); PREPARE TRANSACTION 'entered5';
 		BEGIN; SELECT sharded_id.enter_shard(5); COMMIT; SELECT count(*) FROM pg_prepared_xacts},
-		extra_params => [ '-U', 'node_writer' ]);
-	is($o, "shard_0005\n0", 'the same session enters the shard again after the refusal, and commits');
+		on_error_stop => 0, extra_params => [ '-U', 'node_writer' ]);
+	is($o, "shard_0005\nshard_0005\n0", 'the same session enters the shard again after the refusal, and commits');
 	# A plain role's pg_advisory_xact_lock_shared on the old key is not the fence.
 	($ret, $o, $e) = $b->psql('app', q{BEGIN; SELECT pg_advisory_xact_lock_shared(1936222564, 5);
 		SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 5 AND objsubid = 3 AND pid = pg_backend_pid(); ROLLBACK},
@@ -121,8 +128,7 @@ my $hold = sub {
 	my $from = $owner->();
 	my $n = $node{$from};
 	my ($h, $in, $out) = $hold->($n, 'node_writer', 'idle_writer',
-		q{BEGIN; SELECT sharded_id.enter_shard(5); INSERT INTO shard_0005.photos (user_id, caption)
-		  SELECT user_id, 'idle writer' FROM shard_0005.users LIMIT 1;});
+		q{BEGIN; SELECT sharded_id.enter_shard(5); SELECT count(*) >= 0 FROM shard_0005.photos;});
 	like($$out, qr/^shard_0005$/m, 'the writer entered shard 5');
 	is($fence_locks->($n, 'ShareLock'), 1, 'and holds its fence in share mode');
 	move_under_writers($router, \%node, 5, 'writer idle in transaction after enter_shard');
@@ -133,8 +139,6 @@ my $hold = sub {
 	$$in = "SELECT 1;\n\\q\n";
 	eval { $h->finish; };
 	my $to = $owner->();
-	is($node{$to}->safe_psql('app', q{SELECT count(*) FROM shard_0005.photos WHERE caption = 'idle writer'}), 0,
-		'the ended writer\'s uncommitted row is nowhere');
 	is($fence_locks->($_, 'ShareLock') + $fence_locks->($_, 'ExclusiveLock'), 0, 'no fence is left on ' . $_->name)
 	  for values %node;
 }
