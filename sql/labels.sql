@@ -21,7 +21,7 @@ ORDER BY p.oid::regprocedure::text COLLATE "C";
 WITH generator AS (VALUES ('reset_ceiling'), ('generator_stats'), ('generator_info'), ('reset_stats'),
                           ('raise_floor'), ('high_water'), ('_retire_shard'), ('_own_shard'), ('route'),
                           ('lower_floor'), ('floors'), ('_check_floor'),
-                          ('_lock_shard'), ('_unlock_shard'), ('_lock_route'),
+                          ('_lock_shard'), ('_unlock_shard'), ('_lock_route'), ('_enter_fence'), ('_lock_fence'),
                           ('_catalog_retire'), ('_catalog_own'), ('_catalog_unretire'), ('_catalog_add_table')),
      -- Read and check tables as their owners: they switch the user and the
      -- search_path, which no parallel worker may do.

@@ -27,7 +27,7 @@
  * lock in exclusive mode, as a session lock, from the start of its final
  * write freeze until the router's shard map names the new owner, and the
  * shard's move lock, also a session lock, for its whole life.  Both are
- * advisory lock tags (database, class, shard, SHID_MOVER_LOCK_KIND) with a
+ * advisory lock tags (database, class, shard, SHID_LOCK_KIND, locks.h) with a
  * fourth field that pg_advisory_lock() and its kin never use (they use 1
  * and 2), so that no role can take them through those functions; the
  * route lock's class is "shir" in ASCII, the move lock's "shim".  The mover
@@ -42,6 +42,7 @@
 
 #include "compat.h"
 #include "layout.h"
+#include "locks.h"
 #include "privs.h"
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -52,17 +53,6 @@
 
 #define SHID_FNV64_OFFSET	UINT64CONST(0xcbf29ce484222325)
 #define SHID_FNV64_PRIME	UINT64CONST(0x100000001b3)
-
-/* Class of the router's per-shard route locks: "shir" in ASCII. */
-#define SHID_ROUTE_LOCK_CLASS	1936222578
-/* Class of the router's per-shard move locks: "shim" in ASCII. */
-#define SHID_MOVE_LOCK_CLASS	1936222573
-/* Fourth field of both tags: pg_advisory_*() use only 1 and 2. */
-#define SHID_MOVER_LOCK_KIND	3
-
-#define SET_LOCKTAG_SHID(tag, class, shard) \
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (class), (uint32) (shard), \
-						 SHID_MOVER_LOCK_KIND)
 
 static void
 shid_check_shard_count(int32 shard_count)

@@ -16,7 +16,7 @@ use Test::More;
 use File::Basename qw(dirname);
 use IPC::Run;
 
-our @EXPORT = qw(sharded_node mint phase_ms read_ceiling faked_clock
+our @EXPORT = qw(sharded_node mint phase_ms read_ceiling faked_clock move_under_writers
   data_node router_node all_ids restart_node router_writers);
 
 my $example = dirname(__FILE__) . '/../example';
@@ -231,6 +231,43 @@ sub router_writers
 sub all_ids
 {
 	return map { split /\n/, $_->safe_psql('app', 'SELECT * FROM all_ids()') } @_;
+}
+
+# An online move of shard $shard through $router under 2 pgbench writers
+# without --max-tries, to the data node of %$nodes that does not hold it
+# (of two): it completes, no write fails, and every row the writers
+# committed is on the new owner, with no id repeated over the nodes.
+# $what names the case in the tests' names; $method is move_shard's (its
+# default when undef).  Returns the move's stderr.
+sub move_under_writers
+{
+	my ($router, $nodes, $shard, $what, $method) = @_;
+	my $owner = sub {
+		return $router->safe_psql('router', "SELECT node_name FROM sharded_id.shard_map WHERE shard_id = $shard");
+	};
+	my $from = $owner->();
+	my ($to) = grep { $_ ne $from } sort keys %$nodes;
+	my $tag = "w$what";
+	my ($writers, $w_ref) = router_writers($router, "sharded_id.shard_id(user_id) = $shard", 6,
+		caption => $tag, max_tries => 0);
+	$router->poll_query_until('router', "SELECT count(*) > 0 FROM ops.photos
+		WHERE caption = '$tag' AND sharded_id.shard_id(id) = $shard")
+	  or die "the writers did not start: $$w_ref";
+	my $with = defined $method ? ", method => '$method'" : '';
+	my ($ret, $stdout, $stderr) = $router->psql('router', "CALL sharded_id.move_shard($shard, '$to'$with)");
+	is($ret, 0, "$what: the move of shard $shard from $from to $to completes") or diag($stderr);
+	ok($writers->finish, "$what: pgbench without --max-tries exited 0") or diag($$w_ref);
+	my ($done) = $$w_ref =~ /number of transactions actually processed: (\d+)/;
+	my ($failed) = $$w_ref =~ /number of failed transactions: (\d+)/;
+	is($failed // 0, 0, "$what: 0 writes failed");
+	is($owner->(), $to, "$what: the map names $to");
+	my $schema = sprintf('shard_%04d', $shard);
+	is($nodes->{$to}->safe_psql('app', "SELECT count(*) FROM $schema.photos WHERE caption = '$tag'"),
+		$done, "$what: every one of the $done writes is on $to");
+	my @ids = all_ids(values %$nodes);
+	my %seen;
+	is(scalar(grep { $seen{$_}++ } @ids), 0, "$what: no id repeats over the nodes (" . scalar(@ids) . ' ids)');
+	return $stderr;
 }
 
 1;

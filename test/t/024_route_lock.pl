@@ -63,33 +63,7 @@ my $hold = sub {
 	return ($h, \$in, \$out);
 };
 
-# An online move of shard 5 under 2 pgbench writers without --max-tries:
-# it completes, no write fails, and every row the writers committed is on
-# the new owner, with no id repeated over the nodes.
-my $move_under_writers = sub {
-	my ($what) = @_;
-	my $from = $owner->(5);
-	my $to = $from eq 'a' ? 'b' : 'a';
-	my $tag = "w$what";
-	my ($writers, $w_ref) = router_writers($router, 'sharded_id.shard_id(user_id) = 5', 6,
-		caption => $tag, max_tries => 0);
-	$router->poll_query_until('router', "SELECT count(*) > 0 FROM ops.photos
-		WHERE caption = '$tag' AND sharded_id.shard_id(id) = 5")
-	  or die "the writers did not start: $$w_ref";
-	my ($ret, $stdout, $stderr) = $router->psql('router', "CALL sharded_id.move_shard(5, '$to')");
-	is($ret, 0, "$what: the move of shard 5 from $from to $to completes") or diag($stderr);
-	ok($writers->finish, "$what: pgbench without --max-tries exited 0") or diag($$w_ref);
-	my ($done) = $$w_ref =~ /number of transactions actually processed: (\d+)/;
-	my ($failed) = $$w_ref =~ /number of failed transactions: (\d+)/;
-	is($failed // 0, 0, "$what: 0 writes failed");
-	is($owner->(5), $to, "$what: the map names $to");
-	is($node{$to}->safe_psql('app', "SELECT count(*) FROM shard_0005.photos WHERE caption = '$tag'"),
-		$done, "$what: every one of the $done writes is on $to");
-	my @ids = all_ids(values %node);
-	my %seen;
-	is(scalar(grep { $seen{$_}++ } @ids), 0, "$what: no id repeats over the nodes (" . scalar(@ids) . ' ids)');
-	return $stderr;
-};
+my $move_under_writers = sub { return move_under_writers($router, \%node, 5, $_[0]); };
 
 # 1. The plain role.
 {

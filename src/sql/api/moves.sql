@@ -41,7 +41,9 @@
 -- its transaction ends.  Both are advisory lock tags that pg_advisory_lock() and its kin
 -- cannot take (see src/route.c); an error or cancel that escapes a move
 -- releases both when its transaction aborts.  On the source, the
--- freeze holds advisory lock (1936222564, shard), the shard's row of
+-- freeze holds the shard's fence (src/fence.c: enter_shard takes it in
+-- share mode, and the freeze ends the sessions that hold it idle in a
+-- transaction, _wait_shard_lock), the shard's row of
 -- sharded_id.shards FOR UPDATE and its tables in EXCLUSIVE mode, in one
 -- transaction.  Unfinished moves of a shard are one at a time: a partial
 -- unique index on sharded_id.moves.
@@ -366,7 +368,7 @@ BEGIN
     END IF;
     holder := (SELECT l.pid FROM pg_locks l
                WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                 AND l.classid = 1936222573 AND l.objid = _move_claim.shard_id AND l.objsubid = 3 AND l.granted
+                 AND l.classid = sharded_id._lock_class('move') AND l.objid = _move_claim.shard_id AND l.objsubid = 3 AND l.granted
                LIMIT 1);
     running := (SELECT x.move_id FROM sharded_id.moves x WHERE x.shard_id = _move_claim.shard_id AND x.finished_at IS NULL);
     RAISE EXCEPTION 'move % of shard % is running in backend %', coalesce(running::text, '(not yet journaled)'), shard_id,
@@ -397,48 +399,58 @@ LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION sharded_id._unlock_shard(integer, text) IS
 'internal: release a shard''s route or move lock taken by _lock_shard';
 
--- The freeze's route lock on the router: _lock_shard(shard, 'route'),
--- waited for at most freeze_timeout.  Writers in flight hold the lock in
--- share mode (route()) until their transactions end, and the move waits
--- for them; a session that has sat idle in a transaction for 500 ms or
--- more while holding it has no routed call in flight (PL/Proxy commits
--- each call on its node when it returns), only the lock: the freeze ends
--- it (pg_terminate_backend), with a warning.  The wait is taken in slices
--- of 100 ms, doubling, so that such a session is found while the writers
--- that queue behind the move wait at most a slice for it.
-CREATE FUNCTION sharded_id._move_lock_route(m sharded_id.moves, freeze_timeout interval)
+-- Take a shard lock in exclusive mode for a move's freeze, waiting at most
+-- timeout: the route lock on the router (kind 'route', a session lock,
+-- _lock_shard) or the fence on a node (kind 'fence', until the transaction
+-- ends, _lock_fence).  Writers in flight hold it in share mode (route(),
+-- enter_shard) until their transactions end, and the move waits for them;
+-- a session that has sat idle in a transaction for 500 ms or more while
+-- holding it has no call in flight (PL/Proxy commits each call on its node
+-- when it returns), only the lock: this ends it (pg_terminate_backend),
+-- with a warning that names why.  The wait is taken in slices of 100 ms,
+-- doubling, so that such a session is found while the writers that queue
+-- behind the move wait at most a slice for it.  Fails with 55P03 naming
+-- the sessions that still hold the lock.
+CREATE FUNCTION sharded_id._wait_shard_lock(shard integer, kind text, timeout interval, why text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    deadline timestamptz := clock_timestamp() + freeze_timeout;
+    deadline timestamptz := clock_timestamp() + timeout;
     slice_ms bigint := 100;
     wait_ms bigint;
     saved_lock_timeout text := current_setting('lock_timeout');
+    class bigint := sharded_id._lock_class(kind);
+    noun text := CASE kind WHEN 'route' THEN 'route lock' WHEN 'fence' THEN 'fence' END;
     h record;
     holders text;
 BEGIN
+    IF noun IS NULL THEN
+        RAISE EXCEPTION 'a move waits for no lock of kind "%"', kind USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     LOOP
         FOR h IN
             SELECT a.pid, a.usename, a.application_name, clock_timestamp() - a.state_change AS idle_for
             FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
             WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-              AND l.classid = 1936222578 AND l.objid = m.shard_id AND l.objsubid = 3
+              AND l.classid = class AND l.objid = _wait_shard_lock.shard AND l.objsubid = 3
               AND l.mode = 'ShareLock' AND l.granted AND l.pid <> pg_backend_pid()
               AND a.state IN ('idle in transaction', 'idle in transaction (aborted)')
               AND a.state_change < clock_timestamp() - interval '500 ms'
         LOOP
             BEGIN
                 IF pg_terminate_backend(h.pid) THEN
-                    RAISE WARNING 'ended session % of role "%", idle in a transaction for % while it held the route lock of shard %',
-                                  h.pid, h.usename, date_trunc('second', h.idle_for), m.shard_id
-                        USING DETAIL = format('Move %s freezes the shard; the session''s routed calls had all returned. Application name: "%s".',
-                                              m.move_id, h.application_name);
+                    RAISE WARNING 'ended session % of role "%", idle in a transaction for % while it held the % of shard %',
+                                  h.pid, h.usename, date_trunc('second', h.idle_for), noun, shard
+                        USING DETAIL = format('%s; the session''s %s. Application name: "%s".', why,
+                                              CASE kind WHEN 'route' THEN 'routed calls had all returned'
+                                                        ELSE 'statements after it entered the shard had all returned' END,
+                                              h.application_name);
                 END IF;
             EXCEPTION WHEN insufficient_privilege THEN
-                RAISE WARNING 'could not end session % of role "%", idle in a transaction while it held the route lock of shard %',
-                              h.pid, h.usename, m.shard_id
+                RAISE WARNING 'could not end session % of role "%", idle in a transaction while it held the % of shard %',
+                              h.pid, h.usename, noun, shard
                     USING DETAIL = SQLERRM,
                           HINT = 'Run moves as a superuser, or as a member of pg_signal_backend.';
             END;
@@ -448,16 +460,22 @@ BEGIN
             holders := (SELECT string_agg(format('%s (role "%s", %s)', a.pid, a.usename, a.state), ', ' ORDER BY a.pid)
                         FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
                         WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                          AND l.classid = 1936222578 AND l.objid = m.shard_id AND l.objsubid = 3
+                          AND l.classid = class AND l.objid = _wait_shard_lock.shard AND l.objsubid = 3
                           AND l.granted AND l.pid <> pg_backend_pid());
-            RAISE EXCEPTION 'the route lock of shard % was not free within %', m.shard_id, freeze_timeout
+            RAISE EXCEPTION 'the % of shard % was not free within %', noun, shard, timeout
                 USING ERRCODE = 'lock_not_available',
-                      DETAIL = format('Sessions that routed calls to the shard held it: %s.', coalesce(holders, 'none left')),
+                      DETAIL = format('Sessions that %s held it: %s.',
+                                      CASE kind WHEN 'route' THEN 'routed calls to the shard' ELSE 'entered the shard' END,
+                                      coalesce(holders, 'none left')),
                       HINT = 'Writers in flight hold it until their transactions end; raise freeze_timeout, or end the sessions that hold it.';
         END IF;
         BEGIN
             PERFORM pg_catalog.set_config('lock_timeout', wait_ms || 'ms', true);
-            PERFORM sharded_id._lock_shard(m.shard_id, 'route', true);
+            IF kind = 'route' THEN
+                PERFORM sharded_id._lock_shard(shard, 'route', true);
+            ELSE
+                PERFORM sharded_id._lock_fence(shard);
+            END IF;
             PERFORM pg_catalog.set_config('lock_timeout', saved_lock_timeout, true);
             RETURN;
         EXCEPTION WHEN lock_not_available THEN
@@ -466,6 +484,18 @@ BEGIN
         slice_ms := slice_ms * 2;
     END LOOP;
 END
+$$;
+
+COMMENT ON FUNCTION sharded_id._wait_shard_lock(integer, text, interval, text) IS
+'internal: take a shard''s route lock or fence for a move''s freeze, within a timeout, ending sessions that hold it idle in a transaction';
+
+-- The freeze's route lock on the router (_wait_shard_lock).
+CREATE FUNCTION sharded_id._move_lock_route(m sharded_id.moves, freeze_timeout interval)
+RETURNS void
+LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT sharded_id._wait_shard_lock(m.shard_id, 'route', freeze_timeout, format('Move %s freezes the shard', m.move_id))
 $$;
 
 COMMENT ON FUNCTION sharded_id._move_lock_route(sharded_id.moves, interval) IS
@@ -609,11 +639,12 @@ BEGIN
     -- It ends with a command: dblink_exec takes no rows from the last.
     PERFORM sharded_id._remote_exec(sharded_id._move_conn(m.move_id, 'freeze', m.source_node), format(
         'BEGIN; SET LOCAL lock_timeout = %1$L; '
-        'SELECT FROM pg_advisory_xact_lock(1936222564, %2$s), '
-        '(SELECT FROM sharded_id.shards WHERE shard_id = %2$s FOR UPDATE) s; '
+        'SELECT FROM sharded_id._wait_shard_lock(%2$s, ''fence'', %1$L, %4$L); '
+        'SELECT FROM sharded_id.shards WHERE shard_id = %2$s FOR UPDATE; '
         'SELECT FROM sharded_id._on_schema_tables(%3$L, ''LOCK TABLE %%s IN EXCLUSIVE MODE''); '
         'SET LOCAL lock_timeout = %1$L',
-        (extract(epoch FROM lock_timeout) * 1000)::bigint || 'ms', m.shard_id, m.schema_name));
+        (extract(epoch FROM lock_timeout) * 1000)::bigint || 'ms', m.shard_id, m.schema_name,
+        format('Move %s freezes the shard', m.move_id)));
 END
 $$;
 
@@ -770,7 +801,7 @@ BEGIN
     -- Nothing mints for the retired copy, so its sequences stay put.
     PERFORM sharded_id._remote_exec(tgt, format(
         'BEGIN; SET LOCAL client_min_messages = warning; '
-        'SELECT FROM pg_advisory_xact_lock(1936222564, %2$s); SELECT %4$L::pg_catalog.regnamespace; %1$s '
+        'SELECT sharded_id._lock_fence(%2$s); SELECT %4$L::pg_catalog.regnamespace; %1$s '
         'SELECT sharded_id.create_shard(%2$s, %3$L); '
         'SELECT sharded_id.raise_floor(s.shard_id, %5$s, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %2$s AND %5$s IS NOT NULL; '
         'COMMIT',
@@ -993,7 +1024,7 @@ BEGIN
     PERFORM sharded_id._remote_open(tgt, m.target_node);
     PERFORM sharded_id._remote_exec(tgt, format(
         'BEGIN; SET LOCAL client_min_messages = warning; '
-        'SELECT FROM pg_advisory_xact_lock(1936222564, %1$s); '
+        'SELECT sharded_id._lock_fence(%1$s); '
         'DO $take_back$ BEGIN '
         'IF EXISTS (SELECT FROM sharded_id.shards WHERE shard_id = %1$s OR schema_name = %2$L) THEN '
         'RAISE EXCEPTION ''shard %1$s is registered on the target'' USING ERRCODE = ''object_not_in_prerequisite_state''; '
@@ -1005,7 +1036,7 @@ BEGIN
         'SELECT high_water FROM sharded_id.retired_shards WHERE shard_id = %s', m.shard_id));
     PERFORM sharded_id._remote_exec(src, format(
         'BEGIN; SET LOCAL client_min_messages = warning; '
-        'SELECT FROM pg_advisory_xact_lock(1936222564, %1$s); '
+        'SELECT sharded_id._lock_fence(%1$s); '
         'DO $take_back$ BEGIN '
         'IF NOT EXISTS (SELECT FROM sharded_id.move_retirements WHERE shard_id = %1$s AND move_id = %2$s) THEN '
         'RAISE EXCEPTION ''move %2$s did not retire shard %1$s on the source'' USING ERRCODE = ''object_not_in_prerequisite_state''; '
@@ -1913,6 +1944,7 @@ REVOKE EXECUTE ON FUNCTION sharded_id._move_claim(integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._lock_shard(integer, text, boolean) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._unlock_shard(integer, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_lock_route(sharded_id.moves, interval) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._wait_shard_lock(integer, text, interval, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_hold(text) FROM PUBLIC;
 REVOKE EXECUTE ON PROCEDURE sharded_id._move_journal(bigint, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_will_create(bigint, text, text, text, text) FROM PUBLIC;

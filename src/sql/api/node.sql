@@ -3,6 +3,35 @@
 --
 -- Data nodes: the fence that keeps writers off a shard that is moving.
 --
+-- The shard locks of src/locks.h: the fence, taken only here and only
+-- until a transaction ends (src/fence.c), and the classes of every kind,
+-- to read pg_locks with.
+CREATE FUNCTION sharded_id._enter_fence(shard integer)
+RETURNS void
+AS 'MODULE_PATHNAME', 'shid_enter_fence'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION sharded_id._enter_fence(integer) IS
+'internal: take a shard''s fence in share mode until the transaction ends, which then cannot be prepared (enter_shard)';
+
+CREATE FUNCTION sharded_id._lock_fence(shard integer)
+RETURNS void
+AS 'MODULE_PATHNAME', 'shid_lock_fence'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION sharded_id._lock_fence(integer) IS
+'internal: take a shard''s fence in exclusive mode until the transaction ends (a move''s freeze on a node); superusers only';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._lock_fence(integer) FROM PUBLIC;
+
+CREATE FUNCTION sharded_id._lock_class(kind text)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'shid_lock_class'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION sharded_id._lock_class(text) IS
+'internal: the pg_locks classid of the shard locks of a kind (route, move, fence), whose objsubid is 3';
+
 CREATE FUNCTION sharded_id.enter_shard(shard_id integer)
 RETURNS name
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
@@ -11,12 +40,13 @@ AS $$
 DECLARE
     schema name;
 BEGIN
-    -- A move holds this shard's advisory lock (class 1936222564, "shid" in
-    -- ASCII) exclusively from its write freeze until it drops the source
-    -- copy, so a writer waits here, then finds the shard gone.  Advisory
-    -- locks need no privileges: any role that may write the shard's tables
-    -- may enter it.
-    PERFORM pg_advisory_xact_lock_shared(1936222564, enter_shard.shard_id);
+    -- A move holds this shard's fence exclusively from its write freeze
+    -- until it drops the source copy, so a writer waits here, then finds
+    -- the shard gone.  The fence is a lock that only _enter_fence takes in
+    -- share mode, until the transaction ends, which then cannot be
+    -- prepared; the freeze ends a session that holds it idle in a
+    -- transaction.
+    PERFORM sharded_id._enter_fence(enter_shard.shard_id);
     SELECT s.schema_name INTO schema
     FROM sharded_id.shards s
     WHERE s.shard_id = enter_shard.shard_id;

@@ -1,0 +1,146 @@
+# test/t/029_fence_lock.pl
+#
+# No plain role on a data node can hold a lock that stops a move: the
+# shard's fence, which enter_shard takes and a move's freeze waits for, is
+# a lock tag that pg_advisory_lock() and its kin cannot take.
+#
+# 1. A plain role (LOGIN only) on the source takes pg_advisory_lock_shared
+#    (1936222564, 5), the old fence's key, in an idle session; another
+#    session of it holds pg_advisory_xact_lock_shared on the same key idle
+#    in a transaction; a third parks it in a prepared transaction.  A
+#    move of shard 5 (the dump method, whose freeze takes the fence) under 2 pgbench writers (without --max-tries)
+#    completes, with 0 failed writes, every row on the new owner and no id
+#    repeated, and the plain role's sessions are left alone.
+# 2. A transaction that entered the shard (enter_shard) cannot be
+#    prepared (0A000), and leaves no prepared transaction nor fence.
+# 3. A writer on the node that entered the shard and stays idle in its
+#    transaction is ended by the online move's freeze (at its compare),
+#    and the move back completes, again with 0 failed writes and no row
+#    lost.  (It has written nothing: an online move's replication slot
+#    waits for every transaction that has an id, before any freeze.)
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use ShardedIdTest;
+use Test::More;
+
+my $shard_count = 8;
+my %node = (
+	a => data_node('fence_a', shards => [ 0 .. 7 ], shard_count => $shard_count,
+		init => { allows_streaming => 'logical' }, conf => 'max_prepared_transactions = 10'),
+	b => data_node('fence_b', shards => [], shard_count => $shard_count,
+		init => { allows_streaming => 'logical' }, conf => 'max_prepared_transactions = 10'));
+my $router = router_node(\%node, { map { ($_ => 'a') } 0 .. 7 }, $shard_count);
+$router->safe_psql('router', q{
+	CREATE TABLE demo_users AS
+	SELECT g AS n, app_api.add_user('user ' || g) AS user_id FROM generate_series(1, 200) g;
+});
+for my $n (values %node)
+{
+	$n->safe_psql('app', q{CREATE ROLE mallory LOGIN; CREATE ROLE node_writer LOGIN;});
+}
+my $owner = sub {
+	return $router->safe_psql('router', 'SELECT node_name FROM sharded_id.shard_map WHERE shard_id = 5');
+};
+# The shard's fence: the tag (class 1936222564, shard 5, field 4 = 3).
+my $fence_locks = sub {
+	my ($n, $mode) = @_;
+	return $n->safe_psql('app', qq{SELECT count(*) FROM pg_locks
+		WHERE locktype = 'advisory' AND classid = 1936222564 AND objid = 5 AND objsubid = 3 AND mode = '$mode' AND granted});
+};
+
+# A session on data node $n as $role that runs $sql and stays as it is;
+# returns the harness and its input and output.
+my $hold = sub {
+	my ($n, $role, $name, $sql) = @_;
+	my ($in, $out) = ('', '');
+	my $h = IPC::Run::start([ 'psql', '-X', '-A', '-t', '-d', $n->connstr('app') . " user=$role application_name=$name" ],
+		'<', \$in, '>', \$out, '2>&1');
+	$in = "$sql\n\\echo held\n";
+	$h->pump until $out =~ /held/;
+	return ($h, \$in, \$out);
+};
+
+# 1. The plain role, with every SQL-level advisory call on the old key.
+{
+	my $a = $node{a};
+	my ($h1, $in1, $out1) = $hold->($a, 'mallory', 'mallory_session', 'SELECT pg_advisory_lock_shared(1936222564, 5);');
+	my ($h2, $in2, $out2) = $hold->($a, 'mallory', 'mallory_xact',
+		'BEGIN; SELECT pg_advisory_xact_lock_shared(1936222564, 5);');
+	$a->safe_psql('app', q{BEGIN; SELECT pg_advisory_xact_lock_shared(1936222564, 5); PREPARE TRANSACTION 'park5'},
+		extra_params => [ '-U', 'mallory' ]);
+	is($a->safe_psql('app', q{SELECT gid || ' ' || owner FROM pg_prepared_xacts}), 'park5 mallory',
+		'the plain role parked the old key in a prepared transaction');
+	is($a->safe_psql('app', q{SELECT count(*) FROM pg_locks
+		WHERE locktype = 'advisory' AND classid = 1936222564 AND objid = 5 AND objsubid = 2 AND granted}), 3,
+		'the plain role holds the old key in two sessions and a prepared transaction');
+	is($fence_locks->($a, 'ShareLock') + $fence_locks->($a, 'ExclusiveLock'), 0, 'none of them is the shard\'s fence');
+	# The dump method: an online move's replication slot would wait for
+	# the prepared transaction, as logical decoding waits for every
+	# transaction that has an id, whatever its locks.
+	my $err = move_under_writers($router, \%node, 5, 'plain role holding the old fence key', 'dump');
+	unlike($err, qr/ended session/, 'the freeze ended no session');
+	is($a->safe_psql('app', q{SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'mallory_%'}), 2,
+		'the plain role\'s sessions were left alone');
+	is($a->safe_psql('app', 'SELECT count(*) FROM sharded_id.shards WHERE shard_id = 5'), 0, 'the source gave shard 5 away');
+	$a->safe_psql('app', q{ROLLBACK PREPARED 'park5'});
+	for ([ $h1, $in1 ], [ $h2, $in2 ])
+	{
+		${ $_->[1] } = "\\q\n";
+		$_->[0]->finish;
+	}
+}
+
+# 2. A transaction that entered the shard cannot be prepared.
+{
+	my $b = $node{ $owner->() };
+	$b->safe_psql('app', q{GRANT USAGE ON SCHEMA shard_0005 TO node_writer;
+		GRANT INSERT, SELECT ON ALL TABLES IN SCHEMA shard_0005 TO node_writer;
+		GRANT USAGE ON ALL SEQUENCES IN SCHEMA shard_0005 TO node_writer;});
+	my $superuser = $b->safe_psql('app', 'SELECT current_user');
+	for my $role ('node_writer', 'mallory', $superuser)
+	{
+		my ($ret, $o, $e) = $b->psql('app', q{BEGIN; SELECT sharded_id.enter_shard(5); PREPARE TRANSACTION 'entered5'},
+			extra_params => [ '-U', $role, '-v', 'VERBOSITY=verbose' ]);
+		like($e, qr/0A000: cannot prepare a transaction that entered shard 5/,
+			"a transaction of $role that entered shard 5 cannot be prepared (0A000)");
+		is($b->safe_psql('app', 'SELECT count(*) FROM pg_prepared_xacts'), 0, 'no prepared transaction is left');
+		is($fence_locks->($b, 'ShareLock'), 0, 'and no fence is held');
+	}
+	# The same session goes on: a retry after the refusal enters and commits.
+	my ($ret, $o, $e) = $b->psql('app', q{BEGIN; SELECT sharded_id.enter_shard(5); PREPARE TRANSACTION 'entered5';
+		BEGIN; SELECT sharded_id.enter_shard(5); COMMIT; SELECT count(*) FROM pg_prepared_xacts},
+		on_error_stop => 0, extra_params => [ '-U', 'node_writer' ]);
+	is($o, "shard_0005\nshard_0005\n0", 'the same session enters the shard again after the refusal, and commits');
+	# A plain role's pg_advisory_xact_lock_shared on the old key is not the fence.
+	($ret, $o, $e) = $b->psql('app', q{BEGIN; SELECT pg_advisory_xact_lock_shared(1936222564, 5);
+		SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 5 AND objsubid = 3 AND pid = pg_backend_pid(); ROLLBACK},
+		extra_params => [ '-U', 'mallory' ]);
+	like($o, qr/^0$/m, 'pg_advisory_xact_lock_shared takes no lock of field 4 = 3');
+}
+
+# 3. A writer on the node idle in its transaction after enter_shard.
+{
+	my $from = $owner->();
+	my $n = $node{$from};
+	my ($h, $in, $out) = $hold->($n, 'node_writer', 'idle_writer',
+		q{BEGIN; SELECT sharded_id.enter_shard(5); SELECT count(*) >= 0 FROM shard_0005.photos;});
+	like($$out, qr/^shard_0005$/m, 'the writer entered shard 5');
+	is($fence_locks->($n, 'ShareLock'), 1, 'and holds its fence in share mode');
+	move_under_writers($router, \%node, 5, 'writer idle in transaction after enter_shard');
+	ok($n->poll_query_until('app', q{SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'idle_writer'}),
+		'the freeze ended the idle session that held the fence');
+	ok($n->log_contains(qr/WARNING:  ended session \d+ of role "node_writer", idle in a transaction for .* while it held the fence of shard 5/),
+		'the source logged that it ended the session, naming its role');
+	$$in = "SELECT 1;\n\\q\n";
+	eval { $h->finish; };
+	my $to = $owner->();
+	is($fence_locks->($_, 'ShareLock') + $fence_locks->($_, 'ExclusiveLock'), 0, 'no fence is left on ' . $_->name)
+	  for values %node;
+}
+
+done_testing();
