@@ -53,6 +53,7 @@
 #include "executor/tstoreReceiver.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "privs.h"
 #include "storage/lmgr.h"
 #include "tcop/tcopprot.h"
 #include "utils/acl.h"
@@ -356,6 +357,7 @@ shid_table_fingerprint(PG_FUNCTION_ARGS)
 	Datum		result;
 	bool		isnull;
 
+	shid_require_superuser_internal("sharded_id._table_fingerprint");
 	rel = shid_lock_table(relid, AccessShareLock, &owner);
 	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 		ereport(ERROR,
@@ -392,6 +394,7 @@ shid_table_rows(PG_FUNCTION_ARGS)
 	char	   *query;
 	DestReceiver *dest;
 
+	shid_require_superuser_internal("sharded_id._table_rows");
 	rel = shid_lock_table(relid, AccessShareLock, &owner);
 	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 		ereport(ERROR,

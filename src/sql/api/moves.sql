@@ -188,6 +188,7 @@ DECLARE
     line text;
     result text := '';
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._schema_fingerprint');
     -- Each table read as its owner (sharded_id._table_fingerprint): the
     -- schema's owner may have planted code in it.
     FOR t IN
@@ -244,11 +245,13 @@ LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    dblink name := sharded_id._dblink_schema();
+    dblink name;
     dsn text;
     open boolean;
     alive boolean;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._remote_open');
+    dblink := sharded_id._dblink_schema();
     EXECUTE format('SELECT $1 = ANY (coalesce(%I.dblink_get_connections(), ''{}''))', dblink) INTO open USING conn;
     IF open THEN
         EXECUTE format('SELECT count(*) = 1 FROM %I.dblink($1, ''SELECT 1'', false) AS r(v int)', dblink)
@@ -280,9 +283,11 @@ LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    dblink name := sharded_id._dblink_schema();
+    dblink name;
     open boolean;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._remote_close');
+    dblink := sharded_id._dblink_schema();
     EXECUTE format('SELECT $1 = ANY (coalesce(%I.dblink_get_connections(), ''{}''))', dblink) INTO open USING conn;
     IF open THEN
         EXECUTE format('SELECT %I.dblink_disconnect($1)', dblink) USING conn;
@@ -301,10 +306,12 @@ LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    dblink name := sharded_id._dblink_schema();
+    dblink name;
     conns text[];
     c text;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._remote_close_all');
+    dblink := sharded_id._dblink_schema();
     EXECUTE format('SELECT coalesce(%I.dblink_get_connections(), ''{}'')', dblink) INTO conns;
     FOREACH c IN ARRAY conns LOOP
         IF left(c, length(prefix)) = prefix THEN
@@ -326,6 +333,7 @@ RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
+    SELECT sharded_id._superuser_only('sharded_id._move_conn');
     SELECT format('sharded_id_%s_%s_%s', coalesce(move_id::text, 'new'), role, node)
 $$;
 
@@ -342,6 +350,7 @@ DECLARE
     node text := CASE WHEN role IN ('target', 'snap_target') THEN m.target_node ELSE m.source_node END;
     conn text := sharded_id._move_conn(m.move_id, role, node);
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_open');
     PERFORM sharded_id._remote_open(conn, node);
     RETURN conn;
 END
@@ -361,6 +370,7 @@ DECLARE
     holder integer;
     running bigint;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_claim');
     IF sharded_id._lock_shard(shard_id, 'move', false) THEN
         RETURN;
     END IF;
@@ -419,6 +429,7 @@ DECLARE
     h record;
     holders text;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_lock_route');
     LOOP
         FOR h IN
             SELECT a.pid, a.usename, a.application_name, clock_timestamp() - a.state_change AS idle_for
@@ -481,6 +492,7 @@ AS $$
 DECLARE
     result text;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._remote');
     EXECUTE format('SELECT string_agg(r.v, E''\n'') FROM %I.dblink($1, $2) AS r(v text)', sharded_id._dblink_schema())
     INTO result USING conn, sql;
     RETURN result;
@@ -498,6 +510,7 @@ AS $$
 DECLARE
     result text[];
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._remote_rows');
     EXECUTE format('SELECT array_agg(r.v) FROM %I.dblink($1, $2) AS r(v text)', sharded_id._dblink_schema())
     INTO result USING conn, sql;
     RETURN result;
@@ -513,6 +526,7 @@ LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._remote_exec');
     EXECUTE format('SELECT %I.dblink_exec($1, $2)', sharded_id._dblink_schema()) USING conn, sql;
 END
 $$;
@@ -525,6 +539,7 @@ CREATE PROCEDURE sharded_id._move_journal(move_id bigint, step text)
 LANGUAGE plpgsql
 AS $$
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_journal');
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     INSERT INTO sharded_id.move_steps (move_id, step_no, step)
     SELECT _move_journal.move_id, coalesce(max(s.step_no), 0) + 1, _move_journal.step
@@ -547,6 +562,7 @@ LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_hold');
     IF current_setting('sharded_id.move_hold', true) = point THEN
         PERFORM pg_advisory_lock_shared(1936222579, 0);
         PERFORM pg_advisory_unlock_shared(1936222579, 0);
@@ -564,6 +580,7 @@ RETURNS void
 LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
+    SELECT sharded_id._superuser_only('sharded_id._move_will_create');
     INSERT INTO sharded_id.move_cleanup VALUES (move_id, node, object_type, object_name, policy)
     ON CONFLICT DO NOTHING
 $$;
@@ -582,6 +599,7 @@ AS $$
 DECLARE
     frz text := sharded_id._move_conn(m.move_id, 'freeze', m.source_node);
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_open_freeze');
     PERFORM sharded_id._remote_close(frz);
     PERFORM sharded_id._remote_open(frz, m.source_node);
     PERFORM sharded_id._remote_exec(frz, format(
@@ -606,6 +624,7 @@ LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_freeze_source');
     -- It ends with a command: dblink_exec takes no rows from the last.
     PERFORM sharded_id._remote_exec(sharded_id._move_conn(m.move_id, 'freeze', m.source_node), format(
         'BEGIN; SET LOCAL lock_timeout = %1$L; '
@@ -633,6 +652,7 @@ DECLARE
     t record;
     n integer := 0;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._on_schema_tables');
     FOR t IN
         SELECT c.oid::regclass AS rel FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
         WHERE s.nspname = schema_name AND c.relkind IN ('r', 'p') AND NOT c.relispartition ORDER BY c.oid
@@ -667,6 +687,7 @@ DECLARE
     polls bigint := 0;
     max_polls bigint := greatest(1, (extract(epoch FROM timeout) * 1000)::bigint);
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_catch_up');
     mark := sharded_id._remote(src, format(
         'INSERT INTO sharded_id.move_marks VALUES (%s, 1) ON CONFLICT (move_id) DO UPDATE SET mark = move_marks.mark + 1 RETURNING mark',
         m.move_id))::bigint;
@@ -703,6 +724,7 @@ DECLARE
     f_source text := sharded_id._remote(source_conn, sql);
     f_target text := sharded_id._remote(target_conn, sql);
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_compare');
     IF f_source IS DISTINCT FROM f_target THEN
         RAISE EXCEPTION 'the copy of shard % differs from the source', m.shard_id
             USING ERRCODE = 'data_corrupted',
@@ -729,6 +751,7 @@ DECLARE
     src text := sharded_id._move_conn(m.move_id, 'source', m.source_node);
     tgt text := sharded_id._move_conn(m.move_id, 'target', m.target_node);
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_register_target');
     -- Nothing mints for the retired copy, so its sequences stay put.
     PERFORM sharded_id._remote_exec(tgt, format(
         'BEGIN; SET LOCAL client_min_messages = warning; '
@@ -750,6 +773,7 @@ RETURNS text
 LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
+    SELECT sharded_id._superuser_only('sharded_id._move_setvals');
     SELECT sharded_id._remote(conn, format(
         'SELECT string_agg(format(''SELECT pg_catalog.setval(%%L, %%s, %%s);'', format(''%%I.%%I'', schemaname, sequencename), '
         'coalesce(last_value, start_value), CASE WHEN last_value IS NULL THEN ''false'' ELSE ''true'' END), '' '') '
@@ -776,6 +800,7 @@ DECLARE
     part text := format('p%s', m.shard_id);
     connstr text;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_switch');
     LOCK TABLE sharded_id.shard_map IN EXCLUSIVE MODE;
     UPDATE sharded_id.shard_map SET node_name = m.target_node WHERE shard_id = m.shard_id;
     SELECT sharded_id._partition_connstr(n.connstr) INTO connstr
@@ -806,6 +831,7 @@ AS $$
 DECLARE
     ops record;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_follow_ops');
     IF NOT EXISTS (SELECT FROM pg_foreign_data_wrapper WHERE fdwname = 'postgres_fdw') THEN
         RETURN;
     ELSIF NOT EXISTS (SELECT FROM pg_foreign_server WHERE srvname = sharded_id.node_server(m.target_node)) THEN
@@ -839,6 +865,7 @@ DECLARE
     first_hint text;
     first_state text;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_cleanup');
     -- The ops tables follow the switch before the old copy goes (move_shard
     -- and recover_moves have done it already, and committed).
     IF moved THEN
@@ -951,6 +978,7 @@ DECLARE
     msg text;
     state text;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_take_back');
     PERFORM sharded_id._remote_close(c) FROM unnest(ARRAY[src, tgt]) c;
     PERFORM sharded_id._remote_open(tgt, m.target_node);
     PERFORM sharded_id._remote_exec(tgt, format(
@@ -1012,6 +1040,7 @@ DECLARE
     refused text;
     refused_state text;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_resolve');
     SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = _move_resolve.move_id FOR UPDATE;
     IF m.finished_at IS NOT NULL THEN
         RETURN m.outcome = 'moved';
@@ -1133,6 +1162,7 @@ DECLARE
     layout text;
     mark text;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_step');
     SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = _move_step.move_id;
     repl := 'sharded_id_move_' || m.shard_id;
     IF step IN ('stop_replication', 'retire_source', 'register_target', 'switch') THEN
@@ -1386,6 +1416,7 @@ LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._check_move_arguments');
     IF method IS NOT NULL AND method NOT IN ('online', 'dump') THEN
         RAISE EXCEPTION 'move method "%" is not online or dump', method
             USING ERRCODE = 'invalid_parameter_value';
@@ -1913,6 +1944,7 @@ LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_check_schema');
     PERFORM sharded_id._remote(conn, format('SELECT count(*) FROM sharded_id.schema_ddl(%L)', schema_name));
 END
 $$;
@@ -1942,6 +1974,7 @@ DECLARE
     src text := sharded_id._move_conn(m.move_id, 'check_source', m.source_node);
     tgt text := sharded_id._move_conn(m.move_id, 'check_target', m.target_node);
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_check_copy');
     PERFORM sharded_id._remote_open(src, m.source_node);
     PERFORM sharded_id._remote_open(tgt, m.target_node);
     -- Dropped already, by a cleanup that was cut short before it recorded so.
@@ -1991,6 +2024,7 @@ RETURNS text
 LANGUAGE sql STABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
+    SELECT sharded_id._superuser_only('sharded_id._move_subscription_connstr');
     SELECT sharded_id._connstr_public(n.connstr) FROM sharded_id.nodes n WHERE n.node_name = m.source_node
 $$;
 
@@ -2006,6 +2040,7 @@ LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_subscription_options');
     IF sharded_id._remote(sharded_id._move_conn(m.move_id, 'target', m.target_node),
                           'SHOW server_version_num')::integer >= 160000 THEN
         RETURN ', run_as_owner = true';
