@@ -21,13 +21,16 @@ COMMENT ON COLUMN sharded_id.retired_shards.retired_by IS
 -- (sharded_id_provisioner).  Give every function of the extension the
 -- privileges of a fresh install: revoke EXECUTE here from every grantee but
 -- its owner and PUBLIC (CASCADE: also what they granted on with GRANT
--- OPTION), but pg_monitor's two that the install gives too; the install's
--- own REVOKE and GRANT statements, which come with the functions below,
--- then make PUBLIC's and sharded_id_provisioner's what a fresh install
--- gives.  This also takes away explicit
--- grants of route() and route_id(): the update cannot tell an application's
--- grant from the recipe's, and 1.6 wants them granted again to the roles
--- that call the router (see the reference's upgrade notes).
+-- OPTION), but pg_monitor's two that the install gives too, and the grants
+-- of counter mode's next_id functions, which 1.5 too revoked from PUBLIC:
+-- the column defaults of counter-mode shards call them as the writers they
+-- were granted to.  The install's own REVOKE and GRANT statements, which
+-- come with the functions below, then make PUBLIC's and
+-- sharded_id_provisioner's what a fresh install gives.  This also takes
+-- away explicit grants of route() and route_id(): 1.5 gave them to PUBLIC,
+-- so such a grant came from the recipe, which gave the moves and the
+-- router's administration with them; 1.6 wants them granted again to the
+-- roles that call the router (the reference's upgrade notes).
 DO $$
 DECLARE
     r record;
@@ -49,6 +52,12 @@ BEGIN
           AND NOT (a.grantee = 'pg_monitor'::pg_catalog.regrole
                    AND p.oid IN ('sharded_id.generator_stats()'::pg_catalog.regprocedure,
                                  'sharded_id.generator_info()'::pg_catalog.regprocedure))
+          -- counter mode's minting, which 1.5 too granted only to the
+          -- writers that an owner named: a grant of it is an application's
+          AND p.oid NOT IN ('sharded_id.next_id(integer)'::pg_catalog.regprocedure,
+                            'sharded_id.next_id_in_layout(integer, text)'::pg_catalog.regprocedure,
+                            'sharded_id.next_ids(integer, integer)'::pg_catalog.regprocedure,
+                            'sharded_id.next_ids_in_layout(integer, integer, text)'::pg_catalog.regprocedure)
         ORDER BY 3, 1
     LOOP
         EXECUTE pg_catalog.format('REVOKE EXECUTE ON %s %s FROM %s CASCADE',
@@ -62,7 +71,7 @@ BEGIN
         -- A WARNING: ALTER EXTENSION runs its script with client_min_messages
         -- at least warning, so a NOTICE would reach no one.
         RAISE WARNING 'revoked EXECUTE on functions of sharded_id from %', roles
-            USING DETAIL = 'A fresh install of 1.6 grants them no function: 1.5''s provisioning grants gave them internal and administrative functions.',
+            USING DETAIL = 'A fresh install of 1.6 grants them none of these functions; 1.5''s provisioning grants gave them internal and administrative ones.  Grants of next_id(integer) and its counter-mode variants are kept.',
                   HINT = 'Grant sharded_id_provisioner to the roles that provision shards, and EXECUTE on sharded_id.route and sharded_id.route_id to the roles that call the router.';
     END IF;
 END
