@@ -92,6 +92,7 @@ SELECT sharded_id.place_shard(3, 'n1');
 CALL sharded_id.move_shard(3, 'n1');
 CALL sharded_id.recover_moves();
 SELECT sharded_id._lock_route(3);
+SELECT sharded_id._superuser_only(NULL);
 SELECT count(*) AS route_locks_held FROM pg_locks
 WHERE locktype = 'advisory' AND pid = pg_backend_pid();
 RESET SESSION AUTHORIZATION;

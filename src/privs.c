@@ -492,7 +492,7 @@ SHID_FUNCTION_INFO(shid_superuser_only);
 Datum
 shid_superuser_only(PG_FUNCTION_ARGS)
 {
-	shid_require_superuser_internal(PG_ARGISNULL(0) ? "of sharded_id" :
+	shid_require_superuser_internal(PG_ARGISNULL(0) ? "sharded_id._superuser_only" :
 									text_to_cstring(PG_GETARG_TEXT_PP(0)));
 	PG_RETURN_VOID();
 }
