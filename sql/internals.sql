@@ -83,6 +83,8 @@ SELECT proname AS refused FROM internals_outcome WHERE outcome = 'refused' ORDER
 -- The same under SET ROLE from a session that logged in as the role, and
 -- for the administrative entry points that go through them: apply_shard_map,
 -- place_shard, move_shard, recover_moves.
+-- (Terse: the context lines differ between majors.)
+\set VERBOSITY terse
 SET SESSION AUTHORIZATION internals_app;
 SELECT sharded_id._remote_exec('c', 'SELECT 1');
 SELECT sharded_id._move_hold('freeze');
@@ -96,6 +98,7 @@ SELECT sharded_id._superuser_only(NULL);
 SELECT count(*) AS route_locks_held FROM pg_locks
 WHERE locktype = 'advisory' AND pid = pg_backend_pid();
 RESET SESSION AUTHORIZATION;
+\set VERBOSITY default
 SELECT rolsuper FROM pg_roles WHERE rolname = 'internals_app';
 SELECT count(*) AS moves FROM sharded_id.moves;
 
