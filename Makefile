@@ -44,7 +44,7 @@ PG_CPPFLAGS += '-DPGDLLEXPORT=__attribute__((visibility("default")))'
 endif
 
 # pg_regress: sql/ and expected/
-REGRESS = api errors labels stress counter monitor layouts helpers shards lifecycle adopt router upgrade owners owner_rollback templates schema_copy provisioner secrets tenants bad_input
+REGRESS = api errors labels stress counter monitor layouts helpers shards lifecycle adopt router upgrade owners owner_rollback templates schema_copy provisioner internals secrets tenants bad_input
 REGRESS_OPTS = --load-extension=sharded_id
 
 # pg_isolation_regress: test/specs/ and test/expected/

@@ -19,7 +19,10 @@ LANGUAGE sql AS $$
            concat_ws(E'\n',
                CASE WHEN d.classid = 'pg_proc'::regclass THEN
                    (SELECT concat_ws(' ', md5(pg_get_functiondef(p.oid)), p.provolatile, p.proparallel,
-                                     p.proisstrict, p.prosecdef, p.proconfig::text, p.proacl::text)
+                                     p.proisstrict, p.prosecdef, p.proconfig::text,
+                                     -- the privileges, in a fixed order, a default ACL spelt out
+                                     (SELECT string_agg(x::text, ',' ORDER BY x::text)
+                                      FROM unnest(coalesce(p.proacl, acldefault('f', p.proowner))) x))
                     FROM pg_proc p WHERE p.oid = d.objid)
                END,
                CASE WHEN d.classid = 'pg_class'::regclass THEN
@@ -96,3 +99,54 @@ INSERT INTO up.t (v) VALUES (2);
 SELECT v, sharded_id.shard_id(id) AS shard FROM up.t ORDER BY v;
 
 DROP SCHEMA up CASCADE;
+
+-- 1.5's provisioning recipe, applied before the update, keeps no EXECUTE
+-- that a fresh 1.6 does not give: not the blanket grants, not one given on
+-- with GRANT OPTION, not route().  pg_monitor keeps its two, and a writer
+-- its grant of counter mode's next_id(integer), which its column defaults
+-- call.
+CREATE ROLE upgrade_app15 LOGIN;
+CREATE ROLE upgrade_app15b LOGIN;
+CREATE ROLE upgrade_writer LOGIN;
+DROP EXTENSION sharded_id;
+CREATE EXTENSION sharded_id VERSION '1.5';
+GRANT USAGE ON SCHEMA sharded_id TO upgrade_app15;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA sharded_id TO upgrade_app15;
+GRANT EXECUTE ON ALL PROCEDURES IN SCHEMA sharded_id TO upgrade_app15;
+GRANT SELECT, INSERT, UPDATE, DELETE ON sharded_id.settings, sharded_id.shards, sharded_id.shard_tables,
+      sharded_id.retired_shards TO upgrade_app15;
+GRANT EXECUTE ON FUNCTION sharded_id.floors() TO upgrade_app15 WITH GRANT OPTION;
+SET ROLE upgrade_app15;
+GRANT EXECUTE ON FUNCTION sharded_id.floors() TO upgrade_app15b;
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION sharded_id.next_id(integer) TO upgrade_writer;
+SELECT count(*) > 30 AS recipe_functions FROM pg_proc p
+WHERE p.pronamespace = 'sharded_id'::regnamespace AND has_function_privilege('upgrade_app15', p.oid, 'EXECUTE')
+  AND NOT has_function_privilege('public', p.oid, 'EXECUTE');
+ALTER EXTENSION sharded_id UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'sharded_id';
+-- Beyond PUBLIC's: counter mode's next_id functions only.
+SELECT r.rolname, p.oid::regprocedure AS still_executable
+FROM pg_proc p, pg_roles r
+WHERE p.pronamespace = 'sharded_id'::regnamespace
+  AND r.rolname IN ('upgrade_app15', 'upgrade_app15b', 'upgrade_writer')
+  AND has_function_privilege(r.oid, p.oid, 'EXECUTE') AND NOT has_function_privilege('public', p.oid, 'EXECUTE')
+ORDER BY 1, 2;
+SELECT has_function_privilege('pg_monitor', 'sharded_id.generator_stats()', 'EXECUTE') AS monitor_stats,
+       has_function_privilege('sharded_id_provisioner', 'sharded_id.create_shard(integer, name)', 'EXECUTE') AS provisioner_create;
+-- The role's internal and administrative calls are refused.
+SET ROLE upgrade_app15;
+SELECT sharded_id._move_hold('x');
+SELECT sharded_id._remote_exec('c', 'SELECT 1');
+SELECT sharded_id.route(3);
+SELECT sharded_id.apply_shard_map();
+RESET ROLE;
+DROP OWNED BY upgrade_app15, upgrade_app15b, upgrade_writer;
+DROP ROLE upgrade_app15, upgrade_app15b, upgrade_writer;
+-- Without those roles' grants, every function's privileges are a fresh
+-- install's (the roles' SELECT on the catalogs, which PUBLIC has too, went
+-- with DROP OWNED).
+(SELECT 'only fresh' AS side, * FROM fresh EXCEPT SELECT 'only fresh', * FROM pg_temp.extension_objects())
+UNION ALL
+(SELECT 'only updated', * FROM pg_temp.extension_objects() EXCEPT SELECT 'only updated', * FROM fresh)
+ORDER BY 1, 2;

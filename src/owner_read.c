@@ -63,6 +63,7 @@
 #include "funcapi.h"
 #include "nodes/params.h"
 #include "miscadmin.h"
+#include "privs.h"
 #include "storage/lmgr.h"
 #include "tcop/tcopprot.h"
 #include "utils/acl.h"
@@ -426,6 +427,7 @@ shid_table_fingerprint(PG_FUNCTION_ARGS)
 	Datum		result;
 	bool		isnull;
 
+	shid_require_superuser_internal("sharded_id._table_fingerprint");
 	rel = shid_lock_table(relid, AccessShareLock, &owner);
 	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 		ereport(ERROR,
@@ -463,6 +465,7 @@ shid_table_rows(PG_FUNCTION_ARGS)
 	char	   *query;
 	DestReceiver *dest;
 
+	shid_require_superuser_internal("sharded_id._table_rows");
 	rel = shid_lock_table(relid, AccessShareLock, &owner);
 	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 		ereport(ERROR,
@@ -596,6 +599,8 @@ shid_insert_as_owner(PG_FUNCTION_ARGS)
 	Oid			paramtypes[1] = {TEXTARRAYOID};
 	ParamListInfo params;
 	uint64		processed;
+
+	shid_require_superuser_internal("sharded_id._insert_as_owner");
 
 	rel = shid_lock_table(relid, RowExclusiveLock, &owner);
 	if (pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) != ACLCHECK_OK)

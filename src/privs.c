@@ -39,8 +39,11 @@
  * The C primitives that change the server's state check the caller too, at
  * their top: _retire_shard and raise_floor as above, and _own_shard, for a
  * role that is not a superuser, only after _catalog_own checked the same
- * take-back in the same transaction, as the same role; _lock_shard, which
- * only the moves call, for superusers only.
+ * take-back in the same transaction, as the same role.  The internal
+ * functions that neither PUBLIC nor sharded_id_provisioner is granted (the
+ * moves, the router's administration, remote execution) are for superusers
+ * only, whatever the grants: the C ones call shid_require_superuser_internal
+ * at their top, the SQL ones _superuser_only.
  *
  *-------------------------------------------------------------------------
  */
@@ -458,8 +461,9 @@ shid_require_take_back(int32 shard, const char *layout)
 }
 
 /*
- * For internal C functions that only the moves call, which run as a
- * superuser: refuse (42501) anyone else, whatever the grants.
+ * For internal functions that only superusers call (the moves, the router's
+ * administration): refuse (42501) anyone else, whatever the grants.  The C
+ * ones call it at their top, the SQL ones through _superuser_only below.
  */
 void
 shid_require_superuser_internal(const char *function)
@@ -469,6 +473,28 @@ shid_require_superuser_internal(const char *function)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for function %s", function),
 				 errdetail("Only superusers call this internal function of sharded_id.")));
+}
+
+/*
+ * _superuser_only(caller text) RETURNS void
+ *
+ * The one check of the internal functions that only superusers run (the
+ * moves, the router's administration, remote execution): the first
+ * statement of each is PERFORM sharded_id._superuser_only('its name').
+ * Refuses (42501) a caller that is not a superuser (GetUserId(), so also
+ * under SET ROLE), whatever the grants on the caller's function: a blanket
+ * GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA sharded_id does not open them.
+ * EXECUTE is PUBLIC's: it tells only whether the caller is a superuser.
+ * Locks: none.
+ */
+SHID_FUNCTION_INFO(shid_superuser_only);
+
+Datum
+shid_superuser_only(PG_FUNCTION_ARGS)
+{
+	shid_require_superuser_internal(PG_ARGISNULL(0) ? "sharded_id._superuser_only" :
+									text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	PG_RETURN_VOID();
 }
 
 /*

@@ -222,9 +222,11 @@ SHID_FUNCTION_INFO(shid_lock_route);
 Datum
 shid_lock_route(PG_FUNCTION_ARGS)
 {
-	int32		shard = PG_GETARG_INT32(0);
+	int32		shard;
 	LOCKTAG		tag;
 
+	shid_require_superuser_internal("sharded_id._lock_route");
+	shard = PG_GETARG_INT32(0);
 	if (shard < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -360,11 +362,15 @@ SHID_FUNCTION_INFO(shid_unlock_shard);
 Datum
 shid_unlock_shard(PG_FUNCTION_ARGS)
 {
-	int32		shard = PG_GETARG_INT32(0);
-	uint32		class = shid_mover_lock_class(PG_GETARG_TEXT_PP(1));
-	int			i = shid_mover_lock_index(class, shard);
+	int32		shard;
+	uint32		class;
+	int			i;
 	LOCKTAG		tag;
 
+	shid_require_superuser_internal("sharded_id._unlock_shard");
+	shard = PG_GETARG_INT32(0);
+	class = shid_mover_lock_class(PG_GETARG_TEXT_PP(1));
+	i = shid_mover_lock_index(class, shard);
 	if (i < 0)
 		PG_RETURN_BOOL(false);
 	SET_LOCKTAG_SHID(tag, class, shard);

@@ -12,6 +12,21 @@
 -- it.  next_id checks the caller's rights on the sequence, like nextval.
 GRANT USAGE ON SCHEMA sharded_id TO PUBLIC;
 
+-- The one check of the internal functions that only superusers run (moves,
+-- the router's administration, remote execution): the first statement of
+-- each calls it with the function's name.  It refuses (42501) a caller that
+-- is not a superuser whatever the grants on that function, so that a
+-- blanket GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA sharded_id opens none of
+-- them.  PUBLIC keeps EXECUTE on it: it only tells whether the caller is a
+-- superuser.
+CREATE FUNCTION sharded_id._superuser_only(caller text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'shid_superuser_only'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION sharded_id._superuser_only(text) IS
+'internal: refuse (42501) a caller that is not a superuser, whatever the grants on the internal function named caller';
+
 CREATE FUNCTION sharded_id.next_id(shard_id integer, seq regclass)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'shid_next_id'

@@ -190,6 +190,7 @@ DECLARE
     line text;
     result text := '';
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._schema_fingerprint');
     -- Each table read as its owner (sharded_id._table_fingerprint): the
     -- schema's owner may have planted code in it.
     FOR t IN
@@ -246,11 +247,13 @@ LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    dblink name := sharded_id._dblink_schema();
+    dblink name;
     dsn text;
     open boolean;
     alive boolean;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._remote_open');
+    dblink := sharded_id._dblink_schema();
     EXECUTE format('SELECT $1 = ANY (coalesce(%I.dblink_get_connections(), ''{}''))', dblink) INTO open USING conn;
     IF open THEN
         EXECUTE format('SELECT count(*) = 1 FROM %I.dblink($1, ''SELECT 1'', false) AS r(v int)', dblink)
@@ -282,9 +285,11 @@ LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    dblink name := sharded_id._dblink_schema();
+    dblink name;
     open boolean;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._remote_close');
+    dblink := sharded_id._dblink_schema();
     EXECUTE format('SELECT $1 = ANY (coalesce(%I.dblink_get_connections(), ''{}''))', dblink) INTO open USING conn;
     IF open THEN
         EXECUTE format('SELECT %I.dblink_disconnect($1)', dblink) USING conn;
@@ -303,10 +308,12 @@ LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    dblink name := sharded_id._dblink_schema();
+    dblink name;
     conns text[];
     c text;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._remote_close_all');
+    dblink := sharded_id._dblink_schema();
     EXECUTE format('SELECT coalesce(%I.dblink_get_connections(), ''{}'')', dblink) INTO conns;
     FOREACH c IN ARRAY conns LOOP
         IF left(c, length(prefix)) = prefix THEN
@@ -328,6 +335,7 @@ RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
+    SELECT sharded_id._superuser_only('sharded_id._move_conn');
     SELECT format('sharded_id_%s_%s_%s', coalesce(move_id::text, 'new'), role, node)
 $$;
 
@@ -344,6 +352,7 @@ DECLARE
     node text := CASE WHEN role IN ('target', 'snap_target') THEN m.target_node ELSE m.source_node END;
     conn text := sharded_id._move_conn(m.move_id, role, node);
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_open');
     PERFORM sharded_id._remote_open(conn, node);
     RETURN conn;
 END
@@ -363,6 +372,7 @@ DECLARE
     holder integer;
     running bigint;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_claim');
     IF sharded_id._lock_shard(shard_id, 'move', false) THEN
         RETURN;
     END IF;
@@ -421,11 +431,13 @@ DECLARE
     slice_ms bigint := 100;
     wait_ms bigint;
     saved_lock_timeout text := current_setting('lock_timeout');
-    class bigint := sharded_id._lock_class(kind);
+    class bigint;
     noun text := CASE kind WHEN 'route' THEN 'route lock' WHEN 'fence' THEN 'fence' END;
     h record;
     holders text;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._wait_shard_lock');
+    class := sharded_id._lock_class(kind);
     IF noun IS NULL THEN
         RAISE EXCEPTION 'a move waits for no lock of kind "%"', kind USING ERRCODE = 'invalid_parameter_value';
     END IF;
@@ -495,6 +507,7 @@ RETURNS void
 LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
+    SELECT sharded_id._superuser_only('sharded_id._move_lock_route');
     SELECT sharded_id._wait_shard_lock(m.shard_id, 'route', freeze_timeout, format('Move %s freezes the shard', m.move_id))
 $$;
 
@@ -511,6 +524,7 @@ AS $$
 DECLARE
     result text;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._remote');
     EXECUTE format('SELECT string_agg(r.v, E''\n'') FROM %I.dblink($1, $2) AS r(v text)', sharded_id._dblink_schema())
     INTO result USING conn, sql;
     RETURN result;
@@ -528,6 +542,7 @@ AS $$
 DECLARE
     result text[];
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._remote_rows');
     EXECUTE format('SELECT array_agg(r.v) FROM %I.dblink($1, $2) AS r(v text)', sharded_id._dblink_schema())
     INTO result USING conn, sql;
     RETURN result;
@@ -543,6 +558,7 @@ LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._remote_exec');
     EXECUTE format('SELECT %I.dblink_exec($1, $2)', sharded_id._dblink_schema()) USING conn, sql;
 END
 $$;
@@ -555,6 +571,7 @@ CREATE PROCEDURE sharded_id._move_journal(move_id bigint, step text)
 LANGUAGE plpgsql
 AS $$
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_journal');
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     INSERT INTO sharded_id.move_steps (move_id, step_no, step)
     SELECT _move_journal.move_id, coalesce(max(s.step_no), 0) + 1, _move_journal.step
@@ -577,6 +594,7 @@ LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_hold');
     IF current_setting('sharded_id.move_hold', true) = point THEN
         PERFORM pg_advisory_lock_shared(1936222579, 0);
         PERFORM pg_advisory_unlock_shared(1936222579, 0);
@@ -594,6 +612,7 @@ RETURNS void
 LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
+    SELECT sharded_id._superuser_only('sharded_id._move_will_create');
     INSERT INTO sharded_id.move_cleanup VALUES (move_id, node, object_type, object_name, policy)
     ON CONFLICT DO NOTHING
 $$;
@@ -612,6 +631,7 @@ AS $$
 DECLARE
     frz text := sharded_id._move_conn(m.move_id, 'freeze', m.source_node);
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_open_freeze');
     PERFORM sharded_id._remote_close(frz);
     PERFORM sharded_id._remote_open(frz, m.source_node);
     PERFORM sharded_id._remote_exec(frz, format(
@@ -636,6 +656,7 @@ LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_freeze_source');
     -- It ends with a command: dblink_exec takes no rows from the last.
     PERFORM sharded_id._remote_exec(sharded_id._move_conn(m.move_id, 'freeze', m.source_node), format(
         'BEGIN; SET LOCAL lock_timeout = %1$L; '
@@ -667,9 +688,11 @@ LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    ddl text[] := ARRAY(SELECT s FROM sharded_id.schema_ddl(schema_name) s);
+    ddl text[];
     first integer;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_schema_ddl');
+    ddl := ARRAY(SELECT s FROM sharded_id.schema_ddl(schema_name) s);
     first := (SELECT min(x.n) FROM unnest(ddl) WITH ORDINALITY x(s, n)
               WHERE x.s LIKE 'ALTER TABLE % ADD CONSTRAINT %' OR x.s LIKE 'CREATE INDEX %' OR x.s LIKE 'CREATE UNIQUE INDEX %');
     IF first IS NULL THEN
@@ -702,6 +725,7 @@ DECLARE
     t record;
     n integer := 0;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._on_schema_tables');
     FOR t IN
         SELECT c.oid::regclass AS rel FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
         WHERE s.nspname = schema_name AND c.relkind IN ('r', 'p') AND NOT c.relispartition ORDER BY c.oid
@@ -736,6 +760,7 @@ DECLARE
     polls bigint := 0;
     max_polls bigint := greatest(1, (extract(epoch FROM timeout) * 1000)::bigint);
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_catch_up');
     mark := sharded_id._remote(src, format(
         'INSERT INTO sharded_id.move_marks VALUES (%s, 1) ON CONFLICT (move_id) DO UPDATE SET mark = move_marks.mark + 1 RETURNING mark',
         m.move_id))::bigint;
@@ -772,6 +797,7 @@ DECLARE
     f_source text := sharded_id._remote(source_conn, sql);
     f_target text := sharded_id._remote(target_conn, sql);
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_compare');
     IF f_source IS DISTINCT FROM f_target THEN
         RAISE EXCEPTION 'the copy of shard % differs from the source', m.shard_id
             USING ERRCODE = 'data_corrupted',
@@ -798,6 +824,7 @@ DECLARE
     src text := sharded_id._move_conn(m.move_id, 'source', m.source_node);
     tgt text := sharded_id._move_conn(m.move_id, 'target', m.target_node);
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_register_target');
     -- Nothing mints for the retired copy, so its sequences stay put.
     PERFORM sharded_id._remote_exec(tgt, format(
         'BEGIN; SET LOCAL client_min_messages = warning; '
@@ -819,6 +846,7 @@ RETURNS text
 LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
+    SELECT sharded_id._superuser_only('sharded_id._move_setvals');
     SELECT sharded_id._remote(conn, format(
         'SELECT string_agg(format(''SELECT pg_catalog.setval(%%L, %%s, %%s);'', format(''%%I.%%I'', schemaname, sequencename), '
         'coalesce(last_value, start_value), CASE WHEN last_value IS NULL THEN ''false'' ELSE ''true'' END), '' '') '
@@ -845,6 +873,7 @@ DECLARE
     part text := format('p%s', m.shard_id);
     connstr text;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_switch');
     LOCK TABLE sharded_id.shard_map IN EXCLUSIVE MODE;
     UPDATE sharded_id.shard_map SET node_name = m.target_node WHERE shard_id = m.shard_id;
     SELECT sharded_id._partition_connstr(n.connstr) INTO connstr
@@ -875,6 +904,7 @@ AS $$
 DECLARE
     ops record;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_follow_ops');
     IF NOT EXISTS (SELECT FROM pg_foreign_data_wrapper WHERE fdwname = 'postgres_fdw') THEN
         RETURN;
     ELSIF NOT EXISTS (SELECT FROM pg_foreign_server WHERE srvname = sharded_id.node_server(m.target_node)) THEN
@@ -908,6 +938,7 @@ DECLARE
     first_hint text;
     first_state text;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_cleanup');
     -- The ops tables follow the switch before the old copy goes (move_shard
     -- and recover_moves have done it already, and committed).
     IF moved THEN
@@ -1020,6 +1051,7 @@ DECLARE
     msg text;
     state text;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_take_back');
     PERFORM sharded_id._remote_close(c) FROM unnest(ARRAY[src, tgt]) c;
     PERFORM sharded_id._remote_open(tgt, m.target_node);
     PERFORM sharded_id._remote_exec(tgt, format(
@@ -1081,6 +1113,7 @@ DECLARE
     refused text;
     refused_state text;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_resolve');
     SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = _move_resolve.move_id FOR UPDATE;
     IF m.finished_at IS NOT NULL THEN
         RETURN m.outcome = 'moved';
@@ -1200,6 +1233,7 @@ DECLARE
     layout text;
     mark text;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_step');
     SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = _move_step.move_id;
     repl := 'sharded_id_move_' || m.shard_id;
     IF step IN ('stop_replication', 'retire_source', 'register_target', 'switch') THEN
@@ -1451,6 +1485,7 @@ LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._check_move_arguments');
     IF method IS NOT NULL AND method NOT IN ('online', 'dump') THEN
         RAISE EXCEPTION 'move method "%" is not online or dump', method
             USING ERRCODE = 'invalid_parameter_value';
@@ -1981,6 +2016,7 @@ LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_check_schema');
     PERFORM sharded_id._remote(conn, format('SELECT count(*) FROM sharded_id.schema_ddl(%L)', schema_name));
 END
 $$;
@@ -2010,6 +2046,7 @@ DECLARE
     src text := sharded_id._move_conn(m.move_id, 'check_source', m.source_node);
     tgt text := sharded_id._move_conn(m.move_id, 'check_target', m.target_node);
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_check_copy');
     PERFORM sharded_id._remote_open(src, m.source_node);
     PERFORM sharded_id._remote_open(tgt, m.target_node);
     -- Dropped already, by a cleanup that was cut short before it recorded so.
@@ -2059,6 +2096,7 @@ RETURNS text
 LANGUAGE sql STABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
+    SELECT sharded_id._superuser_only('sharded_id._move_subscription_connstr');
     SELECT sharded_id._connstr_public(n.connstr) FROM sharded_id.nodes n WHERE n.node_name = m.source_node
 $$;
 
@@ -2074,6 +2112,7 @@ LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_subscription_options');
     -- From 16 on, the apply and the table sync write as each table's
     -- owner (run_as_owner = false, the default, said here so that no
     -- default changes it): a schema's owner's code never runs with the

@@ -62,6 +62,7 @@ DECLARE
     changes text[] := '{}';
     opt record;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._set_server_options');
     IF current IS NULL THEN
         EXECUTE format('CREATE SERVER %I FOREIGN DATA WRAPPER %I OPTIONS (%s)', server, fdw,
                        (SELECT string_agg(format('%I %L', split_part(o, '=', 1), substr(o, strpos(o, '=') + 1)), ', ')
@@ -136,6 +137,7 @@ DECLARE
     changes text[] := '{}';
     opt record;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._set_mapping_options');
     -- pg_user_mappings shows the options of the mapping for PUBLIC to the
     -- server's owner, who may not read pg_user_mapping.
     SELECT coalesce(u.umoptions, '{}') INTO current
@@ -179,6 +181,10 @@ RETURN sharded_id._connstr_public(connstr, sharded_id._connstr_secrets(connstr) 
 COMMENT ON FUNCTION sharded_id._partition_connstr(text) IS
 'internal: a node''s PL/Proxy partition string, without its secrets, and without its user when it has one';
 
+-- A function of its argument only, like _connstr_public and _connstr_secrets:
+-- PUBLIC's, as they are (1.5 revoked it).
+GRANT EXECUTE ON FUNCTION sharded_id._partition_connstr(text) TO PUBLIC;
+
 -- The options of a PL/Proxy cluster's user mapping for PUBLIC, from the
 -- nodes of the shard map, or of the map as it will be once shard
 -- moved_shard is on node target: the user and password that the nodes'
@@ -192,6 +198,7 @@ AS $$
 DECLARE
     secrets text[];
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._cluster_mapping');
     WITH conns AS (
         SELECT n.connstr FROM sharded_id.shard_map m
         JOIN sharded_id.nodes n ON n.node_name = CASE WHEN m.shard_id = moved_shard THEN target ELSE m.node_name END
@@ -242,6 +249,7 @@ DECLARE
     node record;
     ops record;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._apply_shard_map');
     -- One at a time, and never beside a move's switch, whose map it would
     -- otherwise overwrite with the one it read before.
     LOCK TABLE sharded_id.shard_map IN SHARE ROW EXCLUSIVE MODE;
@@ -346,6 +354,7 @@ LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._check_map_arguments');
     IF cluster IS NULL THEN
         RAISE EXCEPTION 'cluster must not be null'
             USING ERRCODE = 'null_value_not_allowed';
@@ -407,6 +416,7 @@ DECLARE
     cur record;
     pad integer := (SELECT c.pad_width FROM sharded_id.current_settings() c);
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._attach_ops_partition');
     SELECT n.nspname, c.relname INTO ops_schema, ops_name
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = ops_table;
     SELECT c.relname INTO remote_table
@@ -444,6 +454,7 @@ AS $$
 DECLARE
     part record;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._attach_ops_partitions');
     FOR part IN SELECT i.inhrelid::regclass AS rel FROM pg_inherits i WHERE i.inhparent = ops_table LOOP
         EXECUTE format('DROP FOREIGN TABLE %s', part.rel);
     END LOOP;
@@ -492,7 +503,6 @@ REVOKE EXECUTE ON FUNCTION sharded_id.apply_shard_map(name, integer, integer) FR
 REVOKE EXECUTE ON FUNCTION sharded_id._check_map_arguments(name, integer, integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._apply_shard_map(name, integer, integer, boolean) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._cluster_mapping(name, integer, text) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION sharded_id._partition_connstr(text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._attach_ops_partition(regclass, integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._attach_ops_partitions(regclass) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.create_ops_table(regclass, name, name) FROM PUBLIC;

@@ -83,6 +83,7 @@ AS $$
 DECLARE
     r record;
 BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._provisioner_role');
     SELECT * INTO r FROM pg_catalog.pg_roles a WHERE a.rolname = 'sharded_id_provisioner';
     IF NOT FOUND THEN
         CREATE ROLE sharded_id_provisioner NOLOGIN;
