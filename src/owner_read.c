@@ -404,6 +404,24 @@ shid_max_id(PG_FUNCTION_ARGS)
 }
 
 /*
+ * Lock table relid for a read of whole rows and check that both the caller
+ * and the table's owner may read it; returns its qualified name and, in
+ * *owner, its owner.
+ */
+static char *
+shid_open_whole_table(Oid relid, Oid *owner)
+{
+	char	   *rel = shid_lock_table(relid, AccessShareLock, owner);
+
+	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for table %s", rel)));
+	shid_require_owner_select(relid, 0, *owner, rel);
+	return rel;
+}
+
+/*
  * sharded_id._table_fingerprint(rel regclass) RETURNS text
  *
  * The number of rows of table rel and the sum of a hash of each row's text
@@ -428,12 +446,7 @@ shid_table_fingerprint(PG_FUNCTION_ARGS)
 	bool		isnull;
 
 	shid_require_superuser_internal("sharded_id._table_fingerprint");
-	rel = shid_lock_table(relid, AccessShareLock, &owner);
-	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied for table %s", rel)));
-	shid_require_owner_select(relid, 0, owner, rel);
+	rel = shid_open_whole_table(relid, &owner);
 	query = psprintf("SELECT pg_catalog.concat(pg_catalog.count(*), ':', "
 					 "COALESCE(pg_catalog.sum(pg_catalog.hashtextextended("
 					 "pg_catalog.textin(pg_catalog.record_out(r.*)), 0)), 0)) FROM %s r", rel);
@@ -466,12 +479,7 @@ shid_table_rows(PG_FUNCTION_ARGS)
 	DestReceiver *dest;
 
 	shid_require_superuser_internal("sharded_id._table_rows");
-	rel = shid_lock_table(relid, AccessShareLock, &owner);
-	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied for table %s", rel)));
-	shid_require_owner_select(relid, 0, owner, rel);
+	rel = shid_open_whole_table(relid, &owner);
 	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) || !(rsinfo->allowedModes & SFRM_Materialize))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
