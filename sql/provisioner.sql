@@ -9,6 +9,10 @@ CREATE EXTENSION IF NOT EXISTS sharded_id;
 CREATE ROLE sid_provisioner;
 CREATE ROLE sid_other;
 CREATE ROLE sid_tenant;
+-- The superuser whose shards and retirements the provisioner meets: a role
+-- of its own, so that the messages that name it do not depend on who runs
+-- the test.
+CREATE ROLE sid_super SUPERUSER;
 -- The role as the extension made it.
 SELECT rolcanlogin, rolsuper, rolcreaterole, rolcreatedb, rolreplication, rolbypassrls,
        has_database_privilege('sharded_id_provisioner', current_database(), 'CREATE') AS creates_schemas,
@@ -51,6 +55,7 @@ SELECT body FROM shard_0070.notes;
 RESET ROLE;
 
 -- It drops its own shards; a shard another role owns stays whole.
+SET ROLE sid_super;
 SELECT sharded_id.create_shard(74);
 SET ROLE sid_provisioner;
 SELECT sharded_id.drop_shard(71);
@@ -69,8 +74,10 @@ SELECT count(*) AS schema_74 FROM pg_namespace WHERE nspname = 'shard_0074';
 -- server's state (floors()), the catalogs and next_id's refusal of shards
 -- 80 and 83 stay as they were.
 --
+SET ROLE sid_super;
 SELECT count(sharded_id.create_shard(s)) FROM unnest('{80,81,82}'::int[]) s;
 SELECT sharded_id.retire_shard(80) > 0 AS retired_80;
+RESET ROLE;
 CREATE SCHEMA other_83 AUTHORIZATION sid_other;
 CREATE SCHEMA other_84 AUTHORIZATION sid_other;
 SELECT sharded_id.create_shard(83, 'other_83'), sharded_id.create_shard(84, 'other_84');
@@ -231,6 +238,7 @@ FROM pg_class c, aclexplode(c.relacl) a
 WHERE c.relnamespace = 'sharded_id'::regnamespace AND a.grantee <> c.relowner
   AND c.relname IN ('settings', 'shards', 'shard_tables', 'retired_shards', 'shard_tables_position_seq')
 ORDER BY 1, 2, 3;
+SET ROLE sid_super;
 SELECT sharded_id.create_shard(90);
 SELECT sharded_id.retire_shard(90) > 0 AS retired_90;
 SET ROLE sid_old_admin;
@@ -253,4 +261,7 @@ DELETE FROM sharded_id.retired_shards;
 -- extension's initial privileges.)
 DROP OWNED BY sid_old_admin;
 DROP ROLE sid_old_admin;
+REASSIGN OWNED BY sid_super TO CURRENT_USER;
+DROP OWNED BY sid_super;
+DROP ROLE sid_super;
 RESET client_min_messages;
