@@ -63,6 +63,7 @@
 #include "funcapi.h"
 #include "nodes/params.h"
 #include "miscadmin.h"
+#include "owner_read.h"
 #include "privs.h"
 #include "storage/lmgr.h"
 #include "tcop/tcopprot.h"
@@ -77,13 +78,6 @@
 #include "utils/syscache.h"
 #include "utils/tuplestore.h"
 
-/* The identity and settings of the caller, while a read runs as an owner. */
-typedef struct ShidOwnerContext
-{
-	Oid			save_userid;
-	int			save_sec_context;
-	int			save_nestlevel;
-} ShidOwnerContext;
 
 /*
  * Receives the one row of an aggregate: its first column, copied into the
@@ -198,7 +192,7 @@ shid_lock_table(Oid relid, LOCKMODE lockmode, Oid *owner)
  * commands do.  Done before the query is parsed, so that it is parsed and
  * planned under the same one.
  */
-static void
+void
 shid_pin_search_path(ShidOwnerContext *ctx)
 {
 	GetUserIdAndSecContext(&ctx->save_userid, &ctx->save_sec_context);
@@ -212,7 +206,7 @@ shid_pin_search_path(ShidOwnerContext *ctx)
  * Become the table's owner inside a security-restricted operation, one
  * that ignores FORCE ROW LEVEL SECURITY.
  */
-static void
+void
 shid_become_owner(Oid owner, ShidOwnerContext *ctx)
 {
 	SetUserIdAndSecContext(owner,
@@ -221,7 +215,7 @@ shid_become_owner(Oid owner, ShidOwnerContext *ctx)
 }
 
 /* And back; on an error, the (sub)transaction's abort does the same. */
-static void
+void
 shid_end_owner(ShidOwnerContext *ctx)
 {
 	AtEOXact_GUC(false, ctx->save_nestlevel);

@@ -61,6 +61,7 @@
 #include "fmgr.h"
 #include "layout.h"
 #include "miscadmin.h"
+#include "owner_read.h"
 #include "privs.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -81,14 +82,6 @@ static ShidTakeBack *take_backs = NULL;
 static int	n_take_backs = 0;
 static int	max_take_backs = 0;
 static LocalTransactionId take_backs_lxid = InvalidLocalTransactionId;
-
-/* The saved state of a stretch run as the catalog's owner. */
-typedef struct ShidAsOwner
-{
-	Oid			save_user;
-	int			save_sec_context;
-	int			save_nestlevel;
-} ShidAsOwner;
 
 /* The owner of the shard catalog: the extension's owner. */
 static Oid
@@ -111,27 +104,14 @@ shid_catalog_owner(void)
 
 /*
  * Run as the catalog's owner, in a security-restricted operation, with
- * search_path pinned, until shid_as_owner_end.  An error in between is
- * undone by the (sub)transaction's abort, which restores both.
+ * search_path pinned, until shid_end_owner (owner_read.h).  An error in
+ * between is undone by the (sub)transaction's abort, which restores both.
  */
 static void
-shid_as_owner_begin(ShidAsOwner *s)
+shid_as_owner_begin(ShidOwnerContext *ctx)
 {
-	Oid			owner = shid_catalog_owner();
-
-	GetUserIdAndSecContext(&s->save_user, &s->save_sec_context);
-	SetUserIdAndSecContext(owner, s->save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	s->save_nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-}
-
-static void
-shid_as_owner_end(ShidAsOwner *s)
-{
-	AtEOXact_GUC(false, s->save_nestlevel);
-	SetUserIdAndSecContext(s->save_user, s->save_sec_context);
+	shid_pin_search_path(ctx);
+	shid_become_owner(shid_catalog_owner(), ctx);
 }
 
 /* Run a statement with parameters under SPI; returns SPI_processed. */
@@ -236,7 +216,7 @@ void
 shid_require_shard_owner(int32 shard, const char *layout, const char *action)
 {
 	Oid			user = GetUserId();
-	ShidAsOwner as;
+	ShidOwnerContext as;
 	Oid			types[2] = {INT4OID, TEXTOID};
 	Datum		values[2];
 	char	   *schema = NULL;
@@ -268,7 +248,7 @@ shid_require_shard_owner(int32 shard, const char *layout, const char *action)
 		schema = MemoryContextStrdup(CurTransactionContext, schema);
 	}
 	SPI_finish();
-	shid_as_owner_end(&as);
+	shid_end_owner(&as);
 
 	if (!found)
 		ereport(ERROR,
@@ -305,7 +285,7 @@ shid_require_shard_owner(int32 shard, const char *layout, const char *action)
 static void
 shid_check_take_back(Oid user, int32 shard, const char *layout, const char *schema)
 {
-	ShidAsOwner as;
+	ShidOwnerContext as;
 	Oid			types[2] = {INT4OID, TEXTOID};
 	Datum		values[2];
 	bool		schema_exists;
@@ -382,7 +362,7 @@ shid_check_take_back(Oid user, int32 shard, const char *layout, const char *sche
 		}
 	}
 	SPI_finish();
-	shid_as_owner_end(&as);
+	shid_end_owner(&as);
 
 	if (schema_exists && !has_privs_of_role(user, nspowner))
 		ereport(ERROR,
@@ -514,7 +494,7 @@ shid_catalog_retire(PG_FUNCTION_ARGS)
 	int32		shard;
 	char	   *layout;
 	Oid			user = GetUserId();
-	ShidAsOwner as;
+	ShidOwnerContext as;
 	Oid			types[4] = {INT4OID, TEXTOID, INT8OID, NAMEOID};
 	Datum		values[4];
 	char		nulls[4] = {' ', ' ', ' ', ' '};
@@ -551,7 +531,7 @@ shid_catalog_retire(PG_FUNCTION_ARGS)
 					" retired_at = excluded.retired_at, retired_by = excluded.retired_by",
 					4, types, values, nulls, SPI_OK_INSERT);
 	SPI_finish();
-	shid_as_owner_end(&as);
+	shid_end_owner(&as);
 	PG_RETURN_VOID();
 }
 
@@ -573,7 +553,7 @@ shid_catalog_own(PG_FUNCTION_ARGS)
 	char	   *schema;
 	char	   *layout;
 	Oid			user = GetUserId();
-	ShidAsOwner as;
+	ShidOwnerContext as;
 	Oid			types[4] = {INT4OID, NAMEOID, TEXTOID, TEXTOID};
 	Datum		values[4];
 
@@ -597,7 +577,7 @@ shid_catalog_own(PG_FUNCTION_ARGS)
 					" VALUES ($1, $2, $3, $4) ON CONFLICT (shard_id) DO NOTHING",
 					4, types, values, NULL, SPI_OK_INSERT);
 	SPI_finish();
-	shid_as_owner_end(&as);
+	shid_end_owner(&as);
 	shid_allow_take_back(user, shard, layout);
 	PG_RETURN_VOID();
 }
@@ -618,7 +598,7 @@ shid_catalog_unretire(PG_FUNCTION_ARGS)
 {
 	int32		shard = PG_GETARG_INT32(0);
 	char	   *layout = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	ShidAsOwner as;
+	ShidOwnerContext as;
 	Oid			types[1] = {INT4OID};
 	Datum		values[1];
 
@@ -630,7 +610,7 @@ shid_catalog_unretire(PG_FUNCTION_ARGS)
 	(void) shid_spi("DELETE FROM sharded_id.retired_shards r WHERE r.shard_id OPERATOR(pg_catalog.=) $1",
 					1, types, values, NULL, SPI_OK_DELETE);
 	SPI_finish();
-	shid_as_owner_end(&as);
+	shid_end_owner(&as);
 	PG_RETURN_VOID();
 }
 
@@ -649,7 +629,7 @@ shid_catalog_add_table(PG_FUNCTION_ARGS)
 {
 	Oid			template = PG_GETARG_OID(0);
 	Oid			user = GetUserId();
-	ShidAsOwner as;
+	ShidOwnerContext as;
 	Oid			types[3] = {OIDOID, NAMEOID, NAMEOID};
 	Datum		values[3];
 	HeapTuple	tup;
@@ -687,6 +667,6 @@ shid_catalog_add_table(PG_FUNCTION_ARGS)
 					" ON CONFLICT (table_name) DO NOTHING",
 					3, types, values, NULL, SPI_OK_INSERT);
 	SPI_finish();
-	shid_as_owner_end(&as);
+	shid_end_owner(&as);
 	PG_RETURN_VOID();
 }
