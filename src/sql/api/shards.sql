@@ -606,6 +606,7 @@ AS 'MODULE_PATHNAME', 'shid_validate_as_owner';
 
 COMMENT ON FUNCTION sharded_id._validate_as_owner(regclass, name) IS
 'internal: validate a table''s foreign key as the table''s owner in a security-restricted operation with a fixed search_path; refuses a referenced table of another owner';
+
 -- A schema that a new shard would adopt must not be another shard's: not
 -- the schema of a shard of the catalog, and not one whose next_id() or
 -- column defaults mint another shard's ids (a shard retired or dropped
