@@ -39,7 +39,8 @@
  * its own state file; promoted, it starts every slot after the highest
  * ceiling it replayed, whatever its clock.  Crash recovery of the primary
  * replays the same records.  The same resource manager carries the states
- * of single shards (record SHARD, floors.c).
+ * of single shards (record SHARD, floors.c); rmgr.c registers it and
+ * dispatches its records to the redo and desc functions of each file.
  *
  * Like nextval() (sequence.c), a backend that WAL-logs a raise first makes
  * sure its transaction has an xid, so that its commit flushes the record
@@ -47,34 +48,28 @@
  * that only mints ids does not report success while the record that covers
  * them could still be lost in a failover.
  *
- * Locking rules:
- *	 - ceiling_ms is read without a lock (an atomic read).  It only grows,
- *	   and it is stored only after the file holding the new value is
- *	   durable, so a reader never sees a ceiling the file does not have.
- *	 - Only the holder of the ceiling LWLock writes the file or stores
- *	   ceiling_ms.  A caller whose millisecond is still under the ceiling
- *	   raises it only if it gets the lock without waiting; a caller past the
+ * The ceiling's shared state:
+ *	 - ceiling_ms is read without a lock (an atomic read).  It only grows
+ *	   but in reset_ceiling, and it is stored only after the file holding
+ *	   the new value is durable, so a reader never sees a ceiling the file
+ *	   does not have.
+ *	 - A caller whose millisecond is still under the ceiling raises it only
+ *	   if it gets the ceiling lock without waiting; a caller past the
  *	   ceiling waits for the lock, then raises it unless someone else did.
- *	 - floor_ms, ref_wall_ms, ref_mono_ms, marker_known and the write
- *	   statistics change only
- *	   under the ceiling LWLock (floor_ms when shared memory is initialised
- *	   and in shid_ceiling_reset); readers of the refs take it shared.
  *	 - shid_ceiling_reset_begin/end bracket the one place the ceiling goes
- *	   down.  The generator holds its slot table locked exclusively, and
- *	   begin takes the ceiling lock and bumps the generation before the
- *	   generator reads the clock and lowers any slot; end writes the new
- *	   ceiling and releases the lock.  A minter reads the generation before
- *	   its claim and after covering it, and claims again when it changed, so
- *	   no id claimed before the reset is returned after it, and every id
- *	   returned before it carries a time the reset's clock has reached, or
- *	   one a full slot took less than a lease ahead; cover_slow does not
+ *	   down, and bump the generation before the generator reads the clock
+ *	   and lowers any slot: a minter reads the generation before its claim
+ *	   and after covering it, and claims again when it changed, so no id
+ *	   claimed before the reset is returned after it; cover_slow does not
  *	   raise the ceiling for an overtaken claim.  The ceiling never goes
- *	   below raised_floor_ms.  lower_floor bumps the generation the same way.
- *	 - raised_floor_ms is set only when shared memory is initialised and by
- *	   replay of 1.4's FLOOR records, under the ceiling lock.
- *	 - The ceiling lock also guards the shard states of floors.c.
+ *	   below raised_floor_ms.  lower_floor bumps the generation the same
+ *	   way.
  *	 - The file is replaced atomically: written to a temporary file,
  *	   fsync'ed, and renamed into place (durable_rename).
+ *
+ * Locks: the ceiling lock, which guards the file and the fields of
+ * ShidCeiling but ceiling_ms and generation; what it is taken with, and in
+ * which order, is in locks.h.
  *
  *-------------------------------------------------------------------------
  */
@@ -91,8 +86,8 @@
 #include "access/xlogreader.h"
 #include "ceiling.h"
 #include "compat.h"
-#include "floors.h"
 #include "layout.h"
+#include "rmgr.h"
 #include "port/pg_crc32c.h"
 #include "portability/instr_time.h"
 #include "storage/fd.h"
@@ -108,22 +103,11 @@
 ShidCeiling *shid_ceiling = NULL;
 
 /* GUC: seconds the wall clock may run ahead of the monotonic clock. */
-int			shid_max_clock_jump = 86400;
+int			shid_max_clock_jump = SHID_DEFAULT_MAX_CLOCK_JUMP_S;
 
 /* GUCs: the resource manager id (0: none), and whether raises are logged. */
 int			shid_wal_rmgr_id = SHID_DEFAULT_RMGR_ID;
 bool		shid_wal_log_ceiling = true;
-
-static void shid_ceiling_redo(XLogReaderState *record);
-static void shid_ceiling_desc(StringInfo buf, XLogReaderState *record);
-static const char *shid_ceiling_identify(uint8 info);
-
-static RmgrData shid_rmgr = {
-	.rm_name = "sharded_id",
-	.rm_redo = shid_ceiling_redo,
-	.rm_desc = shid_ceiling_desc,
-	.rm_identify = shid_ceiling_identify,
-};
 
 int64
 shid_monotonic_us(void)
@@ -283,7 +267,7 @@ shid_read_ceiling(int64 *floor)
 				 errdetail("No layout holds that time. New sharded ids start after the current time.")));
 		return now;
 	}
-	if (ceiling - now > (int64) (shid_max_clock_jump > 0 ? shid_max_clock_jump : 86400) * 1000)
+	if (ceiling - now > (int64) (shid_max_clock_jump > 0 ? shid_max_clock_jump : SHID_DEFAULT_MAX_CLOCK_JUMP_S) * 1000)
 		ereport(WARNING,
 				(errmsg("the clock ceiling in file \"%s\" is %lld s ahead of the clock",
 						SHID_STATE_FILE, (long long) ((ceiling - now) / 1000)),
@@ -395,22 +379,9 @@ shid_ceiling_shmem_init(LWLock *lock)
 		shid_ceiling->ref_wall_ms = shid_clock_ms();
 		shid_ceiling->ref_mono_ms = shid_monotonic_ms();
 		shid_ceiling->marker_known = false;
-		shid_ceiling->unsettled_states = 0;
 		shid_ceiling->writes = 0;
 		shid_ceiling->write_us = 0;
 	}
-}
-
-/*
- * Register the "sharded_id" resource manager, from _PG_init.  Registering an
- * id that another loaded extension holds fails: PostgreSQL never lets two
- * share one.
- */
-void
-shid_ceiling_register_rmgr(void)
-{
-	if (shid_wal_rmgr_id != 0)
-		RegisterCustomRmgr((RmgrId) shid_wal_rmgr_id, &shid_rmgr);
 }
 
 /*
@@ -438,21 +409,22 @@ shid_log_ceiling(uint8 info, int64 ceiling)
 	(void) shid_wal_log(info, (const char *) &ceiling, sizeof(ceiling), false);
 }
 
-/* Push the durable ceiling to at least ms + SHID_LEASE_MS.  Lock held. */
-static void
+/*
+ * Push the durable ceiling to at least ms + SHID_LEASE_MS; true if it
+ * wrote a new one.  Lock held.
+ */
+static bool
 shid_raise_ceiling(int64 ms)
 {
 	int64		ceiling = (int64) pg_atomic_read_u64(&shid_ceiling->ceiling_ms);
 
 	if (ceiling >= ms + SHID_LEASE_MS / 2)
-		return;
+		return false;
 	ceiling = Max(ms + SHID_LEASE_MS, ceiling);
 	shid_log_ceiling(XLOG_SHID_CEILING, ceiling);
 	shid_write_ceiling(ceiling);
 	pg_atomic_write_u64(&shid_ceiling->ceiling_ms, (uint64) ceiling);
-	/* Every half second of minting: settle the states of shards (floors.c). */
-	if (shid_ceiling->unsettled_states > 0 && !RecoveryInProgress())
-		shid_settle_states();
+	return true;
 }
 
 /*
@@ -460,28 +432,32 @@ shid_raise_ceiling(int64 ms)
  * of ms.  Whoever gets the lock without waiting raises it early, so callers
  * rarely block on the write; a caller past the ceiling must wait.  A claim
  * that a reset overtook (the generation moved) raises nothing: its caller
- * claims again.
+ * claims again.  Returns true if it wrote a new ceiling: about every half
+ * second of minting, when the caller (generator.c) also settles the
+ * states of shards (floors.c).
  */
-void
+bool
 shid_cover_slow(int64 ms, uint32 generation)
 {
 	int64		ceiling = (int64) pg_atomic_read_u64(&shid_ceiling->ceiling_ms);
+	bool		raised = false;
 
 	if (ceiling >= ms)
 	{
 		if (LWLockConditionalAcquire(shid_ceiling->lock, LW_EXCLUSIVE))
 		{
 			if (pg_atomic_read_u32(&shid_ceiling->generation) == generation)
-				shid_raise_ceiling(ms);
+				raised = shid_raise_ceiling(ms);
 			LWLockRelease(shid_ceiling->lock);
 		}
-		return;
+		return raised;
 	}
 
 	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
 	if (pg_atomic_read_u32(&shid_ceiling->generation) == generation)
-		shid_raise_ceiling(ms);
+		raised = shid_raise_ceiling(ms);
 	LWLockRelease(shid_ceiling->lock);
+	return raised;
 }
 
 /*
@@ -582,12 +558,13 @@ shid_ceiling_reset_stats(void)
 }
 
 /*
- * Replay a ceiling record: on a standby, or in crash recovery.  A raise
+ * Replay a ceiling, reset or floor record (rmgr.c): on a standby, or in
+ * crash recovery.  A raise
  * only ever raises; a reset sets; a floor raises the floor, and the ceiling
  * past it.  The replayed ceiling is made durable in this server's own state
  * file, and new slots start after it.
  */
-static void
+void
 shid_ceiling_redo(XLogReaderState *record)
 {
 	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
@@ -596,11 +573,6 @@ shid_ceiling_redo(XLogReaderState *record)
 	int64		ceiling;
 	bool		write = false;
 
-	if (info == XLOG_SHID_SHARD)
-	{
-		shid_floors_redo(record);
-		return;
-	}
 	if (XLogRecGetDataLen(record) != sizeof(int64) ||
 		(info != XLOG_SHID_CEILING && info != XLOG_SHID_RESET &&
 		 info != XLOG_SHID_FLOOR))
@@ -635,37 +607,15 @@ shid_ceiling_redo(XLogReaderState *record)
 	LWLockRelease(shid_ceiling->lock);
 }
 
-/* What pg_walinspect shows of a record. */
-static void
+/* What pg_walinspect shows of a ceiling, reset or floor record. */
+void
 shid_ceiling_desc(StringInfo buf, XLogReaderState *record)
 {
 	int64		ceiling;
 
-	if ((XLogRecGetInfo(record) & ~XLR_INFO_MASK) == XLOG_SHID_SHARD)
-	{
-		shid_floors_desc(buf, record);
-		return;
-	}
 	if (XLogRecGetDataLen(record) != sizeof(int64))
 		return;
 	memcpy(&ceiling, XLogRecGetData(record), sizeof(ceiling));
 	appendStringInfo(buf, "ceiling %lld (%s)", (long long) ceiling,
 					 timestamptz_to_str(shid_unix_ms_to_timestamptz(ceiling)));
-}
-
-static const char *
-shid_ceiling_identify(uint8 info)
-{
-	switch (info & ~XLR_INFO_MASK)
-	{
-		case XLOG_SHID_CEILING:
-			return "CEILING";
-		case XLOG_SHID_RESET:
-			return "RESET";
-		case XLOG_SHID_FLOOR:
-			return "FLOOR";
-		case XLOG_SHID_SHARD:
-			return "SHARD";
-	}
-	return NULL;
 }

@@ -20,6 +20,8 @@
 
 #include "layout.h"
 #include "access/xlogdefs.h"
+#include "access/xlogreader.h"
+#include "lib/stringinfo.h"
 #include "port/atomics.h"
 #include "storage/lwlock.h"
 #include "utils/timestamp.h"
@@ -32,18 +34,12 @@ shid_clock_ms(void)
 }
 
 /*
- * The default id of the custom WAL resource manager: one that the list of
- * custom resource managers on the PostgreSQL wiki reserves for no other
- * extension (128 is RM_EXPERIMENTAL_ID, for extensions in development, and
- * what sharded_id 1.3 used).
+ * The default of sharded_id.max_clock_jump, in seconds: how far the wall
+ * clock may leap ahead of the monotonic clock before next_id refuses, and
+ * how far ahead of the clock a ceiling read at start-up may lie before a
+ * warning says so when the check is off.
  */
-#define SHID_DEFAULT_RMGR_ID 203
-
-/* WAL record types of the "sharded_id" resource manager. */
-#define XLOG_SHID_CEILING	0x00	/* the ceiling was raised to ... */
-#define XLOG_SHID_RESET		0x10	/* ... or set by reset_ceiling to ... */
-#define XLOG_SHID_FLOOR		0x20	/* 1.4: the server-wide floor was raised */
-#define XLOG_SHID_SHARD		0x30	/* a shard's state (floors.c) became ... */
+#define SHID_DEFAULT_MAX_CLOCK_JUMP_S	86400
 
 /* How far ahead of the newest id the durable ceiling is pushed, in ms. */
 #define SHID_LEASE_MS		1000
@@ -60,10 +56,6 @@ typedef struct ShidCeiling
 	int64		ref_wall_ms;	/* wall clock at the last write ... */
 	int64		ref_mono_ms;	/* ... and the monotonic clock then */
 	bool		marker_known;	/* the marker file is known to exist */
-	int			unsettled_states;	/* shard states waiting on an xid
-									 * (floors.c) */
-	bool		states_dirty;	/* the file of shard states lags shared
-								 * memory (floors.c) */
 	int64		writes;			/* statistics: writes of the state file ... */
 	int64		write_us;		/* ... and the time they took */
 } ShidCeiling;
@@ -75,8 +67,7 @@ extern PGDLLIMPORT bool shid_wal_log_ceiling;
 
 extern Size shid_ceiling_shmem_size(void);
 extern void shid_ceiling_shmem_init(LWLock *lock);
-extern void shid_ceiling_register_rmgr(void);
-extern void shid_cover_slow(int64 ms, uint32 generation);
+extern bool shid_cover_slow(int64 ms, uint32 generation);
 extern void shid_check_clock_slow(int64 now_ms);
 extern int64 shid_ceiling_reset_begin(void);
 extern void shid_ceiling_reset_end(int64 ceiling, int64 floor_ms);
@@ -88,6 +79,8 @@ extern int64 shid_monotonic_ms(void);
 extern int64 shid_monotonic_us(void);
 extern int64 shid_ceiling_stats(int64 *writes, int64 *write_us);
 extern void shid_ceiling_reset_stats(void);
+extern void shid_ceiling_redo(XLogReaderState *record);
+extern void shid_ceiling_desc(StringInfo buf, XLogReaderState *record);
 
 /*
  * Refuse to mint when the wall clock has leaped far past the time the

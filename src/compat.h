@@ -41,6 +41,18 @@
 #endif
 
 /*
+ * A variable of the module that another of its files reads on next_id's
+ * path: declared hidden, the compiler addresses it directly instead of
+ * through the global offset table, as it did when the variable was static
+ * in the file that reads it.
+ */
+#if defined(__GNUC__) || defined(__clang__)
+#define SHID_INTERNAL __attribute__((visibility("hidden")))
+#else
+#define SHID_INTERNAL
+#endif
+
+/*
  * Declare a SQL-callable function.  PostgreSQL 16 and later build extensions
  * with -fvisibility=hidden and their PG_FUNCTION_INFO_V1 exports the
  * function.  On 15 the Makefile builds with -fvisibility=hidden too, so that

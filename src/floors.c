@@ -58,11 +58,10 @@
  * starting: floors and retirements cannot be guessed, and minting without
  * them could repeat ids.
  *
- * Locking rules: the states live in a shared hash table guarded by the
- * ceiling's LWLock (ceiling.c), shared to read, exclusive to change and to
- * write the file.  It is taken after the generator's slot table lock when
- * both are held, and before a slot's spinlock; a change and the slot's
- * copy of it are made under one hold of it.
+ * The states live in a shared hash table guarded by the floors' own
+ * LWLock, shared to read, exclusive to change and to write the file; a
+ * change and the slot's copy of it (slots.c) are made under one hold of
+ * it.  Where it stands in the lock order: locks.h.
  *
  * Settling: a state records the xid of its last ownership change until
  * that transaction has ended; every later change of any state, and every
@@ -85,6 +84,7 @@
 #include "floors.h"
 #include "miscadmin.h"
 #include "port/pg_crc32c.h"
+#include "rmgr.h"
 #include "storage/fd.h"
 #include "storage/lwlock.h"
 #include "storage/procarray.h"
@@ -99,10 +99,14 @@
 /* The shards that have a state, in shared memory. */
 static HTAB *shid_states = NULL;
 
+/* The lock of the states, and what it guards besides the table. */
+ShidFloorsShared *shid_floors_shared = NULL;
+
 Size
 shid_floors_shmem_size(int max_shards)
 {
-	return hash_estimate_size(max_shards, sizeof(ShidShardState));
+	return add_size(MAXALIGN(sizeof(ShidFloorsShared)),
+					hash_estimate_size(max_shards, sizeof(ShidShardState)));
 }
 
 /*
@@ -156,7 +160,7 @@ shid_write_states(void)
 	shid_states_text(&buf);
 	shid_write_durably(SHID_SHARDS_TMPFILE, SHID_SHARDS_FILE, buf.data, buf.len);
 	pfree(buf.data);
-	shid_ceiling->states_dirty = false;
+	shid_floors_shared->states_dirty = false;
 }
 
 /*
@@ -168,16 +172,16 @@ shid_write_states(void)
 void
 shid_write_states_if_dirty(void)
 {
-	if (!shid_ceiling->states_dirty)
+	if (!shid_floors_shared->states_dirty)
 		return;
-	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
-	if (shid_ceiling->states_dirty)
+	LWLockAcquire(shid_floors_shared->lock, LW_EXCLUSIVE);
+	if (shid_floors_shared->states_dirty)
 	{
 		if (!XLogRecPtrIsInvalid(XactLastRecEnd))
 			XLogFlush(XactLastRecEnd);
 		shid_write_states();
 	}
-	LWLockRelease(shid_ceiling->lock);
+	LWLockRelease(shid_floors_shared->lock);
 }
 
 /* Stop the server from starting: the file cannot be trusted. */
@@ -283,7 +287,7 @@ shid_read_states(int max_shards)
 		state->database = (Oid) database;
 		state->xid = FullTransactionIdFromU64((uint64) xid);
 		if (shid_state_pending(state))
-			shid_ceiling->unsettled_states++;
+			shid_floors_shared->unsettled_states++;
 		line = strchr(line, '\n');
 		if (line == NULL)
 			break;
@@ -293,15 +297,23 @@ shid_read_states(int max_shards)
 }
 
 /*
- * Attach to (or, first, create and fill) the shard states.  The caller
- * holds AddinShmemInitLock, and has set up the ceiling.
+ * Attach to (or, first, create and fill) the shard states, guarded by lock.
+ * The caller holds AddinShmemInitLock.
  */
 void
-shid_floors_shmem_init(int max_shards)
+shid_floors_shmem_init(int max_shards, LWLock *lock)
 {
 	HASHCTL		info;
 	long		entries;
+	bool		found;
 
+	shid_floors_shared = ShmemInitStruct("sharded_id floors", sizeof(ShidFloorsShared), &found);
+	if (!found)
+	{
+		shid_floors_shared->lock = lock;
+		shid_floors_shared->unsettled_states = 0;
+		shid_floors_shared->states_dirty = false;
+	}
 	memset(&info, 0, sizeof(info));
 	info.keysize = sizeof(ShidShardKey);
 	info.entrysize = sizeof(ShidShardState);
@@ -318,11 +330,11 @@ shid_shard_state(const ShidShardKey *key, ShidShardState *state)
 {
 	ShidShardState *found;
 
-	LWLockAcquire(shid_ceiling->lock, LW_SHARED);
+	LWLockAcquire(shid_floors_shared->lock, LW_SHARED);
 	found = hash_search(shid_states, key, HASH_FIND, NULL);
 	if (found != NULL)
 		memcpy(state, found, sizeof(*state));
-	LWLockRelease(shid_ceiling->lock);
+	LWLockRelease(shid_floors_shared->lock);
 	return found != NULL;
 }
 
@@ -396,7 +408,7 @@ shid_log_state(const ShidShardState *state, bool flush)
  * its outcome, so that no state waits on a transaction whose status the
  * commit log may one day no longer hold.  Each settled state is WAL-logged;
  * the caller writes the file.  Returns how many were settled.  The caller
- * holds the ceiling lock exclusively.
+ * holds the floors lock exclusively.
  */
 static int
 shid_settle_states_locked(const ShidShardKey *skip)
@@ -427,19 +439,25 @@ shid_settle_states_locked(const ShidShardKey *skip)
 	/* One flush for them all, before the caller writes the file. */
 	if (!XLogRecPtrIsInvalid(lsn))
 		XLogFlush(lsn);
-	shid_ceiling->unsettled_states = unsettled;
+	shid_floors_shared->unsettled_states = unsettled;
 	return settled;
 }
 
 /*
- * From the ceiling's raises (ceiling.c), which a minting server makes every
- * half second: settle what can be settled, if anything waits.  The caller
- * holds the ceiling lock exclusively.
+ * After a raise of the ceiling, which a minting server makes every half
+ * second (generator.c): settle what can be settled, if anything waits.
+ * The count of waiting states is read without the lock first: one missed
+ * is settled at the next raise, or by the next change of any state.
+ *
+ * Locks: the floors lock, exclusively, if a state waits.
  */
 void
 shid_settle_states(void)
 {
-	if (shid_ceiling->unsettled_states > 0 && shid_settle_states_locked(NULL) > 0)
+	if (shid_floors_shared->unsettled_states <= 0 || RecoveryInProgress())
+		return;
+	LWLockAcquire(shid_floors_shared->lock, LW_EXCLUSIVE);
+	if (shid_floors_shared->unsettled_states > 0 && shid_settle_states_locked(NULL) > 0)
 	{
 		/* Remove what says nothing any more. */
 		HASH_SEQ_STATUS status;
@@ -451,16 +469,17 @@ shid_settle_states(void)
 				(void) hash_search(shid_states, &state->key, HASH_REMOVE, NULL);
 		shid_write_states();
 	}
+	LWLockRelease(shid_floors_shared->lock);
 }
 
 /* Copy the shard's state into *state; false if it has none.  The caller
- * holds the ceiling lock. */
+ * holds the floors lock. */
 bool
 shid_shard_state_locked(const ShidShardKey *key, ShidShardState *state)
 {
 	ShidShardState *found = hash_search(shid_states, key, HASH_FIND, NULL);
 
-	Assert(LWLockHeldByMe(shid_ceiling->lock));
+	Assert(LWLockHeldByMe(shid_floors_shared->lock));
 	if (found != NULL)
 		memcpy(state, found, sizeof(*state));
 	return found != NULL;
@@ -475,14 +494,14 @@ shid_shard_state_locked(const ShidShardKey *key, ShidShardState *state)
  * before the transaction; owner.c WAL-logs the restored state before the
  * transaction commits (shid_shard_relog_owner).  The floor stays: floors
  * only rise.  Cannot fail: called while a subtransaction aborts.  The
- * caller holds the ceiling lock exclusively.
+ * caller holds the floors lock exclusively.
  */
 bool
 shid_shard_restore_owner_locked(const ShidShardState *expect, const ShidShardState *restore)
 {
 	ShidShardState *state = hash_search(shid_states, &expect->key, HASH_FIND, NULL);
 
-	Assert(LWLockHeldByMeInMode(shid_ceiling->lock, LW_EXCLUSIVE));
+	Assert(LWLockHeldByMeInMode(shid_floors_shared->lock, LW_EXCLUSIVE));
 	if (state == NULL || !shid_same_owner(state, expect))
 		return false;
 	state->retired = restore->retired;
@@ -507,7 +526,7 @@ shid_shard_relog_owner(const ShidShardState *expect)
 {
 	ShidShardState state;
 
-	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
+	LWLockAcquire(shid_floors_shared->lock, LW_EXCLUSIVE);
 	if (!shid_shard_state_locked(&expect->key, &state))
 	{
 		memset(&state, 0, sizeof(state));
@@ -518,7 +537,7 @@ shid_shard_relog_owner(const ShidShardState *expect)
 		shid_log_state(&state, true);
 		shid_write_states();
 	}
-	LWLockRelease(shid_ceiling->lock);
+	LWLockRelease(shid_floors_shared->lock);
 }
 
 /*
@@ -534,7 +553,7 @@ shid_shard_relog_owner(const ShidShardState *expect)
  * fails before anything is logged; then the state is WAL-logged with an
  * xid and flushed, written to the file with every other state (those that
  * settled, settled), and applied.  An error on the way leaves shared memory
- * as it was.  The caller holds the ceiling lock exclusively, and updates the
+ * as it was.  The caller holds the floors lock exclusively, and updates the
  * shard's slot before it releases it.
  */
 void
@@ -546,7 +565,7 @@ shid_shard_change_locked(const ShidShardKey *key, int64 floor_ms, bool lower, in
 	bool		found;
 	bool		quiet;
 
-	Assert(LWLockHeldByMeInMode(shid_ceiling->lock, LW_EXCLUSIVE));
+	Assert(LWLockHeldByMeInMode(shid_floors_shared->lock, LW_EXCLUSIVE));
 	state = hash_search(shid_states, key, HASH_FIND, NULL);
 	if (state != NULL)
 		memcpy(&before, state, sizeof(before));
@@ -620,12 +639,12 @@ shid_shard_change_locked(const ShidShardKey *key, int64 floor_ms, bool lower, in
 		shid_log_state(&after, !quiet);
 		memcpy(state, &after, sizeof(after));
 		if (shid_state_pending(&after))
-			shid_ceiling->unsettled_states++;
+			shid_floors_shared->unsettled_states++;
 		(void) shid_settle_states_locked(key);
 		if (shid_state_empty(state))
 			(void) hash_search(shid_states, key, HASH_REMOVE, NULL);
 		if (quiet)
-			shid_ceiling->states_dirty = true;
+			shid_floors_shared->states_dirty = true;
 		else
 			shid_write_states();
 	}
@@ -650,22 +669,23 @@ shid_shard_states(ShidShardState **states)
 	ShidShardState *state;
 	int			n = 0;
 
-	LWLockAcquire(shid_ceiling->lock, LW_SHARED);
+	LWLockAcquire(shid_floors_shared->lock, LW_SHARED);
 	*states = palloc(Max(hash_get_num_entries(shid_states), 1) * sizeof(ShidShardState));
 	hash_seq_init(&status, shid_states);
 	while ((state = hash_seq_search(&status)) != NULL)
 		memcpy(&(*states)[n++], state, sizeof(ShidShardState));
-	LWLockRelease(shid_ceiling->lock);
+	LWLockRelease(shid_floors_shared->lock);
 	return n;
 }
 
 /*
- * Replay a SHARD record: on a standby, or in crash recovery.  The record
- * holds the whole state the primary wrote; it replaces this server's, is
- * written to its file, and the shard's slot, if there is one, follows.
+ * Replay a SHARD record (rmgr.c): on a standby, or in crash recovery.  The
+ * record holds the whole state the primary wrote; it replaces this
+ * server's and is written to its file.  A copy goes to *replayed, for the
+ * shard's slot, if there is one, to follow once the lock is released.
  */
 void
-shid_floors_redo(XLogReaderState *record)
+shid_floors_redo(XLogReaderState *record, ShidShardState *replayed)
 {
 	ShidShardState rec;
 	ShidShardState *state;
@@ -675,7 +695,7 @@ shid_floors_redo(XLogReaderState *record)
 		elog(PANIC, "sharded_id redo: shard record of %u bytes", XLogRecGetDataLen(record));
 	memcpy(&rec, XLogRecGetData(record), sizeof(rec));
 
-	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
+	LWLockAcquire(shid_floors_shared->lock, LW_EXCLUSIVE);
 	state = hash_search(shid_states, &rec.key, HASH_ENTER_NULL, &found);
 	if (state == NULL)
 		ereport(FATAL,
@@ -686,12 +706,12 @@ shid_floors_redo(XLogReaderState *record)
 				 errhint("Raise sharded_id.max_shards to at least the primary's setting and restart the server.")));
 	memcpy(state, &rec, sizeof(rec));
 	if (shid_state_pending(&rec))
-		shid_ceiling->unsettled_states++;
+		shid_floors_shared->unsettled_states++;
 	if (shid_state_empty(state))
 		(void) hash_search(shid_states, &rec.key, HASH_REMOVE, NULL);
 	shid_write_states();
-	LWLockRelease(shid_ceiling->lock);
-	shid_slot_follow_state(&rec);
+	LWLockRelease(shid_floors_shared->lock);
+	*replayed = rec;
 }
 
 /* What pg_walinspect shows of a SHARD record. */

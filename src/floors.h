@@ -2,7 +2,8 @@
  *
  * src/floors.h
  *	  What this server keeps durably about single shards: each shard's floor
- *	  and whether the server gave the shard away (floors.c).
+ *	  and whether the server gave the shard away (floors.c; their SQL
+ *	  functions are in floors_api.c).  Locks: see locks.h.
  *
  *-------------------------------------------------------------------------
  */
@@ -14,6 +15,7 @@
 #include "access/transam.h"
 #include "access/xlogreader.h"
 #include "lib/stringinfo.h"
+#include "storage/lwlock.h"
 
 /* Identifies one shard of one layout: a generator slot, a shard's state. */
 typedef struct ShidShardKey
@@ -74,6 +76,16 @@ shid_state_owner_known(const ShidShardState *state)
 	return state->retired || state->prev_retired || FullTransactionIdIsValid(state->xid);
 }
 
+/* The floors' shared state besides their hash table (floors.c). */
+typedef struct ShidFloorsShared
+{
+	LWLock	   *lock;			/* guards the states and their file */
+	int			unsettled_states;	/* states waiting on an xid */
+	bool		states_dirty;	/* the file lags shared memory */
+} ShidFloorsShared;
+
+extern PGDLLIMPORT ShidFloorsShared *shid_floors_shared;
+
 /* What shid_shard_change does to the retirement. */
 #define SHID_KEEP_OWNER		(-1)
 #define SHID_OWN			0
@@ -81,7 +93,7 @@ shid_state_owner_known(const ShidShardState *state)
 #define SHID_RETIRE_SETTLED	2	/* retire unconditionally, at once */
 
 extern Size shid_floors_shmem_size(int max_shards);
-extern void shid_floors_shmem_init(int max_shards);
+extern void shid_floors_shmem_init(int max_shards, LWLock *lock);
 extern bool shid_shard_state(const ShidShardKey *key, ShidShardState *state);
 extern bool shid_shard_state_retired(const ShidShardState *state);
 extern bool shid_shard_state_locked(const ShidShardKey *key, ShidShardState *state);
@@ -93,10 +105,7 @@ extern void shid_shard_change_locked(const ShidShardKey *key, int64 floor_ms,
 extern void shid_settle_states(void);
 extern void shid_write_states_if_dirty(void);
 extern int	shid_shard_states(ShidShardState **states);
-extern void shid_floors_redo(XLogReaderState *record);
+extern void shid_floors_redo(XLogReaderState *record, ShidShardState *replayed);
 extern void shid_floors_desc(StringInfo buf, XLogReaderState *record);
-
-/* In generator.c: bring a slot in line with a replayed state, if it exists. */
-extern void shid_slot_follow_state(const ShidShardState *state);
 
 #endif							/* SHARDED_ID_FLOORS_H */

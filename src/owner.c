@@ -65,17 +65,18 @@
  *	   more, so a take-back that committed in between (a move between two
  *	   databases of one server, which share the slot) stands.
  *
- * Locking rules: a slot's owner state changes only under the slot's
- * spinlock (shid_slot_set_owner, generator.c); the minter reads it under
- * the same spinlock when it claims a value.  A mint that reads the server's
- * state stores its answer in the slot under the same exclusive hold of the
- * ceiling lock, and a transaction's end makes a slot UNKNOWN holding that
+ * A slot's owner state changes only under the slot's spinlock
+ * (shid_slot_set_owner, slots.c); the minter reads it under the same
+ * spinlock when it claims a value.  A mint that reads the server's state
+ * stores its answer in the slot under the same exclusive hold of the
+ * floors lock, and a transaction's end makes a slot UNKNOWN holding that
  * lock too: so no answer read while a change's transaction still ran is
  * stored after that transaction ended.  The catalog is read holding no
  * lock.  The list of a transaction's pending changes is backend-local.  A
  * transaction that retired or took back a shard cannot be prepared for
  * two-phase commit, since the change would then take effect, or be undone,
  * in another session; one whose changes all rolled back to savepoints can.
+ * The order of the locks: locks.h.
  *
  * The slot table and the shard states are shared by the databases of a
  * server, while the catalog is per database: the shard catalog belongs in
@@ -84,7 +85,7 @@
  * carried by the WAL record to standbys), and a change of ownership by a
  * role that is not a superuser is refused (42501) unless the server has no
  * state for the shard or its state names the current database, checked
- * by privs.c and again here under the ceiling lock (shid_owner_change):
+ * by privs.c and again here under the floors lock (shid_owner_change):
  * so no database's catalog, nor its provisioner, makes another database's
  * shard refuse.  Superusers may move a shard between databases.  next_id
  * does not read the database.
@@ -96,12 +97,13 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
-#include "ceiling.h"
+#include "compat.h"
 #include "executor/spi.h"
 #include "floors.h"
 #include "miscadmin.h"
 #include "owner.h"
 #include "privs.h"
+#include "slots.h"
 #include "storage/lwlock.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -154,7 +156,7 @@ shid_owner_prepare(void)
 	}
 }
 
-/* The shard's state, or an empty one, under the ceiling lock. */
+/* The shard's state, or an empty one, under the floors lock. */
 static void
 shid_owner_state_locked(const ShidShardKey *key, ShidShardState *state)
 {
@@ -182,7 +184,7 @@ shid_owner_state_locked(const ShidShardKey *key, ShidShardState *state)
  * other database's change slips in between): refused (42501) otherwise,
  * changing nothing.
  *
- * Locks: those of shid_owner_learn, then the ceiling lock, exclusively.
+ * Locks: those of shid_owner_learn, then the floors lock, exclusively.
  */
 void
 shid_owner_change(ShidSlot *slot, const ShidShardKey *key, const ShidLayout *layout,
@@ -194,19 +196,19 @@ shid_owner_change(ShidSlot *slot, const ShidShardKey *key, const ShidLayout *lay
 	(void) shid_owner_learn(slot, key, layout);
 	shid_owner_prepare();
 	change = &shid_changes[shid_nchanges];
-	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
+	LWLockAcquire(shid_floors_shared->lock, LW_EXCLUSIVE);
 	if (here_only && shid_shard_state_locked(key, &change->before) &&
 		change->before.database != MyDatabaseId)
 	{
 		ShidShardState elsewhere = change->before;
 
-		LWLockRelease(shid_ceiling->lock);
+		LWLockRelease(shid_floors_shared->lock);
 		shid_refuse_state_elsewhere(&elsewhere, owner == SHID_RETIRE ? "retire" : "take");
 	}
 	shid_owner_state_locked(key, &change->before);
 	shid_shard_change_locked(key, 0, false, owner);
 	shid_owner_state_locked(key, &change->after);
-	LWLockRelease(shid_ceiling->lock);
+	LWLockRelease(shid_floors_shared->lock);
 	change->slot = slot;
 	change->kind = (owner == SHID_RETIRE) ? SHID_CHANGE_RETIRE : SHID_CHANGE_OWN;
 	change->level = GetCurrentTransactionNestLevel();
@@ -230,7 +232,7 @@ shid_owner_change(ShidSlot *slot, const ShidShardKey *key, const ShidLayout *lay
  * commits (shid_owner_relog): a crash before then aborts the whole
  * transaction anyway.
  *
- * Locks: the ceiling lock, shared for the transaction, exclusively for a
+ * Locks: the floors lock, shared for the transaction, exclusively for a
  * subtransaction; then a slot's spinlock.  Holding it, no mint can read
  * the state between the change and the slot's.
  */
@@ -239,7 +241,7 @@ shid_owner_undo(int level, bool top)
 {
 	int			i = shid_nchanges;
 
-	LWLockAcquire(shid_ceiling->lock, top ? LW_SHARED : LW_EXCLUSIVE);
+	LWLockAcquire(shid_floors_shared->lock, top ? LW_SHARED : LW_EXCLUSIVE);
 	while (i > 0 && shid_changes[i - 1].level >= level)
 	{
 		ShidOwnerChange *change = &shid_changes[--i];
@@ -264,7 +266,7 @@ shid_owner_undo(int level, bool top)
 		if (kind == SHID_CHANGE_RETIRE)
 			(void) shid_slot_set_owner(change->slot, SHID_OWNER_UNKNOWN, false);
 	}
-	LWLockRelease(shid_ceiling->lock);
+	LWLockRelease(shid_floors_shared->lock);
 	if (top)
 		shid_nchanges = 0;
 }
@@ -296,7 +298,7 @@ shid_owner_relog(void)
  * now committed, unless a retirement changed the shard after it.  A
  * retirement took effect when it was made and stays.
  *
- * Locks: the ceiling lock, shared, so that no mint reading the state while
+ * Locks: the floors lock, shared, so that no mint reading the state while
  * the transaction still ran stores its reading after this.
  */
 static void
@@ -304,11 +306,11 @@ shid_owner_commit(void)
 {
 	if (shid_nchanges == 0)
 		return;
-	LWLockAcquire(shid_ceiling->lock, LW_SHARED);
+	LWLockAcquire(shid_floors_shared->lock, LW_SHARED);
 	for (int i = 0; i < shid_nchanges; i++)
 		if (shid_changes[i].kind == SHID_CHANGE_OWN)
 			(void) shid_slot_set_owner(shid_changes[i].slot, SHID_OWNER_UNKNOWN, false);
-	LWLockRelease(shid_ceiling->lock);
+	LWLockRelease(shid_floors_shared->lock);
 	shid_nchanges = 0;
 }
 
@@ -409,7 +411,7 @@ shid_owner_catalog_retired(int32 shard, const ShidLayout *layout)
  * becomes the server's, unconditionally and durably.  A slot stores the
  * answer unless a change stored a state first.
  *
- * Locks: the ceiling lock, exclusively, while the state is read and the
+ * Locks: the floors lock, exclusively, while the state is read and the
  * slot's state stored (then the slot's spinlock), so that no change's
  * commit or abort comes between (shared for a mere reading, without a
  * slot); none while the catalog is read.
@@ -422,20 +424,20 @@ shid_owner_learn(ShidSlot *slot, const ShidShardKey *key, const ShidLayout *layo
 	bool		made = false;
 
 	/* Without a slot, nothing is stored: reading needs no more. */
-	LWLockAcquire(shid_ceiling->lock, slot != NULL ? LW_EXCLUSIVE : LW_SHARED);
+	LWLockAcquire(shid_floors_shared->lock, slot != NULL ? LW_EXCLUSIVE : LW_SHARED);
 	if (shid_shard_state_locked(key, &state) && shid_state_owner_known(&state))
 	{
 		retired = shid_shard_state_retired(&state);
 		if (slot != NULL)
 			(void) shid_slot_set_owner(slot, retired ? SHID_OWNER_RETIRED : SHID_OWNER_MINTS, true);
-		LWLockRelease(shid_ceiling->lock);
+		LWLockRelease(shid_floors_shared->lock);
 		return retired;
 	}
-	LWLockRelease(shid_ceiling->lock);
+	LWLockRelease(shid_floors_shared->lock);
 
 	retired = shid_owner_catalog_retired(key->shard, layout);
 
-	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
+	LWLockAcquire(shid_floors_shared->lock, LW_EXCLUSIVE);
 	if (shid_shard_state_locked(key, &state) && shid_state_owner_known(&state))
 		retired = shid_shard_state_retired(&state);	/* decided meanwhile */
 	else if (retired)
@@ -448,9 +450,98 @@ shid_owner_learn(ShidSlot *slot, const ShidShardKey *key, const ShidLayout *layo
 	}
 	if (slot != NULL)
 		(void) shid_slot_set_owner(slot, retired ? SHID_OWNER_RETIRED : SHID_OWNER_MINTS, true);
-	LWLockRelease(shid_ceiling->lock);
+	LWLockRelease(shid_floors_shared->lock);
 	/* A slot made meanwhile, or a caller's without one, reads it again. */
 	if (made && slot == NULL)
 		shid_slot_follow_state(&state);
 	return retired;
+}
+
+/*
+ * _retire_shard(shard_id integer, layout text) RETURNS bigint
+ *
+ * This server stops minting for the shard at once, in every database, and
+ * returns its high-water mark, read under the same hold of the slot's
+ * spinlock: no id above it is minted here afterwards.  The retirement is
+ * durable and replicated first (floors.c), and holds once the transaction
+ * commits; if it or its savepoint aborts, the shard's state before it holds
+ * again (owner.c).  drop_shard and moves also record it in
+ * sharded_id.retired_shards, which a dump carries.  NULL where sharded_id
+ * is not preloaded: nothing mints there.
+ * A caller that is not a superuser must own the shard's schema as a member
+ * of sharded_id_provisioner (privs.c, which reads the catalog), and the
+ * server's state of the shard, if any, must belong to this database
+ * (checked again in owner.c).
+ *
+ * Locks: the floors lock (here and in floors.c), after reading
+ * sharded_id.retired_shards for a shard whose owner the server never
+ * decided; then the slot's spinlock.
+ */
+SHID_FUNCTION_INFO(shid_retire_shard);
+Datum
+shid_retire_shard(PG_FUNCTION_ARGS)
+{
+	const ShidLayout *layout = shid_layout_arg(fcinfo, 1);
+	ShidSlot   *slot;
+	int64		ms;
+
+	shid_require_shard_owner(PG_GETARG_INT32(0), layout->name, "retire");
+	/* Without the preload nothing mints here, and nothing is known. */
+	if (shid_slots == NULL)
+		PG_RETURN_NULL();
+	slot = shid_admin_slot(layout, PG_GETARG_INT32(0), "retire a shard");
+	shid_owner_change(slot, &slot->key, layout, SHID_RETIRE);
+	/* A move relies on the commit: flush it, whatever synchronous_commit. */
+	ForceSyncCommit();
+	SpinLockAcquire(&slot->mutex);
+	slot->owner = SHID_OWNER_RETIRED;
+	ms = slot->ms;
+	SpinLockRelease(&slot->mutex);
+	PG_RETURN_INT64(shid_high_water_id(layout, slot->key.shard, ms));
+}
+
+/*
+ * _own_shard(shard_id integer, layout text) RETURNS void
+ *
+ * This server mints for the shard again once the transaction commits:
+ * create_shard, which also removes the shard from
+ * sharded_id.retired_shards.  Durable and replicated first (floors.c); if
+ * the transaction or its savepoint aborts, the shard's state before it
+ * holds again (owner.c).  Nothing to do where sharded_id is not preloaded.
+ * A caller that is not a superuser is refused unless _catalog_own allowed
+ * it this take-back in this transaction (privs.c), and if the server's
+ * state of the shard belongs to another database (owner.c).
+ *
+ * Locks: the floors lock (here and in floors.c), after reading
+ * sharded_id.retired_shards for a shard whose owner the server never
+ * decided.
+ */
+SHID_FUNCTION_INFO(shid_own_shard);
+Datum
+shid_own_shard(PG_FUNCTION_ARGS)
+{
+	const ShidLayout *layout = shid_layout_arg(fcinfo, 1);
+	ShidSlot   *slot;
+
+	shid_require_take_back(PG_GETARG_INT32(0), layout->name);
+	if (shid_slots == NULL)
+		PG_RETURN_VOID();
+	slot = shid_admin_slot(layout, PG_GETARG_INT32(0), "create a shard");
+	shid_owner_change(slot, &slot->key, layout, SHID_OWN);
+	ForceSyncCommit();
+	PG_RETURN_VOID();
+}
+
+/*
+ * _forget_owners() RETURNS void
+ *
+ * Called by the install scripts of 1.4, whose retirements were kept per
+ * database.  Since 1.5 a retirement belongs to the server (floors.c), and
+ * a new shard catalog in one database forgets none: this does nothing.
+ */
+SHID_FUNCTION_INFO(shid_forget_owners);
+Datum
+shid_forget_owners(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_VOID();
 }

@@ -2,7 +2,9 @@
  *
  * src/owner.h
  *	  Which shards this server mints for: the owner state of a generator
- *	  slot, kept in step with the shard catalog by owner.c.
+ *	  slot (SHID_OWNER_*, slots.h), kept in step with the shard catalog by
+ *	  owner.c, which also holds the SQL functions that retire a shard and
+ *	  take it back.
  *
  *-------------------------------------------------------------------------
  */
@@ -13,14 +15,7 @@
 
 #include "floors.h"
 #include "layout.h"
-
-/* A generator slot; its layout is private to generator.c. */
-typedef struct ShidSlot ShidSlot;
-
-/* The owner state of a slot. */
-#define SHID_OWNER_UNKNOWN	0	/* not read yet (owner.c) */
-#define SHID_OWNER_MINTS	1	/* this server mints for the shard */
-#define SHID_OWNER_RETIRED	2	/* the shard was given away: refuse */
+#include "slots.h"
 
 /* SQLSTATEs of sharded_id's own refusals (class SI: sharded id). */
 #define ERRCODE_SHID_SHARD_RETIRED	MAKE_SQLSTATE('S','I','0','0','1')
@@ -32,8 +27,5 @@ extern void shid_owner_change(ShidSlot *slot, const ShidShardKey *key,
 							  const ShidLayout *layout, int owner);
 extern bool shid_owner_learn(ShidSlot *slot, const ShidShardKey *key,
 							 const ShidLayout *layout);
-
-/* In generator.c: set a slot's owner state under its spinlock. */
-extern uint8 shid_slot_set_owner(ShidSlot *slot, uint8 owner, bool only_if_unknown);
 
 #endif							/* SHARDED_ID_OWNER_H */

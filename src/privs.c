@@ -53,7 +53,6 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
-#include "ceiling.h"
 #include "commands/dbcommands.h"
 #include "compat.h"
 #include "executor/spi.h"
@@ -151,7 +150,7 @@ shid_require_provisioner(Oid user, int32 shard, const char *action)
 /*
  * Refuse (42501) a state that belongs to another database than this one,
  * naming it: the error of shid_require_state_here and of owner.c's check
- * under the ceiling lock.  action completes "permission denied to ...
+ * under the floors lock.  action completes "permission denied to ...
  * shard n".  Reads pg_database: the caller holds no LWLock.
  */
 void
@@ -185,7 +184,7 @@ shid_refuse_state_elsewhere(const ShidShardState *state, const char *action)
  * another database's shard.  A shard with no state is free to any
  * database.  Nothing to check where sharded_id is not preloaded.
  *
- * Locks: the ceiling lock, shared, while it copies the state.
+ * Locks: the floors lock, shared, while it copies the state.
  */
 void
 shid_require_state_here(int32 shard, const char *layout_name, const char *action)
@@ -194,7 +193,7 @@ shid_require_state_here(int32 shard, const char *layout_name, const char *action
 	ShidShardKey key;
 	ShidShardState state;
 
-	if (superuser() || shid_ceiling == NULL)
+	if (superuser() || shid_floors_shared == NULL)
 		return;
 	layout = shid_layout_by_name(layout_name);
 	if (layout == NULL)
@@ -438,21 +437,6 @@ shid_require_take_back(int32 shard, const char *layout)
 			 errmsg("permission denied to take back shard %d", shard),
 			 errdetail("Only superusers call sharded_id._own_shard directly."),
 			 errhint("Take a shard back with sharded_id.create_shard(%d).", shard)));
-}
-
-/*
- * For internal functions that only superusers call (the moves, the router's
- * administration): refuse (42501) anyone else, whatever the grants.  The C
- * ones call it at their top, the SQL ones through _superuser_only below.
- */
-void
-shid_require_superuser_internal(const char *function)
-{
-	if (!superuser())
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied for function %s", function),
-				 errdetail("Only superusers call this internal function of sharded_id.")));
 }
 
 /*

@@ -4,7 +4,7 @@
  *	  Which callers of next_id may make a generator slot outside the
  *	  share that any role may take.
  *
- * The slot table (generator.c) has sharded_id.max_shards entries, shared
+ * The slot table (slots.c) has sharded_id.max_shards entries, shared
  * by every database of the server, and an entry, once made, stays until
  * the server stops.  next_id is PUBLIC, and a temporary sequence is all a
  * role needs to call it, so any role that can log in could make a slot

@@ -1,0 +1,129 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/slots.h
+ *	  The generator's slot table: one slot per (layout, shard) in shared
+ *	  memory, holding the millisecond it fills and the values taken in it
+ *	  (slots.c).  Locks: see locks.h.
+ *
+ * The struct is here, and not private to slots.c, because next_id
+ * (generator.c) claims values from a slot with inlined code; the few
+ * helpers that path uses are static inline below, so that moving the table
+ * to its own file added no call to it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SHARDED_ID_SLOTS_H
+#define SHARDED_ID_SLOTS_H
+
+#include "postgres.h"
+
+#include "compat.h"
+#include "floors.h"
+#include "layout.h"
+#include "port/atomics.h"
+#include "storage/lwlock.h"
+#include "storage/spin.h"
+#include "utils/hsearch.h"
+
+#define SHID_BITMAP_WORDS	((1 << SHID_MAX_SEQ_BITS) / 64)
+
+/* ShidSlot.fresh has one bit per word of the bitmap. */
+StaticAssertDecl(SHID_BITMAP_WORDS <= 64, "sequence field too wide for the fresh mask");
+
+/* Identifies one generator slot: a layout and a shard within it. */
+typedef ShidShardKey ShidSlotKey;
+
+/*
+ * One slot per (layout, shard), in a fixed-size shared hash table.  Starting
+ * a new millisecond clears only "fresh": a word of "taken" whose bit in
+ * "fresh" is clear reads as all zeroes.  So a call touches the slot's first
+ * cache line and the one word it needs, not the whole bitmap.
+ */
+typedef struct ShidSlot
+{
+	ShidSlotKey key;			/* hash key, must be first */
+	slock_t		mutex;			/* protects the fields below */
+	uint8		owner;			/* SHID_OWNER_*: may this server mint? */
+	int32		used;			/* values taken in ms */
+	int32		capacity;		/* values in one ms: 2 ^ (seq_bits - stripe bits) */
+	int64		ms;				/* Unix ms being filled */
+	int64		floor_ms;		/* the shard's durable floor (floors.c), 0: none */
+	uint64		fresh;			/* words of taken[] valid for ms */
+	int32		last_value;		/* sequence field of the newest id, or -1 */
+	int64		last_ms;		/* and its millisecond */
+	/* Statistics (sharded_id.track_stats), since the last reset. */
+	int64		ids;			/* ids minted */
+	int64		full_ms_waits;	/* calls that waited for the clock to tick */
+	int64		wait_us;		/* time they waited */
+	int64		clock_behind;	/* calls that found the clock behind ms */
+	int64		max_lag_ms;		/* the most it was behind */
+	uint64		taken[SHID_BITMAP_WORDS];	/* sequence-field values taken */
+} ShidSlot;
+
+/* The owner state of a slot (owner.c). */
+#define SHID_OWNER_UNKNOWN	0	/* not read yet (owner.c) */
+#define SHID_OWNER_MINTS	1	/* this server mints for the shard */
+#define SHID_OWNER_RETIRED	2	/* the shard was given away: refuse */
+
+/* What shid_lookup_slot does when the slot of (layout, shard) is not there. */
+typedef enum ShidSlotMake
+{
+	SHID_SLOT_FIND,				/* nothing: returns NULL */
+	SHID_SLOT_MINT,				/* next_id: makes it, within the free share
+								 * unless reserve.c says the caller may have
+								 * it from the whole table */
+	SHID_SLOT_ADMIN				/* the shard's admin functions: makes it from
+								 * the whole table */
+} ShidSlotMake;
+
+/*
+ * The variables next_id reads on every call, declared hidden so that the
+ * compiler addresses them directly, as it did when they were static in
+ * generator.c.
+ */
+extern SHID_INTERNAL HTAB *shid_slots;	/* NULL: not preloaded */
+extern SHID_INTERNAL int shid_stripe;	/* sharded_id.stripe */
+extern SHID_INTERNAL int shid_stripe_bits;	/* log2(sharded_id.stripes) */
+
+/* GUCs of the slot table, registered by init.c. */
+extern int	shid_max_shards;
+extern int	shid_max_free_slots;
+extern int	shid_stripes;
+
+extern Size shid_slots_shmem_size(void);
+extern void shid_slots_shmem_init(LWLock *lock);
+extern SHID_NORETURN void shid_not_preloaded(void);
+extern ShidSlot *shid_lookup_slot(const ShidLayout *layout, int32 shard, ShidSlotMake make);
+extern ShidSlot *shid_admin_slot(const ShidLayout *layout, int32 shard, const char *what);
+extern uint8 shid_slot_set_owner(ShidSlot *slot, uint8 owner, bool only_if_unknown);
+extern void shid_slot_follow_state(const ShidShardState *state);
+extern bool shid_set_shard_floor(ShidSlot *slot, int64 floor_ms, bool move,
+								 const uint32 *generation, bool here_only);
+extern int64 shid_high_water_id(const ShidLayout *layout, int32 shard, int64 ms);
+extern void shid_refuse_recovery(const char *what);
+
+/* Refuse every call where the module was not preloaded. */
+static inline void
+shid_require_shared_state(void)
+{
+	if (unlikely(shid_slots == NULL))
+		shid_not_preloaded();
+}
+
+/* Mark every value of the slot free, for a new millisecond. */
+static inline void
+shid_slot_reset(ShidSlot *slot, int64 ms)
+{
+	slot->ms = ms;
+	slot->used = 0;
+	slot->fresh = 0;
+}
+
+/* The stripe's bits of the sequence field, for the layout. */
+static inline int64
+shid_stripe_base(const ShidLayout *layout)
+{
+	return (int64) shid_stripe << (layout->seq_bits - shid_stripe_bits);
+}
+
+#endif							/* SHARDED_ID_SLOTS_H */
