@@ -14,7 +14,8 @@
 # Suites, per major: pg_regress (sql/, expected/) and pg_isolation_regress
 # (test/specs/) on a throwaway cluster made by pg_virtualenv with sharded_id
 # preloaded; TAP tests (test/t/) that start clusters of their own.  Once: the
-# documents' links (test/docs.pl).  Each
+# documents' links (test/docs.pl), and that the file-level call graph of
+# src/*.c has no cycle (test/callgraph.sh).  Each
 # suite's full output is kept in the log directory the run prints.  The last
 # line is "N passed, M failed", over all majors.
 set -euo pipefail
@@ -93,6 +94,9 @@ count() {
 
 # The documents: every relative link resolves (once, not per major).
 run_suite docs perl test/docs.pl
+# The C core: no file calls into a file that calls it (once, built with the
+# first major).
+run_suite callgraph bash test/callgraph.sh
 
 for pg_config in $configs; do
     major=$(shid_major "$pg_config")
@@ -106,6 +110,7 @@ done
 
 [ -f "$logs/pg15-package.log" ] && count pg15-package
 count docs
+count callgraph
 for pg_config in $configs; do
     major=$(shid_major "$pg_config")
     for suite in regress isolation tap; do
