@@ -45,7 +45,6 @@ my $doc = slurp_file($doc_path);
 # The passwords of the runbook's roles, as the operator would choose them.
 my %passwords = map { $_ => join('', map { ('a' .. 'z', 'A' .. 'Z', 0 .. 9)[ int(rand(62)) ] } 1 .. 24) } qw(postgres app);
 
-
 # The steps of a runbook: each fenced block with the step line before it.
 sub parse_steps
 {
@@ -368,8 +367,9 @@ my %after = (
 	},
 );
 my ($failed, $out) = run_steps($server, \@steps, \%after);
-ok(!defined $failed, 'every step of the runbook runs: ' . ($failed // scalar(@steps) . ' steps'))
+ok(!defined $failed, 'every step of the runbook runs: ' . ($failed // "$out of " . scalar(@steps) . ' steps, the others being as root'))
   or diag($out);
+is(defined $failed ? 'failed' : $out, scalar(grep { $_->{kind} ne 'root' } @steps), 'no step but those as root was left out');
 
 # A node without wal_level = logical: rebalance_plan names the dump method
 # for moves from it, and a move from it without a method warns and dumps.
