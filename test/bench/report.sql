@@ -141,11 +141,11 @@ SELECT '';
 SELECT '### Moving a shard while 2 writers insert through the router (median of ' || max(rounds) || ' moves each)'
 FROM med WHERE section = 'move';
 SELECT '';
-SELECT '| method | rows | write freeze ms (min–max) | longest single freeze, max ms | total s | writes per move | retried, all moves | failed, all moves |';
-SELECT '|---|---:|---:|---:|---:|---:|---:|---:|';
-SELECT format('| %s | %s | %s (%s–%s) | %s | %s | %s | %s | %s |', split_part(f.candidate, ',', 1),
+SELECT '| method | rows | write freeze ms (min–max) | total s | writes per move | retried, all moves | failed, all moves |';
+SELECT '|---|---:|---:|---:|---:|---:|---:|';
+SELECT format('| %s | %s | %s (%s–%s) | %s | %s | %s | %s |', split_part(f.candidate, ',', 1),
               to_char(n.median, 'FM9,999,999'), round(f.median::numeric, 0), mm.lo, mm.hi,
-              mm.longest, round((t.median / 1000)::numeric, 1),
+              round((t.median / 1000)::numeric, 1),
               round(w.median::numeric, 0), mm.retried, mm.failed)
 FROM med f
 JOIN med n ON n.section = 'move' AND n.candidate = f.candidate AND n.metric = 'rows'
@@ -154,7 +154,6 @@ JOIN med w ON w.section = 'move' AND w.candidate = f.candidate AND w.metric = 'w
 JOIN (SELECT candidate,
              min(value) FILTER (WHERE metric = 'write freeze ms') AS lo,
              max(value) FILTER (WHERE metric = 'write freeze ms') AS hi,
-             max(value) FILTER (WHERE metric = 'longest single freeze ms') AS longest,
              sum(value) FILTER (WHERE metric = 'writes retried') AS retried,
              sum(value) FILTER (WHERE metric = 'writes failed') AS failed
       FROM bench.results WHERE section = 'move' GROUP BY candidate) mm ON mm.candidate = f.candidate

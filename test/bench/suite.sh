@@ -245,10 +245,11 @@ for i in "${!move_sizes[@]}"; do
             wait $writers
             name="$method, $size rows"
             record move "$name" "rows" "$r" "$rows"
+            # The tool prints the move's write freeze; its total time is the
+            # journal's, from the move's start to its end.
             record move "$name" "write freeze ms" "$r" "$(sed -n 's/^write freeze: \([0-9]*\) ms/\1/p' <<<"$move_out")"
-            record move "$name" "longest single freeze ms" "$r" \
-                "$(sed -n 's/^write freezes: //p' <<<"$move_out" | tr -d 'ms' | tr ' ' '\n' | sort -n | tail -n 1)"
-            record move "$name" "total ms" "$r" "$(sed -n 's/^total time: \([0-9]*\) ms/\1/p' <<<"$move_out")"
+            record move "$name" "total ms" "$r" "$(psql_at -c "SELECT round(extract(epoch FROM finished_at - started_at) * 1000)
+                FROM sharded_id.moves ORDER BY move_id DESC LIMIT 1")"
             record move "$name" "writes" "$r" "$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$out.writers")"
             record move "$name" "writes retried" "$r" "$(sed -n 's/^number of transactions retried: \([0-9]*\).*/\1/p' "$out.writers")"
             record move "$name" "writes failed" "$r" "$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$out.writers" | head -n 1)"
