@@ -327,8 +327,10 @@ BEGIN
                 sharded_id._connstr_options(node.connstr)
                 || ARRAY['extensions=sharded_id', 'async_capable=true']);
             -- A node's password, with the user it is for, goes to the
-            -- server's user mapping; without one, the connections log in as
-            -- the calling role, as the mapping says.
+            -- server's user mapping.  Without one, each connection logs in
+            -- as the user its role's own mapping names; a mapping that names
+            -- no user logs in as the router server's operating-system user
+            -- (libpq's default), so every mapping should name one.
             IF sharded_id._connstr_secrets(node.connstr) <> '{}' THEN
                 PERFORM sharded_id._set_mapping_options(sharded_id.node_server(node.node_name),
                                                         sharded_id._connstr_secrets(node.connstr, true));
