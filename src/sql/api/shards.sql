@@ -1304,164 +1304,199 @@ $$;
 COMMENT ON FUNCTION sharded_id._schema_objects(oid) IS
 'internal: the objects of a schema that schema_ddl makes one statement each, with the depth of their dependencies on each other';
 
--- A shard schema as the statements that make it again, empty, in another
--- database: what a move runs on its target before the rows arrive.  In the
--- order they must run in: the schema; its types, sequences, functions and
--- procedures, tables and partitions, views and materialized views (these
--- without rows), each after the objects of the schema it depends on; then
--- constraints, indexes, replica identities, sequence ownership; triggers
--- with their enabled state, row security, policies, owners, privileges and
--- comments of every object; foreign keys; the schema's privileges; and a
--- REFRESH of each materialized view that holds rows.  Function bodies are
--- not checked as they are made (check_function_bodies), as in pg_dump: the
--- statements run in one transaction.  An object it cannot make again is an
--- error (0A000) that names it, never left out.  Rows and sequence
--- positions are not part of it.  Names print qualified.
-CREATE FUNCTION sharded_id.schema_ddl(schema_name name)
+-- A type of a schema (enum, domain with its constraints, range) as the
+-- statements that make it again, under schema_name.
+CREATE FUNCTION sharded_id._type_ddl(typ oid, schema_name name)
 RETURNS SETOF text
 LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    nsp oid := (SELECT n.oid FROM pg_namespace n WHERE n.nspname = schema_ddl.schema_name);
-    schema_row record;
-    unsupported text[];
-    objects record;
     r record;
     dc record;
     type_name text;
 BEGIN
-    IF nsp IS NULL THEN
-        RAISE EXCEPTION 'schema "%" does not exist', schema_name
-            USING ERRCODE = 'invalid_schema_name';
+    SELECT t.* INTO r FROM pg_type t WHERE t.oid = typ;
+    type_name := format('%I.%I', schema_name, r.typname);
+    IF r.typtype = 'e' THEN
+        RETURN NEXT format('CREATE TYPE %s AS ENUM (%s)', type_name,
+                           (SELECT coalesce(string_agg(quote_literal(e.enumlabel), ', ' ORDER BY e.enumsortorder), '')
+                            FROM pg_enum e WHERE e.enumtypid = r.oid));
+    ELSIF r.typtype = 'd' THEN
+        RETURN NEXT format('CREATE DOMAIN %s AS %s%s%s', type_name, format_type(r.typbasetype, r.typtypmod),
+                           CASE WHEN r.typcollation <> (SELECT b.typcollation FROM pg_type b WHERE b.oid = r.typbasetype)
+                                THEN ' COLLATE ' || r.typcollation::regcollation::text ELSE '' END,
+                           coalesce(' DEFAULT ' || r.typdefault, ''));
+        FOR dc IN
+            SELECT c.conname, pg_get_constraintdef(c.oid) AS def, c.contype FROM pg_constraint c
+            WHERE c.contypid = r.oid ORDER BY c.conname
+        LOOP
+            RETURN NEXT format('ALTER DOMAIN %s ADD CONSTRAINT %I %s', type_name, dc.conname, dc.def);
+        END LOOP;
+        IF r.typnotnull AND NOT EXISTS (SELECT FROM pg_constraint c WHERE c.contypid = r.oid AND c.contype = 'n') THEN
+            RETURN NEXT format('ALTER DOMAIN %s SET NOT NULL', type_name);
+        END IF;
+    ELSIF r.typtype = 'r' THEN
+        RETURN NEXT (SELECT format('CREATE TYPE %s AS RANGE (SUBTYPE = %s, SUBTYPE_OPCLASS = %I.%I%s%s, MULTIRANGE_TYPE_NAME = %I.%I)',
+                                   type_name, format_type(g.rngsubtype, NULL), opn.nspname, opc.opcname,
+                                   CASE WHEN g.rngcollation <> 0 AND g.rngcollation <> st.typcollation
+                                        THEN ', COLLATION = ' || g.rngcollation::regcollation::text ELSE '' END,
+                                   CASE WHEN g.rngsubdiff <> 0 THEN ', SUBTYPE_DIFF = ' || g.rngsubdiff::regproc::text ELSE '' END,
+                                   mn.nspname, mt.typname)
+                     FROM pg_range g
+                     JOIN pg_type st ON st.oid = g.rngsubtype
+                     JOIN pg_opclass opc ON opc.oid = g.rngsubopc
+                     JOIN pg_namespace opn ON opn.oid = opc.opcnamespace
+                     JOIN pg_type mt ON mt.oid = g.rngmultitypid
+                     JOIN pg_namespace mn ON mn.oid = mt.typnamespace
+                     WHERE g.rngtypid = r.oid);
     END IF;
-    unsupported := ARRAY(SELECT sharded_id._schema_unsupported(nsp));
-    IF cardinality(unsupported) > 0 THEN
-        RAISE EXCEPTION 'schema_ddl cannot rebuild % of schema "%"', unsupported[1], schema_name
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = format('Objects it cannot make again: %s.', array_to_string(unsupported, '; ')),
-                  HINT = 'Drop these objects, or move them out of the schema, before the schema is copied.';
-    END IF;
-    IF EXISTS (SELECT FROM sharded_id._schema_objects(nsp) o
-               WHERE o.level > (SELECT count(*) FROM sharded_id._schema_objects(nsp))) THEN
-        RAISE EXCEPTION 'objects of schema "%" depend on each other in a cycle', schema_name
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = 'schema_ddl makes each object after those it depends on, and cannot order these.';
-    END IF;
-    SELECT n.nspowner, n.nspacl INTO schema_row FROM pg_namespace n WHERE n.oid = nsp;
-    RETURN NEXT format('CREATE SCHEMA %I AUTHORIZATION %I', schema_name, pg_get_userbyid(schema_row.nspowner));
-    -- The schema's privileges first: grantors that are not the owner of
-    -- an object make their grants as themselves, in the schema.
-    RETURN QUERY SELECT sharded_id._acl_ddl(format('SCHEMA %I', schema_name), schema_row.nspacl, schema_row.nspowner);
-    RETURN NEXT 'SET LOCAL check_function_bodies = off';
+END
+$$;
 
-    -- The objects, each after those it depends on.
-    FOR objects IN
-        SELECT o.classid, o.objid FROM sharded_id._schema_objects(nsp) o ORDER BY o.level, o.objid
+COMMENT ON FUNCTION sharded_id._type_ddl(oid, name) IS
+'internal: the statements that make a type of a schema again (enum, domain and its constraints, range), for schema_ddl';
+
+-- A relation of a schema (sequence, composite type, view, materialized
+-- view without rows, partition, table) as the statement that makes it
+-- again, under schema_name: columns with their collations, defaults,
+-- generated expressions, identities (with their sequences) and NOT NULL;
+-- access method and options.
+CREATE FUNCTION sharded_id._relation_ddl(rel oid, schema_name name)
+RETURNS text
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r record;
+BEGIN
+    SELECT c.oid, c.relname, c.relkind, c.relispartition, c.relpersistence, c.reloptions,
+           (SELECT a.amname FROM pg_am a WHERE a.oid = c.relam) AS am,
+           pg_get_expr(c.relpartbound, c.oid) AS bound,
+           (SELECT i.inhparent::regclass::text FROM pg_inherits i WHERE i.inhrelid = c.oid) AS parent,
+           CASE WHEN c.relkind = 'p' THEN ' PARTITION BY ' || pg_get_partkeydef(c.oid) ELSE '' END AS partition_by,
+           (SELECT string_agg(format('%I %s%s%s%s%s', a.attname, format_type(a.atttypid, a.atttypmod),
+                      CASE WHEN a.attcollation <> t.typcollation
+                           THEN ' COLLATE ' || a.attcollation::regcollation::text ELSE '' END,
+                      CASE a.attgenerated WHEN 's' THEN ' GENERATED ALWAYS AS (' || pg_get_expr(d.adbin, d.adrelid) || ') STORED'
+                                          WHEN 'v' THEN ' GENERATED ALWAYS AS (' || pg_get_expr(d.adbin, d.adrelid) || ') VIRTUAL'
+                           ELSE coalesce(' DEFAULT ' || pg_get_expr(d.adbin, d.adrelid), '') END,
+                      CASE a.attidentity WHEN 'a' THEN ' GENERATED ALWAYS AS IDENTITY'
+                                         WHEN 'd' THEN ' GENERATED BY DEFAULT AS IDENTITY' ELSE '' END
+                      -- the identity's sequence, under its name, with its options
+                      || coalesce((SELECT format(' (SEQUENCE NAME %I.%I INCREMENT %s MINVALUE %s MAXVALUE %s START %s CACHE %s%s)',
+                                                 schema_name, sc.relname, q.seqincrement,
+                                                 q.seqmin, q.seqmax, q.seqstart, q.seqcache,
+                                                 CASE WHEN q.seqcycle THEN ' CYCLE' ELSE '' END)
+                                   FROM pg_depend dep JOIN pg_class sc ON sc.oid = dep.objid
+                                   JOIN pg_sequence q ON q.seqrelid = sc.oid
+                                   WHERE a.attidentity <> '' AND dep.classid = 'pg_class'::regclass
+                                     AND dep.refclassid = 'pg_class'::regclass AND dep.refobjid = a.attrelid
+                                     AND dep.refobjsubid = a.attnum AND dep.deptype = 'i' AND sc.relkind = 'S'), ''),
+                      CASE WHEN a.attnotnull THEN ' NOT NULL' ELSE '' END), ', ' ORDER BY a.attnum)
+            FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+            LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+            WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) AS columns,
+           (SELECT string_agg(format('%I %s%s', a.attname, format_type(a.atttypid, a.atttypmod),
+                      CASE WHEN a.attcollation <> t.typcollation
+                           THEN ' COLLATE ' || a.attcollation::regcollation::text ELSE '' END), ', ' ORDER BY a.attnum)
+            FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+            WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) AS attributes
+    INTO r FROM pg_class c WHERE c.oid = rel;
+    IF r.relkind = 'S' THEN
+        RETURN (SELECT format('CREATE SEQUENCE %I.%I AS %s INCREMENT %s MINVALUE %s MAXVALUE %s START %s CACHE %s%s',
+                              schema_name, r.relname, format_type(q.seqtypid, NULL), q.seqincrement, q.seqmin,
+                              q.seqmax, q.seqstart, q.seqcache, CASE WHEN q.seqcycle THEN ' CYCLE' ELSE '' END)
+                FROM pg_sequence q WHERE q.seqrelid = r.oid);
+    ELSIF r.relkind = 'c' THEN
+        RETURN format('CREATE TYPE %I.%I AS (%s)', schema_name, r.relname, coalesce(r.attributes, ''));
+    ELSIF r.relkind = 'v' THEN
+        RETURN format('CREATE VIEW %I.%I%s AS %s', schema_name, r.relname,
+                      coalesce(' WITH (' || array_to_string(r.reloptions, ', ') || ')', ''),
+                      rtrim(pg_get_viewdef(r.oid), ';'));
+    ELSIF r.relkind = 'm' THEN
+        RETURN format('CREATE MATERIALIZED VIEW %I.%I%s%s AS %s WITH NO DATA', schema_name, r.relname,
+                      CASE WHEN r.am <> 'heap' THEN ' USING ' || quote_ident(r.am) ELSE '' END,
+                      coalesce(' WITH (' || array_to_string(r.reloptions, ', ') || ')', ''),
+                      rtrim(pg_get_viewdef(r.oid), ';'));
+    ELSIF r.relispartition THEN
+        RETURN format('CREATE TABLE %I.%I PARTITION OF %s %s%s%s', schema_name, r.relname, r.parent,
+                      r.bound, r.partition_by,
+                      coalesce(' WITH (' || array_to_string(r.reloptions, ', ') || ')', ''));
+    END IF;
+    RETURN format('CREATE %sTABLE %I.%I (%s)%s%s%s', CASE WHEN r.relpersistence = 'u' THEN 'UNLOGGED ' ELSE '' END,
+                  schema_name, r.relname, coalesce(r.columns, ''), r.partition_by,
+                  CASE WHEN r.am IS NOT NULL AND r.am <> 'heap' THEN ' USING ' || quote_ident(r.am) ELSE '' END,
+                  coalesce(' WITH (' || array_to_string(r.reloptions, ', ') || ')', ''));
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._relation_ddl(oid, name) IS
+'internal: the statement that makes a relation of a schema again (sequence, composite type, view, materialized view without rows, partition or table with its columns), for schema_ddl';
+
+-- The schema (nsp, named schema_name) itself: CREATE SCHEMA with its
+-- owner, then its privileges, first, since grantors that are not the
+-- owner of an object make their grants as themselves, in the schema; and
+-- function bodies left unchecked (check_function_bodies), as in pg_dump.
+CREATE FUNCTION sharded_id._schema_head_ddl(nsp oid, schema_name name)
+RETURNS SETOF text
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT s FROM (
+        SELECT 1 AS step, 0::bigint AS n, format('CREATE SCHEMA %I AUTHORIZATION %I', schema_name, pg_get_userbyid(n.nspowner)) AS s
+        FROM pg_namespace n WHERE n.oid = nsp
+        UNION ALL
+        SELECT 2, a.ord, a.s FROM pg_namespace n,
+            LATERAL sharded_id._acl_ddl(format('SCHEMA %I', schema_name), n.nspacl, n.nspowner) WITH ORDINALITY AS a(s, ord)
+        WHERE n.oid = nsp
+        UNION ALL
+        SELECT 3, 0, 'SET LOCAL check_function_bodies = off'
+    ) h
+    ORDER BY h.step, h.n
+$$;
+
+COMMENT ON FUNCTION sharded_id._schema_head_ddl(oid, name) IS
+'internal: the statements that make a schema and give it its privileges, then leave function bodies unchecked, for schema_ddl';
+
+-- The objects of the schema that are made one statement each (types,
+-- sequences, routines, relations), each after those it depends on.
+CREATE FUNCTION sharded_id._schema_objects_ddl(nsp oid, schema_name name)
+RETURNS SETOF text
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    o record;
+BEGIN
+    FOR o IN
+        SELECT x.classid, x.objid FROM sharded_id._schema_objects(nsp) x ORDER BY x.level, x.objid
     LOOP
-        IF objects.classid = 'pg_proc'::regclass THEN
-            RETURN NEXT rtrim(pg_get_functiondef(objects.objid), E'\n');
-        ELSIF objects.classid = 'pg_type'::regclass THEN
-            SELECT t.* INTO r FROM pg_type t WHERE t.oid = objects.objid;
-            type_name := format('%I.%I', schema_name, r.typname);
-            IF r.typtype = 'e' THEN
-                RETURN NEXT format('CREATE TYPE %s AS ENUM (%s)', type_name,
-                                   (SELECT coalesce(string_agg(quote_literal(e.enumlabel), ', ' ORDER BY e.enumsortorder), '')
-                                    FROM pg_enum e WHERE e.enumtypid = r.oid));
-            ELSIF r.typtype = 'd' THEN
-                RETURN NEXT format('CREATE DOMAIN %s AS %s%s%s', type_name, format_type(r.typbasetype, r.typtypmod),
-                                   CASE WHEN r.typcollation <> (SELECT b.typcollation FROM pg_type b WHERE b.oid = r.typbasetype)
-                                        THEN ' COLLATE ' || r.typcollation::regcollation::text ELSE '' END,
-                                   coalesce(' DEFAULT ' || r.typdefault, ''));
-                FOR dc IN
-                    SELECT c.conname, pg_get_constraintdef(c.oid) AS def, c.contype FROM pg_constraint c
-                    WHERE c.contypid = r.oid ORDER BY c.conname
-                LOOP
-                    RETURN NEXT format('ALTER DOMAIN %s ADD CONSTRAINT %I %s', type_name, dc.conname, dc.def);
-                END LOOP;
-                IF r.typnotnull AND NOT EXISTS (SELECT FROM pg_constraint c WHERE c.contypid = r.oid AND c.contype = 'n') THEN
-                    RETURN NEXT format('ALTER DOMAIN %s SET NOT NULL', type_name);
-                END IF;
-            ELSIF r.typtype = 'r' THEN
-                RETURN NEXT (SELECT format('CREATE TYPE %s AS RANGE (SUBTYPE = %s, SUBTYPE_OPCLASS = %I.%I%s%s, MULTIRANGE_TYPE_NAME = %I.%I)',
-                                           type_name, format_type(g.rngsubtype, NULL), opn.nspname, opc.opcname,
-                                           CASE WHEN g.rngcollation <> 0 AND g.rngcollation <> st.typcollation
-                                                THEN ', COLLATION = ' || g.rngcollation::regcollation::text ELSE '' END,
-                                           CASE WHEN g.rngsubdiff <> 0 THEN ', SUBTYPE_DIFF = ' || g.rngsubdiff::regproc::text ELSE '' END,
-                                           mn.nspname, mt.typname)
-                             FROM pg_range g
-                             JOIN pg_type st ON st.oid = g.rngsubtype
-                             JOIN pg_opclass opc ON opc.oid = g.rngsubopc
-                             JOIN pg_namespace opn ON opn.oid = opc.opcnamespace
-                             JOIN pg_type mt ON mt.oid = g.rngmultitypid
-                             JOIN pg_namespace mn ON mn.oid = mt.typnamespace
-                             WHERE g.rngtypid = r.oid);
-            END IF;
+        IF o.classid = 'pg_proc'::regclass THEN
+            RETURN NEXT rtrim(pg_get_functiondef(o.objid), E'\n');
+        ELSIF o.classid = 'pg_type'::regclass THEN
+            RETURN QUERY SELECT sharded_id._type_ddl(o.objid, schema_name);
         ELSE
-            SELECT c.oid, c.relname, c.relkind, c.relispartition, c.relpersistence, c.reloptions,
-                   (SELECT a.amname FROM pg_am a WHERE a.oid = c.relam) AS am,
-                   pg_get_expr(c.relpartbound, c.oid) AS bound,
-                   (SELECT i.inhparent::regclass::text FROM pg_inherits i WHERE i.inhrelid = c.oid) AS parent,
-                   CASE WHEN c.relkind = 'p' THEN ' PARTITION BY ' || pg_get_partkeydef(c.oid) ELSE '' END AS partition_by,
-                   (SELECT string_agg(format('%I %s%s%s%s%s', a.attname, format_type(a.atttypid, a.atttypmod),
-                              CASE WHEN a.attcollation <> t.typcollation
-                                   THEN ' COLLATE ' || a.attcollation::regcollation::text ELSE '' END,
-                              CASE a.attgenerated WHEN 's' THEN ' GENERATED ALWAYS AS (' || pg_get_expr(d.adbin, d.adrelid) || ') STORED'
-                                                  WHEN 'v' THEN ' GENERATED ALWAYS AS (' || pg_get_expr(d.adbin, d.adrelid) || ') VIRTUAL'
-                                   ELSE coalesce(' DEFAULT ' || pg_get_expr(d.adbin, d.adrelid), '') END,
-                              CASE a.attidentity WHEN 'a' THEN ' GENERATED ALWAYS AS IDENTITY'
-                                                 WHEN 'd' THEN ' GENERATED BY DEFAULT AS IDENTITY' ELSE '' END
-                              -- the identity's sequence, under its name, with its options
-                              || coalesce((SELECT format(' (SEQUENCE NAME %I.%I INCREMENT %s MINVALUE %s MAXVALUE %s START %s CACHE %s%s)',
-                                                         schema_name, sc.relname, q.seqincrement,
-                                                         q.seqmin, q.seqmax, q.seqstart, q.seqcache,
-                                                         CASE WHEN q.seqcycle THEN ' CYCLE' ELSE '' END)
-                                           FROM pg_depend dep JOIN pg_class sc ON sc.oid = dep.objid
-                                           JOIN pg_sequence q ON q.seqrelid = sc.oid
-                                           WHERE a.attidentity <> '' AND dep.classid = 'pg_class'::regclass
-                                             AND dep.refclassid = 'pg_class'::regclass AND dep.refobjid = a.attrelid
-                                             AND dep.refobjsubid = a.attnum AND dep.deptype = 'i' AND sc.relkind = 'S'), ''),
-                              CASE WHEN a.attnotnull THEN ' NOT NULL' ELSE '' END), ', ' ORDER BY a.attnum)
-                    FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
-                    LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-                    WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) AS columns,
-                   (SELECT string_agg(format('%I %s%s', a.attname, format_type(a.atttypid, a.atttypmod),
-                              CASE WHEN a.attcollation <> t.typcollation
-                                   THEN ' COLLATE ' || a.attcollation::regcollation::text ELSE '' END), ', ' ORDER BY a.attnum)
-                    FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
-                    WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) AS attributes
-            INTO r FROM pg_class c WHERE c.oid = objects.objid;
-            IF r.relkind = 'S' THEN
-                RETURN NEXT (SELECT format('CREATE SEQUENCE %I.%I AS %s INCREMENT %s MINVALUE %s MAXVALUE %s START %s CACHE %s%s',
-                                           schema_name, r.relname, format_type(q.seqtypid, NULL), q.seqincrement, q.seqmin,
-                                           q.seqmax, q.seqstart, q.seqcache, CASE WHEN q.seqcycle THEN ' CYCLE' ELSE '' END)
-                             FROM pg_sequence q WHERE q.seqrelid = r.oid);
-            ELSIF r.relkind = 'c' THEN
-                RETURN NEXT format('CREATE TYPE %I.%I AS (%s)', schema_name, r.relname, coalesce(r.attributes, ''));
-            ELSIF r.relkind = 'v' THEN
-                RETURN NEXT format('CREATE VIEW %I.%I%s AS %s', schema_name, r.relname,
-                                   coalesce(' WITH (' || array_to_string(r.reloptions, ', ') || ')', ''),
-                                   rtrim(pg_get_viewdef(r.oid), ';'));
-            ELSIF r.relkind = 'm' THEN
-                RETURN NEXT format('CREATE MATERIALIZED VIEW %I.%I%s%s AS %s WITH NO DATA', schema_name, r.relname,
-                                   CASE WHEN r.am <> 'heap' THEN ' USING ' || quote_ident(r.am) ELSE '' END,
-                                   coalesce(' WITH (' || array_to_string(r.reloptions, ', ') || ')', ''),
-                                   rtrim(pg_get_viewdef(r.oid), ';'));
-            ELSIF r.relispartition THEN
-                RETURN NEXT format('CREATE TABLE %I.%I PARTITION OF %s %s%s%s', schema_name, r.relname, r.parent,
-                                   r.bound, r.partition_by,
-                                   coalesce(' WITH (' || array_to_string(r.reloptions, ', ') || ')', ''));
-            ELSE
-                RETURN NEXT format('CREATE %sTABLE %I.%I (%s)%s%s%s', CASE WHEN r.relpersistence = 'u' THEN 'UNLOGGED ' ELSE '' END,
-                                   schema_name, r.relname, coalesce(r.columns, ''), r.partition_by,
-                                   CASE WHEN r.am IS NOT NULL AND r.am <> 'heap' THEN ' USING ' || quote_ident(r.am) ELSE '' END,
-                                   coalesce(' WITH (' || array_to_string(r.reloptions, ', ') || ')', ''));
-            END IF;
+            RETURN NEXT sharded_id._relation_ddl(o.objid, schema_name);
         END IF;
     END LOOP;
+END
+$$;
 
-    -- Constraints and indexes of each table that are its own, not cloned
-    -- from a partitioned parent's (those come with the parent's).
+COMMENT ON FUNCTION sharded_id._schema_objects_ddl(oid, name) IS
+'internal: the statements that make the types, sequences, functions, procedures, tables, views and materialized views of a schema again, in dependency order, for schema_ddl';
+
+-- What the tables of the schema carry once every object is made:
+-- constraints and indexes of each table that are its own, not cloned
+-- from a partitioned parent's (those come with the parent's); replica
+-- identities; sequence ownership; storage, compression and statistics
+-- targets of columns that are not the defaults; defaults of view columns.
+CREATE FUNCTION sharded_id._schema_tables_ddl(nsp oid)
+RETURNS SETOF text
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
     RETURN QUERY
         SELECT format('ALTER TABLE %s ADD CONSTRAINT %I %s', k.conrelid::regclass, k.conname, pg_get_constraintdef(k.oid))
         FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
@@ -1490,8 +1525,6 @@ BEGIN
         WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass
           AND s.relkind = 'S' AND s.relnamespace = nsp AND d.deptype = 'a'
         ORDER BY s.relname;
-    -- Storage, compression and statistics targets of columns that are not
-    -- the defaults.
     RETURN QUERY
         SELECT format('ALTER TABLE %s ALTER COLUMN %I %s', c.oid::regclass, a.attname, x.setting)
         FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
@@ -1504,15 +1537,29 @@ BEGIN
             (3, CASE WHEN a.attstattarget >= 0 THEN 'SET STATISTICS ' || a.attstattarget END)) AS x(n, setting)
         WHERE c.relnamespace = nsp AND c.relkind IN ('r', 'p', 'm') AND x.setting IS NOT NULL
         ORDER BY c.relispartition, c.oid, a.attnum, x.n;
-    -- Defaults of view columns.
     RETURN QUERY
         SELECT format('ALTER VIEW %s ALTER COLUMN %I SET DEFAULT %s', c.oid::regclass, a.attname, pg_get_expr(d.adbin, d.adrelid))
         FROM pg_attrdef d JOIN pg_class c ON c.oid = d.adrelid
         JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
         WHERE c.relnamespace = nsp AND c.relkind = 'v'
         ORDER BY c.oid, a.attnum;
-    -- Each relation's triggers, row security, policies, owner, privileges
-    -- and comments; then those of constraints and indexes.
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._schema_tables_ddl(oid) IS
+'internal: the constraints (but foreign keys), indexes, replica identities, sequence ownership, column settings and view column defaults of a schema as statements, for schema_ddl';
+
+-- Each relation's triggers, row security, policies, owner, privileges and
+-- comments (_relation_extras_ddl); then the comments of constraints and
+-- indexes.
+CREATE FUNCTION sharded_id._schema_relation_extras_ddl(nsp oid)
+RETURNS SETOF text
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r record;
+BEGIN
     FOR r IN
         SELECT o.objid FROM sharded_id._schema_objects(nsp) o JOIN pg_class c ON c.oid = o.objid
         WHERE o.classid = 'pg_class'::regclass AND c.relkind <> 'c'
@@ -1534,7 +1581,22 @@ BEGIN
         FROM pg_class c JOIN pg_description d ON d.classoid = 'pg_class'::regclass AND d.objoid = c.oid AND d.objsubid = 0
         WHERE c.relnamespace = nsp AND c.relkind IN ('i', 'I')
         ORDER BY c.oid;
-    -- Owners, privileges and comments of types, functions and procedures.
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._schema_relation_extras_ddl(oid) IS
+'internal: the triggers, row security, policies, owners, privileges and comments of the relations of a schema, and the comments of its constraints and indexes, as statements, for schema_ddl';
+
+-- Owners, privileges and comments of the types (composite types with the
+-- comments of their columns) of the schema, named under schema_name.
+CREATE FUNCTION sharded_id._schema_type_owners_ddl(nsp oid, schema_name name)
+RETURNS SETOF text
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r record;
+BEGIN
     FOR r IN
         SELECT t.oid, t.typowner, t.typacl, t.typrelid, format('%I.%I', schema_name, t.typname) AS type_name,
                CASE WHEN t.typtype = 'd' THEN 'DOMAIN' ELSE 'TYPE' END AS keyword
@@ -1555,6 +1617,22 @@ BEGIN
                OR (d.classoid = 'pg_class'::regclass AND d.objoid = r.typrelid AND r.typrelid <> 0)
             ORDER BY d.objsubid;
     END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._schema_type_owners_ddl(oid, name) IS
+'internal: the owners, privileges and comments of the types of a schema as statements, for schema_ddl';
+
+-- Owners, privileges and comments of the functions and procedures of the
+-- schema.
+CREATE FUNCTION sharded_id._schema_routine_owners_ddl(nsp oid)
+RETURNS SETOF text
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r record;
+BEGIN
     FOR r IN
         SELECT p.oid, p.proowner, p.proacl, p.oid::regprocedure::text AS signature,
                CASE WHEN p.prokind = 'p' THEN 'PROCEDURE' ELSE 'FUNCTION' END AS keyword
@@ -1568,22 +1646,92 @@ BEGIN
             SELECT format('COMMENT ON %s %s IS %L', r.keyword, r.signature, d.description)
             FROM pg_description d WHERE d.classoid = 'pg_proc'::regclass AND d.objoid = r.oid AND d.objsubid = 0;
     END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._schema_routine_owners_ddl(oid) IS
+'internal: the owners, privileges and comments of the functions and procedures of a schema as statements, for schema_ddl';
+
+-- Last: the foreign keys of the schema's tables, the schema's comment, and
+-- a REFRESH of each materialized view that holds rows, so that it holds
+-- them again, as its owner sees them, once the rows of its tables are in.
+CREATE FUNCTION sharded_id._schema_tail_ddl(nsp oid, schema_name name)
+RETURNS SETOF text
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
     RETURN QUERY
         SELECT format('ALTER TABLE %s ADD CONSTRAINT %I %s', k.conrelid::regclass, k.conname, pg_get_constraintdef(k.oid))
         FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
         WHERE c.relnamespace = nsp AND k.contype = 'f' AND k.conislocal
         ORDER BY c.relispartition, c.oid, k.conname;
-    -- The schema's comment.
     RETURN QUERY
         SELECT format('COMMENT ON SCHEMA %I IS %L', schema_name, d.description)
         FROM pg_description d WHERE d.classoid = 'pg_namespace'::regclass AND d.objoid = nsp AND d.objsubid = 0;
-    -- Materialized views that hold rows hold them again, as their owners
-    -- see them, once the rows of their tables are in.
     RETURN QUERY
         SELECT format('REFRESH MATERIALIZED VIEW %s', c.oid::regclass)
         FROM sharded_id._schema_objects(nsp) o JOIN pg_class c ON c.oid = o.objid
         WHERE o.classid = 'pg_class'::regclass AND c.relkind = 'm' AND c.relispopulated
         ORDER BY o.level, o.objid;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._schema_tail_ddl(oid, name) IS
+'internal: the foreign keys of a schema, its comment and the refreshes of its materialized views that hold rows, as statements, for schema_ddl';
+
+-- A shard schema as the statements that make it again, empty, in another
+-- database: what a move runs on its target before the rows arrive.  In the
+-- order they must run in: the schema; its types, sequences, functions and
+-- procedures, tables and partitions, views and materialized views (these
+-- without rows), each after the objects of the schema it depends on; then
+-- constraints, indexes, replica identities, sequence ownership; triggers
+-- with their enabled state, row security, policies, owners, privileges and
+-- comments of every object; foreign keys; the schema's privileges; and a
+-- REFRESH of each materialized view that holds rows.  Function bodies are
+-- not checked as they are made (check_function_bodies), as in pg_dump: the
+-- statements run in one transaction.  An object it cannot make again is an
+-- error (0A000) that names it, never left out.  Rows and sequence
+-- positions are not part of it.  Names print qualified.  One function per
+-- step; the checks come first, here.
+CREATE FUNCTION sharded_id.schema_ddl(schema_name name)
+RETURNS SETOF text
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    -- The schema, and the objects of it that schema_ddl cannot make again
+    -- (_schema_unsupported): an error names the first and lists them all.
+    -- Then one function per step, each giving its statements in the order
+    -- they run in: the schema, its objects, what its tables carry, what
+    -- its relations carry, owners of types and routines, and the last.
+    nsp oid := (SELECT n.oid FROM pg_namespace n WHERE n.nspname = schema_ddl.schema_name);
+    unsupported text[];
+BEGIN
+    IF nsp IS NULL THEN
+        RAISE EXCEPTION 'schema "%" does not exist', schema_name
+            USING ERRCODE = 'invalid_schema_name';
+    END IF;
+    unsupported := ARRAY(SELECT sharded_id._schema_unsupported(nsp));
+    IF cardinality(unsupported) > 0 THEN
+        RAISE EXCEPTION 'schema_ddl cannot rebuild % of schema "%"', unsupported[1], schema_name
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = format('Objects it cannot make again: %s.', array_to_string(unsupported, '; ')),
+                  HINT = 'Drop these objects, or move them out of the schema, before the schema is copied.';
+    END IF;
+    IF EXISTS (SELECT FROM sharded_id._schema_objects(nsp) o
+               WHERE o.level > (SELECT count(*) FROM sharded_id._schema_objects(nsp))) THEN
+        RAISE EXCEPTION 'objects of schema "%" depend on each other in a cycle', schema_name
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'schema_ddl makes each object after those it depends on, and cannot order these.';
+    END IF;
+    RETURN QUERY SELECT sharded_id._schema_head_ddl(nsp, schema_name);
+    RETURN QUERY SELECT sharded_id._schema_objects_ddl(nsp, schema_name);
+    RETURN QUERY SELECT sharded_id._schema_tables_ddl(nsp);
+    RETURN QUERY SELECT sharded_id._schema_relation_extras_ddl(nsp);
+    RETURN QUERY SELECT sharded_id._schema_type_owners_ddl(nsp, schema_name);
+    RETURN QUERY SELECT sharded_id._schema_routine_owners_ddl(nsp);
+    RETURN QUERY SELECT sharded_id._schema_tail_ddl(nsp, schema_name);
 END
 $$;
 
@@ -1737,6 +1885,15 @@ REVOKE EXECUTE ON FUNCTION sharded_id.schema_ddl(name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._acl_ddl(text, aclitem[], oid, text, boolean) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._schema_unsupported(oid) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._schema_objects(oid) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._type_ddl(oid, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._relation_ddl(oid, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._schema_head_ddl(oid, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._schema_objects_ddl(oid, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._schema_tables_ddl(oid) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._schema_relation_extras_ddl(oid) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._schema_type_owners_ddl(oid, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._schema_routine_owners_ddl(oid) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._schema_tail_ddl(oid, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.schema_inventory(name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._catalog_retire(integer, text, bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._catalog_own(integer, name, text, text) FROM PUBLIC;
@@ -1772,6 +1929,15 @@ GRANT EXECUTE ON FUNCTION sharded_id._relation_extras_ddl(regclass, text) TO sha
 GRANT EXECUTE ON FUNCTION sharded_id._acl_ddl(text, aclitem[], oid, text, boolean) TO sharded_id_provisioner;
 GRANT EXECUTE ON FUNCTION sharded_id._schema_unsupported(oid) TO sharded_id_provisioner;
 GRANT EXECUTE ON FUNCTION sharded_id._schema_objects(oid) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id._type_ddl(oid, name) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id._relation_ddl(oid, name) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id._schema_head_ddl(oid, name) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id._schema_objects_ddl(oid, name) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id._schema_tables_ddl(oid) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id._schema_relation_extras_ddl(oid) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id._schema_type_owners_ddl(oid, name) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id._schema_routine_owners_ddl(oid) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id._schema_tail_ddl(oid, name) TO sharded_id_provisioner;
 GRANT EXECUTE ON FUNCTION sharded_id._retire_shard(integer, text) TO sharded_id_provisioner;
 GRANT EXECUTE ON FUNCTION sharded_id._own_shard(integer, text) TO sharded_id_provisioner;
 GRANT EXECUTE ON FUNCTION sharded_id._catalog_retire(integer, text, bigint) TO sharded_id_provisioner;
