@@ -84,6 +84,7 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "ceiling.h"
+#include "citus.h"
 #include "commands/sequence.h"
 #include "compat.h"
 #include "floors.h"
@@ -165,6 +166,10 @@ static char *shid_move_hold = NULL;
 
 /* log2(sharded_id.stripes): the top bits of the sequence field it takes. */
 static int	shid_stripe_bits = 0;
+
+/* Whether sharded_id.stripes or .stripe was set (their check hooks). */
+static bool shid_stripes_set = false;
+static bool shid_stripe_set = false;
 
 /* Links to shared memory, set in every process that preloaded us. */
 static ShidShared *shid_shared = NULL;
@@ -266,12 +271,28 @@ shid_check_rmgr_id(int *newval, void **extra, GucSource source)
 static bool
 shid_check_stripes(int *newval, void **extra, GucSource source)
 {
+	shid_stripes_set = source != PGC_S_DEFAULT;
 	if ((*newval & (*newval - 1)) != 0)
 	{
 		GUC_check_errdetail("sharded_id.stripes must be a power of two: 1 (no stripes), 2, 4, 8, 16, 32 or 64.");
 		return false;
 	}
 	return true;
+}
+
+/* sharded_id.stripe: remembers whether it was set (citus.c). */
+static bool
+shid_check_stripe(int *newval, void **extra, GucSource source)
+{
+	shid_stripe_set = source != PGC_S_DEFAULT;
+	return true;
+}
+
+/* sharded_id.minting: next_id's one check also covers citus.c's node. */
+static void
+shid_assign_minting(bool newval, void *extra)
+{
+	shid_mint_open = newval && shid_node_known;
 }
 
 void
@@ -372,7 +393,7 @@ _PG_init(void)
 							SHID_MAX_STRIPES - 1,
 							PGC_POSTMASTER,
 							0,
-							NULL, NULL, NULL);
+							shid_check_stripe, NULL, NULL);
 	DefineCustomBoolVariable("sharded_id.minting",
 							 "Allows this server to mint sharded ids.",
 							 "Turn it off on servers that must never mint, such as the workers of a distributed engine.",
@@ -380,7 +401,7 @@ _PG_init(void)
 							 true,
 							 PGC_SIGHUP,
 							 0,
-							 NULL, NULL, NULL);
+							 NULL, shid_assign_minting, NULL);
 	MarkGUCPrefixReserved("sharded_id");
 	if (shid_stripe >= shid_stripes)
 		ereport(ERROR,
@@ -389,6 +410,9 @@ _PG_init(void)
 				 errdetail("With sharded_id.stripes = %d, the stripes are numbered 0 to %d.",
 						   shid_stripes, shid_stripes - 1)));
 	shid_stripe_bits = pg_leftmost_one_pos32((uint32) shid_stripes);
+	/* On Citus with no stripe setting, the node field holds its group id. */
+	if (shid_citus_init(shid_stripe, shid_stripes_set || shid_stripe_set))
+		shid_stripe_bits = SHID_CITUS_NODE_BITS;
 	shid_ceiling_register_rmgr();
 	shid_owner_init();
 
@@ -573,11 +597,11 @@ shid_slot_follow_state(const ShidShardState *state)
 	LWLockRelease(shid_shared->slots_lock);
 }
 
-/* The stripe's bits of the sequence field, for the layout. */
+/* The stripe's or Citus node's bits of the sequence field, for the layout. */
 static inline int64
 shid_stripe_base(const ShidLayout *layout)
 {
-	return (int64) shid_stripe << (layout->seq_bits - shid_stripe_bits);
+	return (int64) shid_node << (layout->seq_bits - shid_stripe_bits);
 }
 
 /* What shid_lookup_slot does when the slot of (layout, shard) is not there. */
@@ -621,7 +645,7 @@ shid_make_slot(const ShidLayout *layout, const ShidSlotKey *key, ShidSlotMake ma
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("layout \"%s\" has too few sequence bits for %d stripes",
-						layout->name, shid_stripes),
+						layout->name, 1 << shid_stripe_bits),
 				 errdetail("Its sequence field has %d bits, and each stripe needs at least one value per millisecond.",
 						   layout->seq_bits),
 				 errhint("Lower sharded_id.stripes and restart the server.")));
@@ -811,6 +835,19 @@ shid_slot_claim(ShidSlot *slot, bool counter, int64 wanted, int64 *now_ms,
 }
 
 /*
+ * Minting is off, or this backend has yet to learn its Citus node
+ * (citus.c): refuse, or learn it.
+ */
+static pg_noinline void
+shid_mint_closed(void)
+{
+	if (!shid_minting)
+		shid_minting_off();
+	shid_citus_learn_node();
+	shid_mint_open = true;
+}
+
+/*
  * Everything a call checks before it takes a sequence value, so that a
  * rejected call consumes none: the shard, the preload, the clock.  Returns
  * the clock reading.
@@ -822,8 +859,8 @@ shid_prepare(const ShidLayout *layout, int32 shard)
 
 	shid_check_shard(layout, shard);
 	shid_require_shared_state();
-	if (unlikely(!shid_minting))
-		shid_minting_off();
+	if (unlikely(!shid_mint_open))
+		shid_mint_closed();
 	if (unlikely(RecoveryInProgress()))
 		ereport(ERROR,
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
@@ -1600,7 +1637,7 @@ shid_mint_batch(const ShidLayout *layout, int32 shard, int32 n, bool counter,
 {
 	int64		now_ms;
 	int64		wanted = 0;
-	int64		stripe_base = shid_stripe_base(layout);
+	int64		stripe_base;
 	int			done = 0;
 	ShidSlot   *slot;
 
@@ -1610,6 +1647,7 @@ shid_mint_batch(const ShidLayout *layout, int32 shard, int32 n, bool counter,
 				 errmsg("batch size %d is out of range", n),
 				 errdetail("Batches must hold between 0 and %d ids.", SHID_MAX_BATCH)));
 	now_ms = shid_prepare(layout, shard);
+	stripe_base = shid_stripe_base(layout);
 	slot = shid_owned_slot(layout, shard);
 	if (!counter)
 		wanted = nextval_internal(seqoid, true);
