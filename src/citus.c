@@ -8,7 +8,7 @@
  * an INSERT ... SELECT it pushes down or a write sent to the worker.  Every
  * node has its own generator state, so two nodes minting for one shard in
  * the same millisecond would repeat ids.  On a server that preloads Citus
- * and sets neither sharded_id.stripes nor sharded_id.stripe, the top
+ * and leaves sharded_id.stripes at 1 (no stripes), the top
  * SHID_CITUS_NODE_BITS bits of the sequence field hold the node's Citus
  * group id (pg_dist_local_group; the coordinator is group 0):
  *
@@ -24,8 +24,9 @@
  *	   same narrower field: the slots are the server's, shared by every
  *	   database.
  *
- * An explicit sharded_id.stripes or sharded_id.stripe wins, so a cluster
- * that needs more nodes or more ids per millisecond sets stripes by hand.
+ * Stripes set by hand (sharded_id.stripes > 1) win, so a cluster that needs
+ * more nodes or more ids per millisecond sets them on every node.  A
+ * stripes of 1, set or not, means no stripes: the node field applies.
  *
  * Servers without Citus in shared_preload_libraries never get here:
  * shid_citus_init says no at start-up and shid_node is sharded_id.stripe.
@@ -96,15 +97,15 @@ shid_citus_preloaded(void)
 
 /*
  * At start-up (_PG_init): whether ids carry the Citus node field, which is
- * when Citus is preloaded and neither stripe setting was made.  Otherwise
- * the node is sharded_id.stripe, known from the start.
+ * when Citus is preloaded and sharded_id.stripes is 1 (striped is false).
+ * Otherwise the node is sharded_id.stripe, known from the start.
  */
 bool
-shid_citus_init(int stripe, bool stripes_set)
+shid_citus_init(int stripe, bool striped)
 {
 	shid_node = stripe;
 	shid_node_known = true;
-	if (stripes_set || !shid_citus_preloaded())
+	if (striped || !shid_citus_preloaded())
 		return false;
 	shid_node_from_citus = true;
 	shid_node_known = false;

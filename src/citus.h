@@ -29,7 +29,7 @@ extern PGDLLIMPORT bool shid_node_known;
 /* Minting is on and shid_node is known: next_id's one check (generator.c). */
 extern PGDLLIMPORT bool shid_mint_open;
 
-extern bool shid_citus_init(int stripe, bool stripes_set);
+extern bool shid_citus_init(int stripe, bool striped);
 extern void shid_citus_learn_node(void);
 
 #endif							/* SHARDED_ID_CITUS_H */

@@ -167,10 +167,6 @@ static char *shid_move_hold = NULL;
 /* log2(sharded_id.stripes): the top bits of the sequence field it takes. */
 static int	shid_stripe_bits = 0;
 
-/* Whether sharded_id.stripes or .stripe was set (their check hooks). */
-static bool shid_stripes_set = false;
-static bool shid_stripe_set = false;
-
 /* Links to shared memory, set in every process that preloaded us. */
 static ShidShared *shid_shared = NULL;
 static HTAB *shid_slots = NULL;
@@ -271,20 +267,11 @@ shid_check_rmgr_id(int *newval, void **extra, GucSource source)
 static bool
 shid_check_stripes(int *newval, void **extra, GucSource source)
 {
-	shid_stripes_set = source != PGC_S_DEFAULT;
 	if ((*newval & (*newval - 1)) != 0)
 	{
 		GUC_check_errdetail("sharded_id.stripes must be a power of two: 1 (no stripes), 2, 4, 8, 16, 32 or 64.");
 		return false;
 	}
-	return true;
-}
-
-/* sharded_id.stripe: remembers whether it was set (citus.c). */
-static bool
-shid_check_stripe(int *newval, void **extra, GucSource source)
-{
-	shid_stripe_set = source != PGC_S_DEFAULT;
 	return true;
 }
 
@@ -393,7 +380,7 @@ _PG_init(void)
 							SHID_MAX_STRIPES - 1,
 							PGC_POSTMASTER,
 							0,
-							shid_check_stripe, NULL, NULL);
+							NULL, NULL, NULL);
 	DefineCustomBoolVariable("sharded_id.minting",
 							 "Allows this server to mint sharded ids.",
 							 "Turn it off on servers that must never mint, such as the workers of a distributed engine.",
@@ -410,8 +397,8 @@ _PG_init(void)
 				 errdetail("With sharded_id.stripes = %d, the stripes are numbered 0 to %d.",
 						   shid_stripes, shid_stripes - 1)));
 	shid_stripe_bits = pg_leftmost_one_pos32((uint32) shid_stripes);
-	/* On Citus with no stripe setting, the node field holds its group id. */
-	if (shid_citus_init(shid_stripe, shid_stripes_set || shid_stripe_set))
+	/* On Citus without stripes, the node field holds its group id. */
+	if (shid_citus_init(shid_stripe, shid_stripes > 1))
 		shid_stripe_bits = SHID_CITUS_NODE_BITS;
 	shid_ceiling_register_rmgr();
 	shid_owner_init();

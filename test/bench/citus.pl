@@ -87,13 +87,15 @@ sub fill
 {
 	my ($node, $db, $size) = @_;
 	my ($user) = $node == $coord ? $citus_user : $router_user;
-	$node->safe_psql($db, qq{
+	my $have = $node->safe_psql($db, q{
 		DELETE FROM shard_0001.photos WHERE caption = 'during a move';
+		SELECT count(*) FROM shard_0001.photos});
+	$node->safe_psql($db, qq{
 		INSERT INTO shard_0001.photos (id, user_id, caption)
-		SELECT sharded_id.encode(now() - interval '2 days' + g * interval '1 ms', 1, 0), $user, 'row ' || g
-		FROM generate_series((SELECT count(*) FROM shard_0001.photos) + 1, $size) g;
-		VACUUM ANALYZE shard_0001.photos;
-		CHECKPOINT;});
+		SELECT sharded_id.encode(timestamptz '2026-01-01' + g * interval '1 ms', 1, 0), $user, 'row ' || g
+		FROM generate_series($have + 1, $size) g;
+		VACUUM ANALYZE shard_0001.photos;});
+	$_->safe_psql('postgres', 'CHECKPOINT') for ($coord, @workers, values %nodes);
 	return $node->safe_psql($db, 'SELECT count(*) FROM shard_0001.photos');
 }
 

@@ -27,9 +27,10 @@ if [ -z "${SHID_NO_SETUP:-}" ]; then
 fi
 id "$test_user" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$test_user"
 work=$(mktemp -d /tmp/sharded_id_citus_bench.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+[ -n "${SHID_KEEP:-}" ] || trap 'rm -rf "$work"' EXIT
 cp -a "$src/." "$work/"
 chown -R "$test_user:" "$work"
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 runuser -u "$test_user" -- env -C "$work" SHID_BENCH_OUT="$work/tables.md" \
     make -s installcheck PG_CONFIG="$PG_CONFIG" REGRESS= ISOLATION= \
     PROVE_TESTS=test/bench/citus.pl PROVE_FLAGS=-v
@@ -38,6 +39,7 @@ runuser -u "$test_user" -- env -C "$work" SHID_BENCH_OUT="$work/tables.md" \
     echo
     echo "- machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1), $(free -g | awk '/^Mem:/ {print $2}') GiB"
     echo "- server: $("$PG_CONFIG" --version), Citus $(sed -n "s/^default_version = '\(.*\)'/\1/p" "$("$PG_CONFIG" --sharedir)/extension/citus.control")"
+    echo "- load average at the start and at the end (other work shares the machine): $load_start; $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "- run: $(date -u '+%Y-%m-%d %H:%M UTC'), SIZES='${SIZES:-10000 1000000}' ROUNDS=${ROUNDS:-3} BIG_ROUNDS=${BIG_ROUNDS:-1} WRITER_SECONDS='${WRITER_SECONDS:-10 60}' CALL_ROUNDS=${CALL_ROUNDS:-5}"
     echo
     cat "$work/tables.md"

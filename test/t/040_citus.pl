@@ -11,7 +11,7 @@
 #    pg_dist_node) refuses to mint with 55000 and mints nothing; a session
 #    opened then mints with its group once the node is added, without
 #    reconnecting; a node whose group id does not fit the node field
-#    refuses with 53400, and an explicit sharded_id.stripes still wins.
+#    refuses with 53400, and stripes set by hand (sharded_id.stripes = 64) win.
 #  - The race: the coordinator and a worker mint for one shard at once,
 #    100,000 ids each, into a table under a primary key: 0 repeats, and each
 #    id carries the group of the node that minted it.
@@ -348,6 +348,12 @@ $w4->restart;
 is($w4->safe_psql('postgres', 'SELECT sharded_id.stripe_id(sharded_id.next_id(5), 64)'), '32',
 	'with sharded_id.stripes = 64 and stripe = 32 set, the explicit setting wins');
 
+# sharded_id.stripes = 1 set by hand names no stripe: the node field stays.
+$w2->append_conf('postgresql.conf', "sharded_id.stripes = 1\nsharded_id.stripe = 0\n");
+$w2->restart;
+is($w2->safe_psql('postgres', 'SELECT sharded_id.stripe_id(sharded_id.next_id(5), 32)'), '2',
+	'worker 2 with sharded_id.stripes = 1 and stripe = 0 set still mints with its group, 2');
+
 # No id repeats anywhere, over every shard.
 is($coord->safe_psql('postgres', q{
 	SELECT count(*) - count(DISTINCT id) FROM (
@@ -355,5 +361,22 @@ is($coord->safe_psql('postgres', q{
 	  UNION ALL SELECT id FROM shard_0003.photos UNION ALL SELECT id FROM shard_0004.photos
 	  UNION ALL SELECT id FROM shard_0005.photos UNION ALL SELECT id FROM shard_0006.photos) x}),
 	'0', 'no id repeats over all shards');
+
+# A worker's standby, promoted, keeps the worker's group and mints above
+# every id the worker minted before.
+$w1->backup('w1_backup');
+my $standby = PostgreSQL::Test::Cluster->new('worker1_standby');
+$standby->init_from_backup($w1, 'w1_backup', has_streaming => 1);
+# Citus made a key for ssl in the data directory; the copy loosened its mode.
+chmod 0600, $standby->data_dir . '/server.key' if -f $standby->data_dir . '/server.key';
+$standby->start;
+my $w1_max = $w1->safe_psql('postgres', 'SELECT max(sharded_id.next_id(77)) FROM generate_series(1, 5000)');
+$w1->wait_for_catchup($standby);
+$w1->stop('immediate');
+$standby->promote;
+is($standby->safe_psql('postgres', qq{
+	SELECT count(*), min(id) > $w1_max, min(sharded_id.stripe_id(id, 32)), max(sharded_id.stripe_id(id, 32))
+	FROM (SELECT sharded_id.next_id(77) AS id FROM generate_series(1, 5000)) x}), '5000|t|1|1',
+	"worker 1's promoted standby mints with group 1, above every id worker 1 minted");
 
 done_testing();
