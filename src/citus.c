@@ -146,6 +146,71 @@ shid_first_int4(Oid relid, int32 *value)
 	return found;
 }
 
+/* What shid_citus_read_node found. */
+typedef enum ShidNodeRead
+{
+	SHID_NODE_OK,				/* *node is this backend's node */
+	SHID_NODE_NO_GROUP,			/* pg_dist_local_group is empty */
+	SHID_NODE_NOT_ADDED,		/* group 0 and an empty pg_dist_node */
+	SHID_NODE_TOO_BIG			/* a group id beyond the node field */
+} ShidNodeRead;
+
+/*
+ * Read this database's node number: its Citus group id, or 0 without the
+ * citus extension.  Errors only as a table scan can.
+ *
+ * Locks: AccessShareLock on pg_dist_local_group and pg_dist_node.
+ */
+static ShidNodeRead
+shid_citus_read_node(int32 *node)
+{
+	Oid			relid;
+	Oid			node_relid;
+
+	if (!shid_callback_registered)
+	{
+		CacheRegisterRelcacheCallback(shid_citus_relcache_callback, (Datum) 0);
+		shid_callback_registered = true;
+	}
+	*node = -1;
+	relid = OidIsValid(get_extension_oid("citus", true)) ?
+		get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE) : InvalidOid;
+	node_relid = get_relname_relid("pg_dist_node", PG_CATALOG_NAMESPACE);
+	shid_local_group_relid = relid;
+	if (!OidIsValid(relid) || !OidIsValid(node_relid))
+	{
+		/* No Citus cluster in this database. */
+		shid_local_group_relid = InvalidOid;
+		*node = 0;
+		return SHID_NODE_OK;
+	}
+	if (!shid_first_int4(relid, node) || *node < 0)
+		return SHID_NODE_NO_GROUP;
+	if (*node == 0 && !shid_first_int4(node_relid, NULL))
+		return SHID_NODE_NOT_ADDED;
+	if (*node >= (1 << SHID_CITUS_NODE_BITS))
+		return SHID_NODE_TOO_BIG;
+	return SHID_NODE_OK;
+}
+
+/*
+ * For a reader such as generator_stats: whether this backend knows its
+ * node number, learning it if it can, without an error of its own.
+ */
+bool
+shid_citus_try_node(void)
+{
+	int32		group;
+
+	if (shid_node_known)
+		return true;
+	if (shid_citus_read_node(&group) != SHID_NODE_OK)
+		return false;
+	shid_node = group;
+	shid_node_known = true;
+	return true;
+}
+
 /*
  * Learn this backend's node number for next_id, or refuse.  Called by
  * next_id when shid_mint_open is false and minting is on; off its path.
@@ -155,52 +220,40 @@ shid_first_int4(Oid relid, int32 *value)
 void
 shid_citus_learn_node(void)
 {
-	Oid			relid;
-	Oid			node_relid;
-	int32		group = -1;
+	int32		group;
 
 	if (!shid_node_from_citus || shid_node_known)
 	{
 		shid_node_known = true;
 		return;
 	}
-	if (!shid_callback_registered)
+	switch (shid_citus_read_node(&group))
 	{
-		CacheRegisterRelcacheCallback(shid_citus_relcache_callback, (Datum) 0);
-		shid_callback_registered = true;
+		case SHID_NODE_OK:
+			break;
+		case SHID_NODE_NO_GROUP:
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("this Citus node has no group id"),
+					 errdetail("pg_catalog.pg_dist_local_group has no group id, and sharded ids minted here need it to differ from every other node's."),
+					 errhint("Add the node from the coordinator with citus_add_node.")));
+			break;
+		case SHID_NODE_NOT_ADDED:
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("this Citus node has not been given its group id"),
+					 errdetail("pg_dist_local_group says group 0 and pg_dist_node is empty, as on a worker the coordinator has not added yet; its ids would repeat the coordinator's."),
+					 errhint("Add the node from the coordinator with citus_add_node; on a cluster of one node, run citus_set_coordinator_host on it.")));
+			break;
+		case SHID_NODE_TOO_BIG:
+			ereport(ERROR,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("group id %d of this Citus node does not fit in the node field of sharded ids", group),
+					 errdetail("Sharded ids minted on Citus nodes hold group ids 0 to %d in the top %d bits of their sequence field.",
+							   (1 << SHID_CITUS_NODE_BITS) - 1, SHID_CITUS_NODE_BITS),
+					 errhint("Set sharded_id.stripes to 64 and sharded_id.stripe to the node's group id on every node of the cluster, and restart them.")));
+			break;
 	}
-
-	relid = OidIsValid(get_extension_oid("citus", true)) ?
-		get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE) : InvalidOid;
-	node_relid = get_relname_relid("pg_dist_node", PG_CATALOG_NAMESPACE);
-	if (!OidIsValid(relid) || !OidIsValid(node_relid))
-	{
-		/* No Citus cluster in this database. */
-		shid_local_group_relid = InvalidOid;
-		shid_node = 0;
-		shid_node_known = true;
-		return;
-	}
-	shid_local_group_relid = relid;
-	if (!shid_first_int4(relid, &group) || group < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("this Citus node has no group id"),
-				 errdetail("pg_catalog.pg_dist_local_group has no group id, and sharded ids minted here need it to differ from every other node's."),
-				 errhint("Add the node from the coordinator with citus_add_node.")));
-	if (group == 0 && !shid_first_int4(node_relid, NULL))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("this Citus node has not been given its group id"),
-				 errdetail("pg_dist_local_group says group 0 and pg_dist_node is empty, as on a worker the coordinator has not added yet; its ids would repeat the coordinator's."),
-				 errhint("Add the node from the coordinator with citus_add_node; on a cluster of one node, run citus_set_coordinator_host on it.")));
-	if (group >= (1 << SHID_CITUS_NODE_BITS))
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("group id %d of this Citus node does not fit in the node field of sharded ids", group),
-				 errdetail("Sharded ids minted on Citus nodes hold group ids 0 to %d in the top %d bits of their sequence field.",
-						   (1 << SHID_CITUS_NODE_BITS) - 1, SHID_CITUS_NODE_BITS),
-				 errhint("Set sharded_id.stripes to 64 and sharded_id.stripe to the node's group id on every node of the cluster, and restart them.")));
 	shid_node = group;
 	shid_node_known = true;
 }

@@ -31,5 +31,6 @@ extern PGDLLIMPORT bool shid_mint_open;
 
 extern bool shid_citus_init(int stripe, bool striped);
 extern void shid_citus_learn_node(void);
+extern bool shid_citus_try_node(void);
 
 #endif							/* SHARDED_ID_CITUS_H */

@@ -217,6 +217,9 @@ my ($race_ms) = $coord->safe_psql('postgres', q{
 	INTERSECT SELECT sharded_id.created_at(id) FROM shard_0001.photos WHERE caption = 'race-w1') x});
 ok($race_ms > 0, "race: the two nodes minted in $race_ms of the same milliseconds");
 
+is($w1->safe_psql('postgres', 'SELECT sharded_id.stripe_id(last_id, 32) FROM sharded_id.generator_stats WHERE shard_id = 1'),
+	'1', "generator_stats's last_id, read in a new session of worker 1, carries group 1");
+
 # --- A pushed-down INSERT ... SELECT mints on the worker that holds shard 3.
 my $holder3 = $routed->(3);
 $coord->safe_psql('postgres', q{
