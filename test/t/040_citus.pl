@@ -10,7 +10,8 @@
 #  - Fail closed: a worker the coordinator has not added yet (group 0, no
 #    pg_dist_node) refuses to mint with 55000 and mints nothing; a session
 #    opened then mints with its group once the node is added, without
-#    reconnecting; a node whose group id does not fit the node field
+#    reconnecting, also for a role that is not a superuser with a planted
+#    pg_dist_local_group on its path; a node whose group id does not fit the node field
 #    refuses with 53400, and stripes set by hand (sharded_id.stripes = 64) win.
 #  - The race: the coordinator and a worker mint for one shard at once,
 #    100,000 ids each, into a table under a primary key: 0 repeats, and each
@@ -356,6 +357,23 @@ $w2->append_conf('postgresql.conf', "sharded_id.stripes = 1\nsharded_id.stripe =
 $w2->restart;
 is($w2->safe_psql('postgres', 'SELECT sharded_id.stripe_id(sharded_id.next_id(5), 32)'), '2',
 	'worker 2 with sharded_id.stripes = 1 and stripe = 0 set still mints with its group, 2');
+
+# A role that is not a superuser learns its node as any other does, and a
+# pg_dist_local_group it plants in its own schema, first on its search_path,
+# changes nothing: the node is read from pg_catalog's, without its privileges.
+$coord->safe_psql('postgres', 'CREATE ROLE minter LOGIN');
+$w2->safe_psql('postgres', q{
+	SET citus.enable_ddl_propagation = off;
+	CREATE SCHEMA planted AUTHORIZATION minter;
+	SET ROLE minter;
+	CREATE SEQUENCE planted.seq;
+	CREATE TABLE planted.pg_dist_local_group (groupid integer);
+	INSERT INTO planted.pg_dist_local_group VALUES (0);
+	CREATE TABLE planted.pg_dist_node (nodeid integer);});
+is($w2->safe_psql('postgres', q{
+	SET ROLE minter; SET search_path = planted, pg_catalog;
+	SELECT sharded_id.stripe_id(sharded_id.next_id(5, 'planted.seq'), 32)}), '2',
+	'a role that is not a superuser, with a planted pg_dist_local_group first on its path, mints with group 2');
 
 # No id repeats anywhere, over every shard.
 is($coord->safe_psql('postgres', q{
