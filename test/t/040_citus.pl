@@ -26,6 +26,10 @@
 #    floors and ownership stay untouched on every node.
 #  - A node added after ids were minted, and a node removed and re-added
 #    (a new group id), mint without repeats.
+#  - sharded_id.stripes = 1 set by hand names no stripe: the node field
+#    stays; generator_stats's last_id carries the node's group.
+#  - A worker's physical standby, promoted, mints with the worker's group,
+#    above every id the worker minted.
 #  - The README's Citus blocks (<!-- run: citus_node --> on every node,
 #    <!-- run: citus --> on the coordinator) run as written.
 use strict;
