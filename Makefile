@@ -11,13 +11,13 @@ EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/shard
 MODULE_big = sharded_id
 OBJS = src/init.o src/layout.o src/ceiling.o src/floors.o src/floors_api.o src/rmgr.o src/slots.o \
 	src/owner.o src/generator.o src/decode.o src/shard_for.o src/route.o src/shortcode.o \
-	src/connstr.o src/reserve.o src/owner_read.o src/privs.o src/fence.o
+	src/connstr.o src/reserve.o src/owner_read.o src/privs.o src/fence.o src/citus.o
 PGFILEDESC = "sharded_id - time-sortable 64-bit ids carrying a logical shard"
 
 # The install script of the current version is assembled from the topic
 # files of src/sql/api/, in this order.  Released scripts (src/sql/) are
 # installed as they are and never edited again.
-API_SOURCES = $(addprefix src/sql/api/,ids.sql decoders.sql shards.sql node.sql router.sql moves.sql monitor.sql)
+API_SOURCES = $(addprefix src/sql/api/,ids.sql decoders.sql shards.sql node.sql router.sql moves.sql monitor.sql citus.sql)
 # The update to it, src/sql/sharded_id--$(PREVVERSION)--$(EXTVERSION).sql, is
 # its hand-written part in src/sql/updates/ (catalog and data changes) with
 # every function statement of src/sql/api/ put in at its "-- @functions@"
@@ -45,7 +45,7 @@ PG_CPPFLAGS += '-DPGDLLEXPORT=__attribute__((visibility("default")))'
 endif
 
 # pg_regress: sql/ and expected/
-REGRESS = api errors labels stress counter monitor layouts helpers shards lifecycle adopt router upgrade owners owner_rollback templates schema_copy provisioner internals secrets tenants bad_input
+REGRESS = api errors labels stress counter monitor layouts helpers shards lifecycle adopt router upgrade owners owner_rollback templates schema_copy provisioner internals secrets tenants bad_input citus_absent
 REGRESS_OPTS = --load-extension=sharded_id
 
 # pg_isolation_regress: test/specs/ and test/expected/

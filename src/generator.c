@@ -293,6 +293,19 @@ shid_slot_claim(ShidSlot *slot, bool counter, int64 wanted, int64 *now_ms,
 }
 
 /*
+ * Minting is off, or this backend has yet to learn its Citus node
+ * (citus.c): refuse, or learn it.
+ */
+static pg_noinline void
+shid_mint_closed(void)
+{
+	if (!shid_minting)
+		shid_minting_off();
+	shid_citus_learn_node();
+	shid_mint_open = true;
+}
+
+/*
  * Everything a call checks before it takes a sequence value, so that a
  * rejected call consumes none: the shard, the preload, the clock.  Returns
  * the clock reading.
@@ -304,8 +317,8 @@ shid_prepare(const ShidLayout *layout, int32 shard)
 
 	shid_check_shard(layout, shard);
 	shid_require_shared_state();
-	if (unlikely(!shid_minting))
-		shid_minting_off();
+	if (unlikely(!shid_mint_open))
+		shid_mint_closed();
 	if (unlikely(RecoveryInProgress()))
 		ereport(ERROR,
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
@@ -490,7 +503,7 @@ shid_mint_batch(const ShidLayout *layout, int32 shard, int32 n, bool counter,
 {
 	int64		now_ms;
 	int64		wanted = 0;
-	int64		stripe_base = shid_stripe_base(layout);
+	int64		stripe_base;
 	int			done = 0;
 	ShidSlot   *slot;
 
@@ -500,6 +513,7 @@ shid_mint_batch(const ShidLayout *layout, int32 shard, int32 n, bool counter,
 				 errmsg("batch size %d is out of range", n),
 				 errdetail("Batches must hold between 0 and %d ids.", SHID_MAX_BATCH)));
 	now_ms = shid_prepare(layout, shard);
+	stripe_base = shid_stripe_base(layout);
 	slot = shid_owned_slot(layout, shard);
 	if (!counter)
 		wanted = nextval_internal(seqoid, true);

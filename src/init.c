@@ -18,6 +18,7 @@
 
 #include "access/rmgr.h"
 #include "ceiling.h"
+#include "citus.h"
 #include "compat.h"
 #include "floors.h"
 #include "fmgr.h"
@@ -108,6 +109,13 @@ shid_check_stripes(int *newval, void **extra, GucSource source)
 		return false;
 	}
 	return true;
+}
+
+/* sharded_id.minting: next_id's one check also covers citus.c's node. */
+static void
+shid_assign_minting(bool newval, void *extra)
+{
+	shid_mint_open = newval && shid_node_known;
 }
 
 void
@@ -216,7 +224,7 @@ _PG_init(void)
 							 true,
 							 PGC_SIGHUP,
 							 0,
-							 NULL, NULL, NULL);
+							 NULL, shid_assign_minting, NULL);
 	MarkGUCPrefixReserved("sharded_id");
 	if (shid_stripe >= shid_stripes)
 		ereport(ERROR,
@@ -225,6 +233,9 @@ _PG_init(void)
 				 errdetail("With sharded_id.stripes = %d, the stripes are numbered 0 to %d.",
 						   shid_stripes, shid_stripes - 1)));
 	shid_stripe_bits = pg_leftmost_one_pos32((uint32) shid_stripes);
+	/* On Citus without stripes, the node field holds its group id. */
+	if (shid_citus_init(shid_stripe, shid_stripes > 1))
+		shid_stripe_bits = SHID_CITUS_NODE_BITS;
 	shid_rmgr_register();
 	shid_owner_init();
 

@@ -227,7 +227,7 @@ shid_make_slot(const ShidLayout *layout, const ShidSlotKey *key, ShidSlotMake ma
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("layout \"%s\" has too few sequence bits for %d stripes",
-						layout->name, shid_stripes),
+						layout->name, 1 << shid_stripe_bits),
 				 errdetail("Its sequence field has %d bits, and each stripe needs at least one value per millisecond.",
 						   layout->seq_bits),
 				 errhint("Lower sharded_id.stripes and restart the server.")));
@@ -416,6 +416,8 @@ shid_generator_stats(PG_FUNCTION_ARGS)
 
 	shid_require_shared_state();
 	InitMaterializedSRF(fcinfo, 0);
+	/* Learnt before the slot table's lock: it reads tables. */
+	(void) shid_citus_try_node();
 
 	LWLockAcquire(shid_shared->slots_lock, LW_SHARED);
 	hash_seq_init(&status, shid_slots);
@@ -438,11 +440,12 @@ shid_generator_stats(PG_FUNCTION_ARGS)
 		values[5] = Int64GetDatum(copy.clock_behind);
 		values[6] = Float8GetDatum((double) copy.max_lag_ms);
 		values[7] = TimestampTzGetDatum(shid_unix_ms_to_timestamptz(copy.ms));
-		if (copy.last_value >= 0)
+		/* On Citus, the id needs this node's field (citus.c). */
+		if (copy.last_value >= 0 && shid_node_known)
 			values[8] = Int64GetDatum(shid_pack(layout, copy.last_ms, copy.key.shard,
 												shid_stripe_base(layout) | copy.last_value));
 		else
-			nulls[8] = true;	/* the slot has not minted yet */
+			nulls[8] = true;	/* not minted yet, or no Citus group yet */
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	LWLockRelease(shid_shared->slots_lock);

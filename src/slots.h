@@ -17,6 +17,7 @@
 
 #include "postgres.h"
 
+#include "citus.h"
 #include "compat.h"
 #include "floors.h"
 #include "layout.h"
@@ -119,11 +120,11 @@ shid_slot_reset(ShidSlot *slot, int64 ms)
 	slot->fresh = 0;
 }
 
-/* The stripe's bits of the sequence field, for the layout. */
+/* The stripe's or Citus node's bits of the sequence field, for the layout. */
 static inline int64
 shid_stripe_base(const ShidLayout *layout)
 {
-	return (int64) shid_stripe << (layout->seq_bits - shid_stripe_bits);
+	return (int64) shid_node << (layout->seq_bits - shid_stripe_bits);
 }
 
 #endif							/* SHARDED_ID_SLOTS_H */

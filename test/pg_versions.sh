@@ -42,6 +42,17 @@ shid_test_build_installer() {
     echo "$shid_shared/pg$1/install.sh"
 }
 
+# Citus, a test dependency for test/t/040_citus.pl: its build in
+# ../shared/citus is for this major only.
+shid_citus_major=18
+
+# The install.sh of Citus's test build, for a major that has one, or nothing.
+shid_citus_installer() {
+    if [ "$1" = "$shid_citus_major" ] && [ -f "$shid_shared/citus/install.sh" ]; then
+        echo "$shid_shared/citus/install.sh"
+    fi
+}
+
 # The major version of a pg_config: asked, or read from Debian's path.
 shid_major() {
     if [ -x "$1" ]; then

@@ -118,6 +118,13 @@ for pg_config in $configs; do
     done
 done
 
+# Citus: test/t/040_citus.pl runs in the TAP suite of the major Citus's
+# build is for, and skips itself (skip_all, not counted) elsewhere.
+if [[ " $configs " == *"/$shid_citus_major/bin/pg_config "* ]] && [ -f "$shid_shared/citus/install.sh" ]; then
+    echo "Citus: test/t/040_citus.pl ran on PostgreSQL $shid_citus_major (../shared/citus)"
+else
+    echo "Citus skipped: no build in ../shared/citus for a tested major; test/t/040_citus.pl skipped itself"
+fi
 for major in $(shid_skipped_majors "$configs"); do
     echo "PostgreSQL $major skipped: no test build in ../shared/pg$major"
 done

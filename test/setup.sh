@@ -2,7 +2,8 @@
 # test/setup.sh: install what sharded_id needs on Debian bookworm, then build
 # and install the extension into each PostgreSQL that test/pg_versions.sh
 # names: 15 from Debian, and 17 and 18 from ../shared/pg17 and ../shared/pg18
-# when they are there (or the one PG_CONFIG names).
+# when they are there (or the one PG_CONFIG names), and Citus into 18 from
+# ../shared/citus when it is there.
 #
 # Run as root.  PG_CFLAGS, if set, is passed to the compiler (the test
 # runner sets -Wall -Wextra -Werror).
@@ -34,6 +35,13 @@ for pg_config in $(shid_pg_configs); do
     # which does nothing when the same build is in place.
     if [ -f "$installer" ]; then
         bash "$installer" >/dev/null
+    fi
+    # Citus into the same tree (its install.sh runs the major's first), for
+    # test/t/040_citus.pl.
+    citus=$(shid_citus_installer "$major")
+    if [ -n "$citus" ]; then
+        bash "$citus" >/dev/null
+        echo "Citus installed into PostgreSQL $major from $(dirname "$citus")"
     fi
     [ -x "$pg_config" ] || { echo "test/setup.sh: no pg_config at $pg_config" >&2; exit 1; }
     make -s clean PG_CONFIG="$pg_config"

@@ -14,6 +14,10 @@
 #   source     the data node that holds shard 5, database app
 #   target     the other data node, database app
 #   restore    a shell, with SOURCE and TARGET holding their connection strings
+#   citus_node every node of a Citus cluster; citus: its coordinator;
+#              run by test/t/040_citus.pl on a real cluster (skipped there
+#              when Citus is not installed); here the test checks that it
+#              exists
 #
 # A block with no such line, or a context the test does not know, fails the
 # test: no block of the README goes unrun.  Around the blocks the test checks
@@ -80,6 +84,11 @@ for my $i (0 .. $#blocks)
 	{
 		my @scripts = $b->{body} =~ /\bbash\s+(\S+)/g;
 		ok(!grep({ !-f "$FindBin::RealBin/../../$_" } @scripts), "$name: the scripts it names exist (@scripts)");
+		next;
+	}
+	elsif ($ctx eq 'citus' || $ctx eq 'citus_node')
+	{
+		ok(-f "$FindBin::RealBin/040_citus.pl", "$name: run by test/t/040_citus.pl on a Citus cluster");
 		next;
 	}
 	elsif ($ctx eq 'app') { ($server, $db) = ($single, 'app'); }

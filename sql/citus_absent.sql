@@ -1,0 +1,30 @@
+-- Without the citus extension in the database, the Citus functions exist and
+-- refuse with 55000, naming what is missing; nothing is left behind.
+DO $$
+BEGIN
+    PERFORM sharded_id.citus_distribute_shards();
+EXCEPTION WHEN object_not_in_prerequisite_state THEN
+    RAISE NOTICE 'citus_distribute_shards: % (%)', SQLERRM, SQLSTATE;
+END
+$$;
+DO $$
+BEGIN
+    PERFORM sharded_id.citus_shard_node(1);
+EXCEPTION WHEN object_not_in_prerequisite_state THEN
+    RAISE NOTICE 'citus_shard_node: % (%)', SQLERRM, SQLSTATE;
+END
+$$;
+DO $$
+BEGIN
+    PERFORM sharded_id.citus_id_node(sharded_id.encode(now(), 7, 0));
+EXCEPTION WHEN object_not_in_prerequisite_state THEN
+    RAISE NOTICE 'citus_id_node: % (%)', SQLERRM, SQLSTATE;
+END
+$$;
+-- Not for PUBLIC.
+SELECT has_function_privilege('public', 'sharded_id.citus_distribute_shards(integer, integer)', 'EXECUTE') AS public_distributes;
+-- A server without Citus preloaded mints with the whole sequence field: no
+-- node field, so 1024 ids of one millisecond, for a stripe of 0.
+SELECT count(DISTINCT sharded_id.seq_id(id)) > 32 AS wider_than_a_node_field
+FROM (SELECT sharded_id.next_id(4242) AS id FROM generate_series(1, 5000)) x;
+SELECT count(*) FROM sharded_id.shards;
