@@ -272,7 +272,8 @@ BEGIN
             USING ERRCODE = 'undefined_object';
     END IF;
     EXECUTE format('SELECT %I.dblink_connect($1, $2)', dblink) USING conn, dsn;
-    EXECUTE format('SELECT %I.dblink_exec($1, ''SET row_security = off'')', dblink) USING conn;
+    EXECUTE format('SELECT %I.dblink_exec($1, $2)', dblink)
+    USING conn, format('SET row_security = off; SET application_name = %L', conn);
 END
 $$;
 
@@ -565,6 +566,47 @@ $$;
 
 COMMENT ON FUNCTION sharded_id._remote_exec(text, text) IS
 'internal: run statements on a dblink connection';
+
+-- Typed results of remote queries: whether a query returns a row, and the
+-- one jsonb value of a query's one row (NULL when it returns none), which
+-- callers read by key.
+CREATE FUNCTION sharded_id._remote_exists(conn text, sql text)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    result boolean;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._remote_exists');
+    EXECUTE format('SELECT r.v FROM %I.dblink($1, $2) AS r(v boolean)', sharded_id._dblink_schema())
+    INTO result USING conn, format('SELECT EXISTS (%s)', sql);
+    RETURN result;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._remote_exists(text, text) IS
+'internal: whether a query on a dblink connection returns a row';
+
+CREATE FUNCTION sharded_id._remote_json(conn text, sql text)
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    result jsonb;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._remote_json');
+    EXECUTE format('SELECT r.v FROM %I.dblink($1, $2) AS r(v jsonb)', sharded_id._dblink_schema())
+    INTO STRICT result USING conn, sql;
+    RETURN result;
+EXCEPTION WHEN no_data_found THEN
+    RETURN NULL;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._remote_json(text, text) IS
+'internal: the one jsonb value that a query on a dblink connection returns, or NULL when it returns no row';
 
 -- Journal step of a move, and commit it.
 CREATE PROCEDURE sharded_id._move_journal(move_id bigint, step text)
@@ -920,19 +962,166 @@ $$;
 COMMENT ON FUNCTION sharded_id._move_follow_ops(sharded_id.moves) IS
 'internal: point a moved shard''s partition of every ops table at its new node';
 
+-- Cleanup: one function per kind of object a move makes on a node, each
+-- given the move, the object's record of sharded_id.move_cleanup and the
+-- move's open cleanup connection to the record's node.  Each drops its
+-- object if it is there, so that a cleanup cut short can run again.  Before
+-- each remote statement, a hold point for fault-injection tests
+-- (_move_hold): '<verb>_<kind>_<source|target>' (_move_cleanup_hold).
+CREATE FUNCTION sharded_id._move_cleanup_hold(m sharded_id.moves, c sharded_id.move_cleanup, verb text)
+RETURNS void
+LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT sharded_id._superuser_only('sharded_id._move_cleanup_hold');
+    SELECT sharded_id._move_hold(format('%s_%s_%s', verb, c.object_type,
+                                        CASE WHEN c.node_name = m.source_node THEN 'source' ELSE 'target' END))
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_cleanup_hold(sharded_id.moves, sharded_id.move_cleanup, text) IS
+'internal: the hold point (sharded_id.move_hold) before a remote statement of a move''s cleanup';
+
+-- The move's subscription on the target: disabled, detached from its slot
+-- (which the slot's cleanup drops on the source), dropped.
+CREATE FUNCTION sharded_id._move_drop_subscription(m sharded_id.moves, c sharded_id.move_cleanup, conn text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_drop_subscription');
+    IF NOT sharded_id._remote_exists(conn, format(
+           'SELECT FROM pg_subscription WHERE subname = %L
+            AND subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())', c.object_name)) THEN
+        RETURN;
+    END IF;
+    PERFORM sharded_id._move_cleanup_hold(m, c, 'disable');
+    PERFORM sharded_id._remote_exec(conn, format('ALTER SUBSCRIPTION %I DISABLE', c.object_name));
+    PERFORM sharded_id._move_cleanup_hold(m, c, 'detach');
+    PERFORM sharded_id._remote_exec(conn, format('ALTER SUBSCRIPTION %I SET (slot_name = NONE)', c.object_name));
+    PERFORM sharded_id._move_cleanup_hold(m, c, 'drop');
+    PERFORM sharded_id._remote_exec(conn, format('DROP SUBSCRIPTION %I', c.object_name));
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_drop_subscription(sharded_id.moves, sharded_id.move_cleanup, text) IS
+'internal: drop a move''s subscription on its target, if it is there';
+
+-- The move's slot on the source, and the table-copy slots of its
+-- subscription, whose walsenders are ended first: waits up to 10 s for
+-- them to let go.
+CREATE FUNCTION sharded_id._move_drop_slot(m sharded_id.moves, c sharded_id.move_cleanup, conn text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    deadline timestamptz := clock_timestamp() + interval '10 s';
+    left_slots bigint;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_drop_slot');
+    LOOP
+        PERFORM sharded_id._move_cleanup_hold(m, c, 'drop');
+        left_slots := (sharded_id._remote_json(conn, format(
+            'WITH s AS (SELECT * FROM pg_replication_slots WHERE slot_name = %L OR (%s <> 0 AND slot_name LIKE %L)), '
+            't AS (SELECT pg_terminate_backend(active_pid) FROM s WHERE active_pid IS NOT NULL), '
+            'd AS (SELECT pg_drop_replication_slot(slot_name) FROM s WHERE NOT active) '
+            'SELECT jsonb_build_object(''left'', (SELECT count(*) FROM s) - (SELECT count(*) FROM d) + 0 * (SELECT count(*) FROM t))',
+            c.object_name, coalesce(m.sub_oid, 0), format('pg\_%s\_sync\_%%', coalesce(m.sub_oid, 0)))) ->> 'left')::bigint;
+        EXIT WHEN left_slots = 0;
+        IF clock_timestamp() > deadline THEN
+            RAISE EXCEPTION 'could not drop replication slot "%" on node "%"', c.object_name, c.node_name
+                USING ERRCODE = 'object_in_use',
+                      HINT = 'Something keeps using it. CALL sharded_id.recover_moves() again once it is free.';
+        END IF;
+        PERFORM pg_sleep(0.05);
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_drop_slot(sharded_id.moves, sharded_id.move_cleanup, text) IS
+'internal: drop a move''s replication slot and its subscription''s table-copy slots on its source, ending their walsenders';
+
+CREATE FUNCTION sharded_id._move_drop_publication(m sharded_id.moves, c sharded_id.move_cleanup, conn text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_drop_publication');
+    PERFORM sharded_id._move_cleanup_hold(m, c, 'drop');
+    PERFORM sharded_id._remote_exec(conn, format('DROP PUBLICATION IF EXISTS %I', c.object_name));
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_drop_publication(sharded_id.moves, sharded_id.move_cleanup, text) IS
+'internal: drop a move''s publication on its source, if it is there';
+
+CREATE FUNCTION sharded_id._move_drop_mark(m sharded_id.moves, c sharded_id.move_cleanup, conn text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_drop_mark');
+    PERFORM sharded_id._move_cleanup_hold(m, c, 'delete');
+    PERFORM sharded_id._remote_exec(conn, format('DELETE FROM sharded_id.move_marks WHERE move_id = %s', c.object_name::bigint));
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_drop_mark(sharded_id.moves, sharded_id.move_cleanup, text) IS
+'internal: delete a move''s catch-up mark on one of its nodes';
+
+-- A copy of the shard's schema: the old one on the source once the shard
+-- moved, after the check that the new copy is the same schema
+-- (_move_check_copy, which fails with data_corrupted), or the partial one
+-- on the target of a move rolled back.  Never a schema the node holds as a
+-- shard.
+CREATE FUNCTION sharded_id._move_drop_schema(m sharded_id.moves, c sharded_id.move_cleanup, conn text, moved boolean)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_drop_schema');
+    IF moved THEN
+        PERFORM sharded_id._move_check_copy(m);
+    END IF;
+    PERFORM sharded_id._move_cleanup_hold(m, c, 'drop');
+    PERFORM sharded_id._remote_exec(conn, format(
+        'SET client_min_messages = warning; DO $do$ BEGIN IF NOT EXISTS (SELECT FROM sharded_id.shards WHERE schema_name = %L) '
+        'THEN DROP SCHEMA IF EXISTS %I CASCADE; END IF; END $do$', c.object_name, c.object_name));
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_drop_schema(sharded_id.moves, sharded_id.move_cleanup, text, boolean) IS
+'internal: drop a copy of a shard''s schema that a move left on a node, unless the node holds it as a shard; the old copy only once the new one is checked';
+
 -- Drop what a move made, as move_cleanup records it: the objects of every
 -- policy but on_failure when it moved the shard, of every policy but
--- on_success when it did not.  Each record goes once its object is gone.
+-- on_success when it did not; each kind by its own function, each record
+-- deleted once its object is gone.  A node that does not answer keeps its
+-- records for the next try, and the other nodes are cleaned meanwhile.
+-- A move rolled back stays unfinished, and fails, until every record is
+-- gone.  A move that switched the shard is done whatever the cleanup
+-- meets, but for a copy that differs from its source (data_corrupted, from
+-- _move_check_copy, before the old copy is dropped), which keeps it
+-- unfinished and fails: its outcome is moved, with a warning and its state
+-- 'cleanup pending' while records are left, which recover_moves, or the
+-- next move of the shard, drops (_move_deferred_cleanup).
 CREATE FUNCTION sharded_id._move_cleanup(m sharded_id.moves, moved boolean)
 RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    c record;
+    c sharded_id.move_cleanup;
     conn text;
-    left_slots bigint;
-    deadline timestamptz;
+    left_over integer;
+    err text;
+    err_state text;
+    err_detail text;
+    err_hint text;
     first_err text;
     first_detail text;
     first_hint text;
@@ -944,88 +1133,94 @@ BEGIN
     IF moved THEN
         PERFORM sharded_id._move_follow_ops(m);
     END IF;
+    DELETE FROM sharded_id.move_cleanup x
+    WHERE x.move_id = m.move_id AND x.policy = CASE WHEN moved THEN 'on_failure' ELSE 'on_success' END;
     FOR c IN
-        SELECT * FROM sharded_id.move_cleanup x
-        WHERE x.move_id = m.move_id AND x.policy <> CASE WHEN moved THEN 'on_failure' ELSE 'on_success' END
+        SELECT * FROM sharded_id.move_cleanup x WHERE x.move_id = m.move_id
         ORDER BY CASE x.object_type WHEN 'subscription' THEN 1 WHEN 'slot' THEN 2 WHEN 'publication' THEN 3
                                     WHEN 'mark' THEN 4 ELSE 5 END, x.node_name
     LOOP
-      -- A node that does not answer keeps its records for the next try;
-      -- the other nodes are cleaned meanwhile.
-      BEGIN
-        conn := sharded_id._move_conn(m.move_id, 'cleanup', c.node_name);
-        PERFORM sharded_id._remote_open(conn, c.node_name);
-        IF c.object_type = 'subscription' THEN
-            IF sharded_id._remote(conn, format('SELECT 1 FROM pg_subscription WHERE subname = %L
-                   AND subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())', c.object_name)) IS NOT NULL THEN
-                PERFORM sharded_id._remote_exec(conn, format('ALTER SUBSCRIPTION %I DISABLE', c.object_name));
-                PERFORM sharded_id._remote_exec(conn, format('ALTER SUBSCRIPTION %I SET (slot_name = NONE)', c.object_name));
-                PERFORM sharded_id._remote_exec(conn, format('DROP SUBSCRIPTION %I', c.object_name));
+        BEGIN
+            conn := sharded_id._move_conn(m.move_id, 'cleanup', c.node_name);
+            PERFORM sharded_id._remote_open(conn, c.node_name);
+            CASE c.object_type
+            WHEN 'subscription' THEN PERFORM sharded_id._move_drop_subscription(m, c, conn);
+            WHEN 'slot' THEN PERFORM sharded_id._move_drop_slot(m, c, conn);
+            WHEN 'publication' THEN PERFORM sharded_id._move_drop_publication(m, c, conn);
+            WHEN 'mark' THEN PERFORM sharded_id._move_drop_mark(m, c, conn);
+            WHEN 'schema' THEN PERFORM sharded_id._move_drop_schema(m, c, conn, moved);
+            END CASE;
+            DELETE FROM sharded_id.move_cleanup x
+            WHERE x.move_id = c.move_id AND x.node_name = c.node_name
+              AND x.object_type = c.object_type AND x.object_name = c.object_name;
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS err = MESSAGE_TEXT, err_state = RETURNED_SQLSTATE,
+                                    err_detail = PG_EXCEPTION_DETAIL, err_hint = PG_EXCEPTION_HINT;
+            IF moved AND err_state = 'XX001' THEN
+                -- The new copy is not what the old one was: not a leftover.
+                RAISE;
             END IF;
-        ELSIF c.object_type = 'slot' THEN
-            -- The move's slot and its table-copy slots, whose walsenders are
-            -- ended first.
-            deadline := clock_timestamp() + interval '10 s';
-            LOOP
-                left_slots := sharded_id._remote(conn, format(
-                    'WITH s AS (SELECT * FROM pg_replication_slots WHERE slot_name = %L OR (%s <> 0 AND slot_name LIKE %L)), '
-                    't AS (SELECT pg_terminate_backend(active_pid) FROM s WHERE active_pid IS NOT NULL), '
-                    'd AS (SELECT pg_drop_replication_slot(slot_name) FROM s WHERE NOT active) '
-                    'SELECT (SELECT count(*) FROM s) - (SELECT count(*) FROM d) + 0 * (SELECT count(*) FROM t)',
-                    c.object_name, coalesce(m.sub_oid, 0), format('pg\_%s\_sync\_%%', coalesce(m.sub_oid, 0))))::bigint;
-                EXIT WHEN left_slots = 0;
-                IF clock_timestamp() > deadline THEN
-                    RAISE EXCEPTION 'could not drop replication slot "%" on node "%"', c.object_name, c.node_name
-                        USING ERRCODE = 'object_in_use',
-                              HINT = 'Something keeps using it. CALL sharded_id.recover_moves() again once it is free.';
-                END IF;
-                PERFORM pg_sleep(0.05);
-            END LOOP;
-        ELSIF c.object_type = 'publication' THEN
-            PERFORM sharded_id._remote_exec(conn, format('DROP PUBLICATION IF EXISTS %I', c.object_name));
-        ELSIF c.object_type = 'mark' THEN
-            PERFORM sharded_id._remote_exec(conn, format('DELETE FROM sharded_id.move_marks WHERE move_id = %s', c.object_name));
-        ELSIF c.object_type = 'schema' THEN
-            IF moved THEN
-                PERFORM sharded_id._move_check_copy(m);
+            IF first_err IS NULL THEN
+                first_err := format('node "%s", %s %s: %s', c.node_name, c.object_type, c.object_name, err);
+                first_state := err_state;
+                first_detail := nullif(err_detail, '');
+                first_hint := nullif(err_hint, '');
             END IF;
-            -- Never a schema the node holds as a shard.
-            PERFORM sharded_id._remote_exec(conn, format(
-                'SET client_min_messages = warning; DO $do$ BEGIN IF NOT EXISTS (SELECT FROM sharded_id.shards WHERE schema_name = %L) '
-                'THEN DROP SCHEMA IF EXISTS %I CASCADE; END IF; END $do$', c.object_name, c.object_name));
-        END IF;
-        DELETE FROM sharded_id.move_cleanup x
-        WHERE x.move_id = c.move_id AND x.node_name = c.node_name
-          AND x.object_type = c.object_type AND x.object_name = c.object_name;
-      EXCEPTION WHEN OTHERS THEN
-        IF first_err IS NULL THEN
-            GET STACKED DIAGNOSTICS first_detail = PG_EXCEPTION_DETAIL, first_hint = PG_EXCEPTION_HINT;
-            first_err := format('node "%s", %s %s: %s', c.node_name, c.object_type, c.object_name, SQLERRM);
-            first_state := SQLSTATE;
-        END IF;
-      END;
+        END;
     END LOOP;
-    IF first_err IS NOT NULL THEN
+    IF first_err IS NOT NULL AND NOT moved THEN
         -- The first failure's own detail and hint say what to do about it.
-        IF nullif(first_detail, '') IS NOT NULL THEN
-            RAISE EXCEPTION 'could not drop everything move % made: %', m.move_id, first_err
-                USING ERRCODE = first_state, DETAIL = first_detail,
-                      HINT = coalesce(nullif(first_hint, ''), 'CALL sharded_id.recover_moves() again once every node answers.');
-        END IF;
         RAISE EXCEPTION 'could not drop everything move % made: %', m.move_id, first_err
-            USING ERRCODE = first_state,
-                  HINT = coalesce(nullif(first_hint, ''), 'CALL sharded_id.recover_moves() again once every node answers.');
+            USING ERRCODE = first_state, DETAIL = coalesce(first_detail, ''),
+                  HINT = coalesce(first_hint, 'CALL sharded_id.recover_moves() again once every node answers.');
     END IF;
-    DELETE FROM sharded_id.move_cleanup x WHERE x.move_id = m.move_id;
-    UPDATE sharded_id.moves
-    SET state = 'finished', outcome = CASE WHEN moved THEN 'moved' ELSE 'rolled back' END,
-        finished_at = clock_timestamp(), updated_at = clock_timestamp()
-    WHERE move_id = m.move_id;
+    left_over := (SELECT count(*) FROM sharded_id.move_cleanup x WHERE x.move_id = m.move_id);
+    UPDATE sharded_id.moves x
+    SET state = CASE WHEN left_over = 0 THEN 'finished' ELSE 'cleanup pending' END,
+        outcome = CASE WHEN moved THEN 'moved' ELSE 'rolled back' END,
+        finished_at = coalesce(x.finished_at, clock_timestamp()), updated_at = clock_timestamp(),
+        error = CASE WHEN first_err IS NULL THEN x.error ELSE coalesce(x.error, 'cleanup: ' || first_err) END
+    WHERE x.move_id = m.move_id;
+    IF first_err IS NOT NULL THEN
+        RAISE WARNING 'move % of shard % to node "%" is done, but its cleanup is pending: %', m.move_id, m.shard_id, m.target_node, first_err
+            USING DETAIL = format('Node "%s" owns the shard and the shard map names it. %s of what the move made on the nodes is left (sharded_id.move_cleanup)%s.%s',
+                                  m.target_node, left_over,
+                                  CASE WHEN EXISTS (SELECT FROM sharded_id.move_cleanup x WHERE x.move_id = m.move_id AND x.object_type = 'slot')
+                                       THEN format(', among it replication slot "%s" on node "%s", which keeps the WAL the node writes', 'sharded_id_move_' || m.shard_id, m.source_node)
+                                       ELSE '' END,
+                                  coalesce(' ' || first_detail, '')),
+                  HINT = 'CALL sharded_id.recover_moves() once every node answers; the next move of the shard drops it too.';
+    END IF;
 END
 $$;
 
 COMMENT ON FUNCTION sharded_id._move_cleanup(sharded_id.moves, boolean) IS
-'internal: drop what a finished or rolled-back move left on its nodes, as its cleanup records say';
+'internal: drop what a finished or rolled-back move left on its nodes, as its cleanup records say, one function per kind of object; after a switch, what cannot be dropped is left to a deferred cleanup, with a warning';
+
+-- The deferred cleanup of a move that switched its shard but could not
+-- drop all it made (state 'cleanup pending'): on fresh connections, what
+-- _move_cleanup left.  Returns true when nothing is left.
+CREATE FUNCTION sharded_id._move_deferred_cleanup(move_id bigint)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    m sharded_id.moves;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_deferred_cleanup');
+    SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = _move_deferred_cleanup.move_id FOR UPDATE;
+    IF m.finished_at IS NULL THEN
+        RAISE EXCEPTION 'move % is unfinished', move_id USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    PERFORM sharded_id._remote_close_all(format('sharded_id_%s_', m.move_id));
+    PERFORM sharded_id._move_cleanup(m, m.outcome = 'moved');
+    RETURN NOT EXISTS (SELECT FROM sharded_id.move_cleanup x WHERE x.move_id = m.move_id);
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_deferred_cleanup(bigint) IS
+'internal: drop what a finished move left on its nodes when its cleanup was cut short (state cleanup pending); true when nothing is left';
 
 -- Roll back a move whose source retired the shard but whose target did
 -- not register it: first the target, on a fresh connection, in one
@@ -1571,6 +1766,28 @@ BEGIN
         PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
         PERFORM sharded_id._remote_close_all('sharded_id_');
     END IF;
+    -- Then what earlier moves of the shard could not drop: its objects
+    -- bear the names this move makes.
+    IF NOT dry_run THEN
+        FOR unfinished IN SELECT x.move_id FROM sharded_id.moves x
+                          WHERE x.shard_id = move_shard.shard_id AND x.finished_at IS NOT NULL
+                            AND EXISTS (SELECT FROM sharded_id.move_cleanup c WHERE c.move_id = x.move_id)
+                          ORDER BY x.move_id LOOP
+            RAISE NOTICE 'dropping what move % of shard % left on the nodes', unfinished, shard_id;
+            IF NOT sharded_id._move_deferred_cleanup(unfinished) THEN
+                COMMIT;
+                PERFORM sharded_id._remote_close_all('sharded_id_');
+                PERFORM sharded_id._unlock_shard(shard_id, 'move');
+                RAISE EXCEPTION 'move % of shard % left objects on the nodes that cannot be dropped yet', unfinished, shard_id
+                    USING ERRCODE = 'object_not_in_prerequisite_state',
+                          DETAIL = 'A new move of the shard would make objects of the same names.',
+                          HINT = 'CALL sharded_id.recover_moves() once every node answers, then move the shard.';
+            END IF;
+            COMMIT;
+            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+            PERFORM sharded_id._remote_close_all('sharded_id_');
+        END LOOP;
+    END IF;
 
     BEGIN
         source := (SELECT s.node_name FROM sharded_id.shard_map s WHERE s.shard_id = move_shard.shard_id);
@@ -1835,11 +2052,24 @@ BEGIN
         PERFORM sharded_id._remote_close_all('sharded_id_');
         PERFORM sharded_id._unlock_shard(m.shard_id, 'move');
     END LOOP;
+    -- Then the deferred cleanups: what finished moves could not drop.
+    FOR m IN SELECT x.move_id, x.shard_id FROM sharded_id.moves x
+             WHERE x.finished_at IS NOT NULL AND EXISTS (SELECT FROM sharded_id.move_cleanup c WHERE c.move_id = x.move_id)
+             ORDER BY x.move_id LOOP
+        PERFORM sharded_id._move_claim(m.shard_id);
+        IF sharded_id._move_deferred_cleanup(m.move_id) THEN
+            RAISE NOTICE 'move % of shard %: its deferred cleanup is done', m.move_id, m.shard_id;
+        END IF;
+        COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        PERFORM sharded_id._remote_close_all('sharded_id_');
+        PERFORM sharded_id._unlock_shard(m.shard_id, 'move');
+    END LOOP;
 END
 $$;
 
 COMMENT ON PROCEDURE sharded_id.recover_moves() IS
-'finish or roll back every move that did not end (a crash, a failed step, a cancel), from the journal and what the nodes hold, and fail on a move still running in another session; CALL it on the router';
+'finish or roll back every move that did not end (a crash, a failed step, a cancel), from the journal and what the nodes hold, then drop what finished moves left on the nodes (state cleanup pending), and fail on a move still running in another session; CALL it on the router';
 
 -- The moves that even the shards out over the listed nodes (NULL: every
 -- node): shards on unlisted nodes go to the listed node with the fewest,
@@ -1994,6 +2224,15 @@ REVOKE EXECUTE ON FUNCTION sharded_id._move_setvals(text, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_switch(sharded_id.moves) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_follow_ops(sharded_id.moves) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_cleanup(sharded_id.moves, boolean) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_cleanup_hold(sharded_id.moves, sharded_id.move_cleanup, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_drop_subscription(sharded_id.moves, sharded_id.move_cleanup, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_drop_slot(sharded_id.moves, sharded_id.move_cleanup, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_drop_publication(sharded_id.moves, sharded_id.move_cleanup, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_drop_mark(sharded_id.moves, sharded_id.move_cleanup, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_drop_schema(sharded_id.moves, sharded_id.move_cleanup, text, boolean) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_deferred_cleanup(bigint) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._remote_exists(text, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._remote_json(text, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_resolve(bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_take_back(sharded_id.moves, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_step(bigint, text, bigint, interval, interval) FROM PUBLIC;
