@@ -4,7 +4,9 @@
 # preloaded, minting ids into a table under a primary key, reading back
 # the times of what was minted, the durable ceiling, a wall clock moved
 # with libfaketime, and data nodes behind a PL/Proxy router built from the
-# demo application in test/example.
+# demo application in test/example; the shard map's owner of a shard,
+# writers through the router, the mover's hold points, and the classes of
+# the advisory locks the tests read in pg_locks.
 package ShardedIdTest;
 
 use strict;
@@ -17,7 +19,31 @@ use File::Basename qw(dirname);
 use IPC::Run;
 
 our @EXPORT = qw(sharded_node mint phase_ms read_ceiling faked_clock move_under_writers
-  data_node router_node all_ids restart_node router_writers);
+  data_node router_node all_ids restart_node router_writers map_owner
+  logged_writers committed writers_go_on stop_writers
+  hold_on hold_off wait_at_hold hold_pause
+  HOLD_CLASS ROUTE_LOCK_CLASS MOVE_LOCK_CLASS FENCE_CLASS KEY_PAIR_KIND SHARD_LOCK_KIND);
+
+# The classes (objid's neighbour classid in pg_locks) of the advisory locks
+# the tests look for, four ASCII letters each, as in src/locks.h and
+# src/sql/api/moves.sql; written here only.
+use constant {
+	# "shis", router: a move with sharded_id.move_hold set waits at that
+	# point while another session holds pg_advisory_lock(HOLD_CLASS, 0).
+	HOLD_CLASS => 1936222579,
+	# "shir", router: a shard's route lock (route(), a move's switch,
+	# place_shard).
+	ROUTE_LOCK_CLASS => 1936222578,
+	# "shim", router: one move of a shard at a time.
+	MOVE_LOCK_CLASS => 1936222573,
+	# "shid", data node: a shard's fence (enter_shard, a move's freeze).
+	FENCE_CLASS => 1936222564,
+	# objsubid of a lock taken by pg_advisory_*(class, key): two int4 keys.
+	KEY_PAIR_KIND => 2,
+	# objsubid of the shard locks (SHID_LOCK_KIND), which no pg_advisory_*
+	# function can take.
+	SHARD_LOCK_KIND => 3,
+};
 
 my $example = dirname(__FILE__) . '/../example';
 
@@ -227,6 +253,119 @@ sub router_writers
 	return ($h, \$out);
 }
 
+# The data node that the shard map of $router names for shard $shard, as
+# read in its database $db ('router' by default).
+sub map_owner
+{
+	my ($router, $shard, $db) = @_;
+	return $router->safe_psql($db // 'router', "SELECT node_name FROM sharded_id.shard_map WHERE shard_id = $shard");
+}
+
+# Two writers through $router, each a loop of psql calls, adding photos
+# captioned $caption for the users of demo_users whose shard is in @shards,
+# each logging the id of every row it saw committed.  Returns the writers,
+# for committed, writers_go_on and stop_writers.
+my $writers_no = 0;
+sub logged_writers
+{
+	my ($router, $caption, @shards) = @_;
+	my $no = ++$writers_no;
+	my $dir = $router->basedir . "/writers_$no";
+	mkdir $dir;
+	my $list = join(',', @shards);
+	my $users = $router->safe_psql('router', "DROP TABLE IF EXISTS writer_users_$no;
+		CREATE TABLE writer_users_$no AS SELECT row_number() OVER (ORDER BY n) AS k, user_id
+		FROM demo_users WHERE sharded_id.shard_id(user_id) IN ($list);
+		SELECT count(*) FROM writer_users_$no");
+	my $connstr = $router->connstr('router');
+	my @h;
+	for my $w (1, 2)
+	{
+		push @h, IPC::Run::start([ 'bash', '-c', qq{
+			while [ ! -e "$dir/stop" ]; do
+				psql -X -A -t -q -d "$connstr" -c "SELECT app_api.add_photo(user_id, '$caption') FROM writer_users_$no WHERE k = \$((RANDOM % $users + 1))" >>"$dir/ids.$w" 2>>"$dir/errors.$w" || sleep 0.05
+			done } ]);
+	}
+	return { dir => $dir, h => \@h };
+}
+
+# The ids the writers saw committed so far.
+sub committed
+{
+	my ($w) = @_;
+	return grep { /^\d+$/ } map { split /\n/, slurp_file($_) } glob("$w->{dir}/ids.*");
+}
+
+# Wait until the writers have committed $n more rows; true if they did
+# within the default timeout.
+sub writers_go_on
+{
+	my ($w, $n) = @_;
+	my $before = () = committed($w);
+	my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
+	select(undef, undef, undef, 0.05) while scalar(() = committed($w)) < $before + $n && time < $deadline;
+	return scalar(() = committed($w)) >= $before + $n;
+}
+
+# Stop the writers and wait for them to exit.
+sub stop_writers
+{
+	my ($w) = @_;
+	open my $stop, '>', "$w->{dir}/stop" or die $!;
+	close $stop;
+	$_->finish for @{ $w->{h} };
+}
+
+# Hold points.  A move with sharded_id.move_hold = 'point' waits after
+# journaling that step while another session of the router holds advisory
+# lock (HOLD_CLASS, 0).  hold_on($router, $key) starts a session that takes
+# (HOLD_CLASS, $key) ($key 0 by default) and returns its harness once the
+# lock is granted; hold_off($router, $key) ends that session.
+my %holders;
+sub hold_on
+{
+	my ($router, $key) = @_;
+	$key //= 0;
+	my $h = IPC::Run::start([ 'psql', '-X', '-q', '-d', $router->connstr('router'),
+		'-c', 'SELECT pg_advisory_lock(' . HOLD_CLASS . ", $key)", '-c', 'SELECT pg_sleep(3600)' ],
+		'>', \my $o, '2>', \my $e);
+	$holders{ $router->name . "/$key" } = $h;
+	$router->poll_query_until('router', "SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory'
+		AND classid = " . HOLD_CLASS . " AND objid = $key AND mode = 'ExclusiveLock' AND granted")
+	  or die "hold $key was not taken";
+	return $h;
+}
+
+sub hold_off
+{
+	my ($router, $key) = @_;
+	$key //= 0;
+	$router->safe_psql('router', "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory'
+		AND classid = " . HOLD_CLASS . " AND objid = $key AND mode = 'ExclusiveLock' AND granted");
+	my $h = delete $holders{ $router->name . "/$key" };
+	eval { $h->finish if $h; };
+}
+
+# Wait until the session of $router named $application_name waits for hold
+# $key (0 by default); true if it did within the default timeout.
+sub wait_at_hold
+{
+	my ($router, $application_name, $key) = @_;
+	$key //= 0;
+	return $router->poll_query_until('router', "SELECT count(*) > 0 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE a.application_name = '$application_name' AND l.locktype = 'advisory' AND l.classid = " . HOLD_CLASS . "
+		  AND l.objid = $key AND NOT l.granted");
+}
+
+# Two statements that wait, in a session's list of commands, while hold
+# $key is held.
+sub hold_pause
+{
+	my ($key) = @_;
+	return ('SELECT pg_advisory_lock_shared(' . HOLD_CLASS . ", $key)",
+		'SELECT pg_advisory_unlock_shared(' . HOLD_CLASS . ", $key)");
+}
+
 # Every id on the given data nodes.
 sub all_ids
 {
@@ -242,9 +381,7 @@ sub all_ids
 sub move_under_writers
 {
 	my ($router, $nodes, $shard, $what, $method) = @_;
-	my $owner = sub {
-		return $router->safe_psql('router', "SELECT node_name FROM sharded_id.shard_map WHERE shard_id = $shard");
-	};
+	my $owner = sub { return map_owner($router, $shard); };
 	my $from = $owner->();
 	my ($to) = grep { $_ ne $from } sort keys %$nodes;
 	my $tag = "w$what";

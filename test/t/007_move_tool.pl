@@ -75,13 +75,11 @@ sub move
 	return ($ok, $out, $err);
 }
 
-sub map_of { $router->safe_psql('postgres', "SELECT node_name FROM sharded_id.shard_map WHERE shard_id = $_[0]") }
-
 # A node name that would widen the router's check if it were pasted in.
 my ($ok, $out, $err) = move(1, q{nosuch' OR node_name <> '}, 'online');
 ok(!$ok, 'a node name holding SQL is refused');
 like($err, qr/the router knows no node "nosuch' OR node_name <> '"/, 'as an unknown node');
-is(map_of(1), 'node2', 'and the shard map is unchanged');
+is(map_owner($router, 1, 'postgres'), 'node2', 'and the shard map is unchanged');
 
 # psql and pg_dump on PATH that are not the server's: the tool must not
 # run them.
@@ -106,7 +104,7 @@ is($node{node1}->safe_psql('postgres', q{SELECT format('SELECT count(*) FROM %I.
 	'100', 'with every row');
 is($node{node2}->safe_psql('postgres', qq{SELECT count(*) FROM pg_namespace WHERE nspname = \$n\$$weird\$n\$}),
 	'0', 'and the source holds it no more');
-is(map_of(1), 'node1', 'the router sends shard 1 to node1');
+is(map_owner($router, 1, 'postgres'), 'node1', 'the router sends shard 1 to node1');
 
 # A trigger of shard 3 that fires only where rows are applied by
 # replication or copied by a move (ENABLE REPLICA) goes with the shard to
@@ -134,7 +132,7 @@ for my $method (qw(online dump))
 		'0', "$method: and so is its catalog entry");
 	is($node{node2}->safe_psql('postgres', q{SELECT format('SELECT count(*) FROM %I.items', schema_name) FROM sharded_id.shards WHERE shard_id = 3 \gexec}),
 		'100', "$method: the source still holds the shard and its rows");
-	is(map_of(3), 'node2', "$method: and the router still sends shard 3 there");
+	is(map_owner($router, 3, 'postgres'), 'node2', "$method: and the router still sends shard 3 there");
 	is($node{node2}->safe_psql('postgres', 'SELECT count(*) FROM public.victim'), '1',
 		"$method: nothing ran on the source either");
 	is($node{$_}->safe_psql('postgres', q{SELECT (SELECT count(*) FROM pg_replication_slots)

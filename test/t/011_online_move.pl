@@ -39,10 +39,6 @@ sub leftovers
 	return $n->safe_psql('app', q{SELECT (SELECT count(*) FROM pg_replication_slots)
 		+ (SELECT count(*) FROM pg_publication) + (SELECT count(*) FROM pg_subscription)});
 }
-sub holder
-{
-	return $router->safe_psql('router', "SELECT node_name FROM sharded_id.shard_map WHERE shard_id = $_[0]");
-}
 # pgbench through the router, adding photos for users picked by $where.
 sub writers { return router_writers($router, @_); }
 sub pgbench_count
@@ -84,7 +80,7 @@ is($node{node2}->safe_psql('app', q{SELECT count(*) FROM pg_namespace WHERE nspn
 	'0', 'no row left on the source');
 is($node{node1}->safe_psql('app', 'SELECT count(*) FROM sharded_id.shards WHERE shard_id = 5'), '1',
 	'the target holds shard 5');
-is(holder(5), 'node1', 'and the router sends shard 5 there');
+is(map_owner($router, 5), 'node1', 'and the router sends shard 5 there');
 is($node{node1}->safe_psql('app', 'SELECT misplaced_ids()'), '0',
 	'every id on the target decodes to the shard that stores it');
 my @ids = all_ids(values %node);
@@ -117,7 +113,7 @@ ok(!$mover->finish, 'the move fails when its target dies during the copy');
 like($m_err, qr/failed at step "copy"/, 'and says at which step');
 like($m_err, qr/Finishing or rolling back the move failed too/, 'and that it could not be rolled back yet');
 is(leftovers($node{node2}), '0', 'no slot or publication is left on the source');
-is(holder(3), 'node2', 'the router still sends shard 3 to the source');
+is(map_owner($router, 3), 'node2', 'the router still sends shard 3 to the source');
 ok($writer->finish, 'the writers on shard 3 finished') or diag($$w_out);
 $processed = pgbench_count($w_out, 'transactions actually processed');
 cmp_ok($processed, '>', 0, "the source kept serving writes: $processed photos");
@@ -151,7 +147,7 @@ my $shard7 = $node{node2}->safe_psql('app', q{SELECT count(*) || ':' || sum(hash
 sub failed_move_left_nothing
 {
 	my ($what) = @_;
-	is(holder(7), 'node2', "$what: the router still sends shard 7 to the source");
+	is(map_owner($router, 7), 'node2', "$what: the router still sends shard 7 to the source");
 	is($node{node2}->safe_psql('app', q{SELECT count(*) || ':' || sum(hashtext(caption)) FROM shard_0007.photos}), $shard7,
 		"$what: the source's rows are untouched");
 	is($node{node1}->safe_psql('app', q{SELECT count(*) FROM pg_namespace WHERE nspname = 'shard_0007'}), '0',

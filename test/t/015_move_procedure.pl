@@ -44,10 +44,6 @@ $router->safe_psql('router', q{
 	SELECT count(app_api.add_photo(user_id, 'first of ' || n)) FROM demo_users;
 });
 
-my $owner = sub {
-	my ($shard) = @_;
-	return $router->safe_psql('router', "SELECT node_name FROM sharded_id.shard_map WHERE shard_id = $shard");
-};
 my $other = sub { return $_[0] eq 'a' ? 'b' : 'a'; };
 
 # What a move must leave behind on the nodes, whatever happened: no
@@ -56,7 +52,7 @@ my $other = sub { return $_[0] eq 'a' ? 'b' : 'a'; };
 my $check_nodes = sub {
 	my ($shard, $what) = @_;
 	my $schema = sprintf('shard_%04d', $shard);
-	my $where = $owner->($shard);
+	my $where = map_owner($router, $shard);
 	for my $n (sort keys %node)
 	{
 		is($node{$n}->safe_psql('app', q{SELECT (SELECT count(*) FROM pg_replication_slots)
@@ -76,36 +72,26 @@ my @wids = split /\n/, $router->safe_psql('router', 'SELECT DISTINCT sharded_id.
 ok(scalar(@wids) == $shard_count, 'the demo users cover every shard');
 
 # 1. pgbench writers without --max-tries, through the router.
-my $script = $router->basedir . '/wait_writer.sql';
 for my $method (qw(online dump))
 {
 	my $shard = 5;
-	my $from = $owner->($shard);
+	my $from = map_owner($router, $shard);
 	my $to = $other->($from);
-	$router->safe_psql('router', "DROP TABLE IF EXISTS writer_users;
-		CREATE TABLE writer_users AS SELECT row_number() OVER (ORDER BY n) AS k, user_id
-		FROM demo_users WHERE sharded_id.shard_id(user_id) = $shard");
-	my $users = $router->safe_psql('router', 'SELECT count(*) FROM writer_users');
-	open my $fh, '>', $script or die $!;
-	print $fh "\\set k random(1, $users)\n"
-	  . "SELECT app_api.add_photo(user_id, 'pgbench') FROM writer_users WHERE k = :k;\n";
-	close $fh;
-	my $w_out = '';
-	my $writers = IPC::Run::start(
-		[ 'pgbench', '-n', '-c', '2', '-j', '2', '-T', '6', '-f', $script, $router->connstr('router') ],
-		'>', \$w_out, '2>&1');
+	my ($writers, $w_ref) = router_writers($router, "sharded_id.shard_id(user_id) = $shard", 6,
+		caption => 'pgbench', max_tries => 0);
 	$router->poll_query_until('router', "SELECT count(*) > 0 FROM ops.photos
 		WHERE caption = 'pgbench' AND sharded_id.shard_id(id) = $shard")
-	  or die "the writers did not start: $w_out";
+	  or die "the writers did not start: $$w_ref";
 	my ($ret, $stdout, $stderr) = $router->psql('router', "CALL sharded_id.move_shard($shard, '$to', method => '$method')");
 	is($ret, 0, "$method move of shard $shard from $from to $to by CALL") or diag($stderr);
 	like($stderr, qr/moved shard $shard .* write freeze [0-9.]+ ms, high-water mark \d+/, "$method move: reports its freeze and high-water mark");
-	ok($writers->finish, "$method move: pgbench without --max-tries exited 0") or diag($w_out);
+	ok($writers->finish, "$method move: pgbench without --max-tries exited 0") or diag($$w_ref);
+	my $w_out = $$w_ref;
 	my ($failed) = $w_out =~ /number of failed transactions: (\d+)/;
 	$failed //= 0;
 	is($failed, 0, "$method move: 0 writes failed");
 	unlike($w_out, qr/aborted|error/i, "$method move: no client aborted");
-	is($owner->($shard), $to, "$method move: the map names $to");
+	is(map_owner($router, $shard), $to, "$method move: the map names $to");
 	is($router->safe_psql('router', "SELECT outcome || ':' || (freeze_ms IS NOT NULL) FROM sharded_id.moves ORDER BY move_id DESC LIMIT 1"),
 		'moved:true', "$method move: journaled as moved, with its freeze time");
 	is($node{$from}->safe_psql('app', "SELECT count(*) FROM sharded_id.retired_shards WHERE shard_id = $shard"),
@@ -126,7 +112,7 @@ for my $method (qw(online dump))
 		my ($to, $method) = @$step;
 		my ($r, $o, $e) = $router->psql('router', "CALL sharded_id.move_shard(7, '$to', method => '$method')");
 		is($r, 0, "hostile schema name: $method move to $to") or diag($e);
-		is($owner->(7), $to, "hostile schema name: the map names $to");
+		is(map_owner($router, 7), $to, "hostile schema name: the map names $to");
 		is($rows_of->($to), $before, "hostile schema name: every row reached $to");
 		is($node{$to}->safe_psql('app', 'SELECT schema_name FROM sharded_id.shards WHERE shard_id = 7'), $hostile,
 			"hostile schema name: $to registered the schema under its name");
@@ -141,7 +127,7 @@ is($steps, 'record_objects,create_publication,subscribe,copy,catch_up,compare,ca
 # A dry run moves nothing; the plan evens the shards out.
 my ($ret, $stdout, $stderr) = $router->psql('router', "CALL sharded_id.move_shard(2, 'b', dry_run => true)");
 like($stderr, qr/would move shard 2 \(schema "shard_0002"\) from node "a" to node "b", method online/, 'dry run: prints the plan');
-is($owner->(2), 'a', 'dry run: moves nothing');
+is(map_owner($router, 2), 'a', 'dry run: moves nothing');
 is($router->safe_psql('router', q{SELECT string_agg(shard_id || ':' || source_node || '>' || target_node, ' ' ORDER BY move_no)
 	FROM sharded_id.rebalance_plan()}), '7:a>b 6:a>b 5:a>b 4:a>b', 'rebalance_plan moves the highest shards of the fullest node');
 is($router->safe_psql('router', q{SELECT string_agg(shard_id || ':' || source_node || '>' || target_node, ' ' ORDER BY move_no)
@@ -155,26 +141,12 @@ like($stderr, qr/data node "nowhere" does not exist/, 'an unknown node is refuse
 like($stderr, qr/move method "carrier pigeon" is not online or dump/, 'an unknown method is refused');
 is($router->safe_psql('router', 'SELECT count(*) FROM sharded_id.moves'), $journaled, 'refused moves journal nothing');
 
-# A move that pauses after journaling a step, while a session of the
-# router holds advisory lock (1936222579, 0); the hold ends when the test
-# terminates that session.
+# A move that pauses after journaling a step, at a hold point (hold_on);
+# the hold ends when the test terminates the holding session (hold_off).
 my $holder;
-my $hold_on = sub {
-	$holder = IPC::Run::start([ 'psql', '-X', '-q', '-d', $router->connstr('router'),
-		'-c', 'SELECT pg_advisory_lock(1936222579, 0)', '-c', 'SELECT pg_sleep(3600)' ],
-		'>', \my $o, '2>', \my $e);
-	$router->poll_query_until('router', q{SELECT count(*) = 1 FROM pg_locks
-		WHERE locktype = 'advisory' AND classid = 1936222579 AND mode = 'ExclusiveLock' AND granted})
-	  or die 'the hold was not taken';
-};
-my $hold_off = sub {
-	$router->safe_psql('router', q{SELECT pg_terminate_backend(pid) FROM pg_locks
-		WHERE locktype = 'advisory' AND classid = 1936222579 AND mode = 'ExclusiveLock' AND granted});
-	eval { $holder->finish; };
-};
 my $start_move = sub {
 	my ($shard, $to, $point) = @_;
-	$hold_on->();
+	$holder = hold_on($router);
 	my ($out, $err) = ('', '');
 	my $h = IPC::Run::start([ 'psql', '-X', '-q', '-d', $router->connstr('router'),
 			'-c', "SET sharded_id.move_hold = '$point'", '-c', "CALL sharded_id.move_shard($shard, '$to')" ],
@@ -187,11 +159,11 @@ my $start_move = sub {
 # 2. DELETE and TRUNCATE on the old copy, between the switch and the cleanup.
 {
 	my $shard = 5;
-	my $from = $owner->($shard);
+	my $from = map_owner($router, $shard);
 	my $to = $other->($from);
 	my $schema = sprintf('shard_%04d', $shard);
 	my ($h, $err) = $start_move->($shard, $to, 'cleanup');
-	is($owner->($shard), $to, 'bypass: the map has switched');
+	is(map_owner($router, $shard), $to, 'bypass: the map has switched');
 	my $rows = $node{$to}->safe_psql('app', "SELECT count(*) FROM $schema.photos") . '/'
 	  . $node{$to}->safe_psql('app', "SELECT count(*) FROM $schema.users");
 	is($node{$to}->safe_psql('app', "SELECT count(*) FROM pg_subscription WHERE subenabled")
@@ -201,7 +173,7 @@ my $start_move = sub {
 	is($node{$from}->safe_psql('app', "SELECT count(*) FROM $schema.users"), '0', 'bypass: the old copy is emptied');
 	my ($r, $o, $e) = $node{$from}->psql('app', "INSERT INTO $schema.users (name) VALUES ('bypass')");
 	like($e, qr/sharded_id_moved|not minted|SI001/, 'bypass: a new row on the old copy is refused');
-	$hold_off->();
+	hold_off($router);
 	$h->finish;
 	is($node{$to}->safe_psql('app', "SELECT count(*) FROM $schema.photos") . '/'
 		  . $node{$to}->safe_psql('app', "SELECT count(*) FROM $schema.users"),
@@ -210,62 +182,36 @@ my $start_move = sub {
 }
 
 # 3. Crashes, with 2 writers through the router that log the ids they saw
-# committed.
-my $wdir = $router->basedir . '/writers';
-mkdir $wdir;
-my $start_writers = sub {
-	my ($shard) = @_;
-	$router->safe_psql('router', "DROP TABLE IF EXISTS writer_users;
-		CREATE TABLE writer_users AS SELECT row_number() OVER (ORDER BY n) AS k, user_id
-		FROM demo_users WHERE sharded_id.shard_id(user_id) = $shard");
-	my $users = $router->safe_psql('router', 'SELECT count(*) FROM writer_users');
-	unlink glob("$wdir/*");
-	my $connstr = $router->connstr('router');
-	my @h;
-	for my $w (1, 2)
-	{
-		push @h, IPC::Run::start([ 'bash', '-c', qq{
-			while [ ! -e "$wdir/stop" ]; do
-				psql -X -A -t -q -d "$connstr" -c "SELECT app_api.add_photo(user_id, 'crash') FROM writer_users WHERE k = \$((RANDOM % $users + 1))" >>"$wdir/ids.$w" 2>>"$wdir/errors.$w" || sleep 0.05
-			done } ]);
-	}
-	return @h;
-};
-my $committed = sub { return grep { /^\d+$/ } map { split /\n/, slurp_file($_) } glob("$wdir/ids.*"); };
+# committed (logged_writers).
 
 my $shard = 3;
 for my $point (qw(copy catch_up retire_source cleanup))
 {
 	for my $victim (qw(router source target))
 	{
-		my $from = $owner->($shard);
+		my $from = map_owner($router, $shard);
 		my $to = $other->($from);
 		my $what = "crash of the $victim at $point";
-		my @writers = $start_writers->($shard);
+		my $w = logged_writers($router, 'crash', $shard);
 		$router->poll_query_until('router', "SELECT count(*) > 0 FROM ops.photos
 			WHERE caption = 'crash' AND sharded_id.shard_id(id) = $shard") or die "$what: the writers did not start";
 		my ($h, $err) = $start_move->($shard, $to, $point);
 		my $killed = $victim eq 'router' ? $router : $node{ $victim eq 'source' ? $from : $to };
 		restart_node($killed, 'immediate');
 		if ($victim eq 'router') { eval { $holder->finish; }; }
-		else { $hold_off->(); }
+		else { hold_off($router); }
 		$h->finish;
 		my ($r, $o, $e) = $router->psql('router', 'CALL sharded_id.recover_moves()');
 		is($r, 0, "$what: recovery ran") or diag("$e\nmove: $$err");
 		is($router->safe_psql('router', 'SELECT count(*) FROM sharded_id.moves WHERE finished_at IS NULL'), '0',
 			"$what: no move is left unfinished");
 		my $outcome = $router->safe_psql('router', 'SELECT outcome FROM sharded_id.moves ORDER BY move_id DESC LIMIT 1');
-		is($owner->($shard), $outcome eq 'moved' ? $to : $from, "$what: the map agrees with the outcome ($outcome)");
+		is(map_owner($router, $shard), $outcome eq 'moved' ? $to : $from, "$what: the map agrees with the outcome ($outcome)");
 		# The writers go on through the router after recovery.
-		my $before = () = $committed->();
-		my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
-		select(undef, undef, undef, 0.05) while scalar(() = $committed->()) < $before + 10 && time < $deadline;
-		ok(scalar(() = $committed->()) >= $before + 10, "$what: the writers commit again after recovery");
-		open my $stop, '>', "$wdir/stop" or die $!;
-		close $stop;
-		$_->finish for @writers;
+		ok(writers_go_on($w, 10), "$what: the writers commit again after recovery");
+		stop_writers($w);
 		my $seen = $check_nodes->($shard, $what);
-		my @ids = $committed->();
+		my @ids = committed($w);
 		is(scalar(grep { !$seen->{$_} } @ids), 0, "$what: 0 of " . scalar(@ids) . ' committed rows lost');
 	}
 }
@@ -284,15 +230,15 @@ for my $point (qw(copy catch_up retire_source cleanup))
 # the same session must move every row.
 {
 	my $shard = 4;
-	my $from = $owner->($shard);
+	my $from = map_owner($router, $shard);
 	my $to = $other->($from);
 	my $schema = sprintf('shard_%04d', $shard);
 	my $sub = "sharded_id_move_$shard";
 	my $what = 'lost sync slot';
-	my @writers = $start_writers->($shard);
+	my $w = logged_writers($router, 'crash', $shard);
 	$router->poll_query_until('router', "SELECT count(*) > 0 FROM ops.photos
 		WHERE caption = 'crash' AND sharded_id.shard_id(id) = $shard") or die "$what: the writers did not start";
-	$hold_on->();
+	hold_on($router);
 	my ($out, $err) = ('', '');
 	# The move must fail on the lost slot, not wait out its timeout.
 	my $h = IPC::Run::start([ 'psql', '-X', '-q', '-v', 'VERBOSITY=verbose', '-d', $router->connstr('router'),
@@ -317,7 +263,7 @@ for my $point (qw(copy catch_up retire_source cleanup))
 		WHERE srsubid = (SELECT oid FROM pg_subscription WHERE subname = '$sub')
 		  AND srrelid = '$schema.photos'::regclass;
 		ALTER SUBSCRIPTION $sub ENABLE});
-	$hold_off->();
+	hold_off($router);
 	$h->finish;
 	like($err, qr/the copy of shard $shard cannot finish: the synchronization of $schema\.photos has no usable slot on node "$from"/,
 		"$what: the move gave up on the copy, naming the table");
@@ -325,23 +271,18 @@ for my $point (qw(copy catch_up retire_source cleanup))
 		"$what: the error is 55000, at the copy step");
 	is($router->safe_psql('router', 'SELECT outcome FROM sharded_id.moves ORDER BY move_id DESC LIMIT 1'),
 		'rolled back', "$what: the move rolled back");
-	is($owner->($shard), $from, "$what: the map still names $from");
+	is(map_owner($router, $shard), $from, "$what: the map still names $from");
 	is($t->safe_psql('app', 'SELECT count(*) FROM pg_replication_origin'), '0',
 		"$what: no replication origin is left on $to");
 	$check_nodes->($shard, $what);
 	# A retry in one session: the move goes through with every row.
 	my ($r, $o, $e) = $router->psql('router', "CALL sharded_id.move_shard($shard, '$to')");
 	is($r, 0, "$what: the move tried again succeeds") or diag($e);
-	is($owner->($shard), $to, "$what: the map names $to");
-	my $before = () = $committed->();
-	my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
-	select(undef, undef, undef, 0.05) while scalar(() = $committed->()) < $before + 10 && time < $deadline;
-	ok(scalar(() = $committed->()) >= $before + 10, "$what: the writers commit after the retry");
-	open my $stop, '>', "$wdir/stop" or die $!;
-	close $stop;
-	$_->finish for @writers;
+	is(map_owner($router, $shard), $to, "$what: the map names $to");
+	ok(writers_go_on($w, 10), "$what: the writers commit after the retry");
+	stop_writers($w);
 	my $seen = $check_nodes->($shard, "$what, retried");
-	my @ids = $committed->();
+	my @ids = committed($w);
 	is(scalar(grep { !$seen->{$_} } @ids), 0, "$what: 0 of " . scalar(@ids) . ' committed rows lost');
 }
 done_testing();

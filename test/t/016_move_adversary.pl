@@ -62,58 +62,18 @@ for my $mode (qw(seed counter))
 	});
 	my $rconn = $router->connstr('router');
 
-	my $owner = sub {
-		return $router->safe_psql('router', "SELECT node_name FROM sharded_id.shard_map WHERE shard_id = $_[0]");
-	};
 	my %known = map { $_ => 1 } all_ids(values %node);
 	is(scalar(keys %known), 400, "$mode: 200 users and 200 photos written through the router");
 
 	# Writers through the router on the given shards, each logging the ids
 	# it saw committed.
-	my $wno = 0;
-	my $start_writers = sub {
-		my (@shards) = @_;
-		my $wdir = $router->basedir . '/writers_' . ++$wno;
-		mkdir $wdir;
-		my $list = join(',', @shards);
-		$router->safe_psql('router', "DROP TABLE IF EXISTS writer_users_$wno;
-			CREATE TABLE writer_users_$wno AS SELECT row_number() OVER (ORDER BY n) AS k, user_id
-			FROM demo_users WHERE sharded_id.shard_id(user_id) IN ($list)");
-		my $users = $router->safe_psql('router', "SELECT count(*) FROM writer_users_$wno");
-		my @h;
-		for my $w (1, 2)
-		{
-			push @h, IPC::Run::start([ 'bash', '-c', qq{
-				while [ ! -e "$wdir/stop" ]; do
-					psql -X -A -t -q -d "$rconn" -c "SELECT app_api.add_photo(user_id, 'during') FROM writer_users_$wno WHERE k = \$((RANDOM % $users + 1))" >>"$wdir/ids.$w" 2>>"$wdir/errors.$w" || sleep 0.05
-				done } ]);
-		}
-		return { dir => $wdir, h => \@h };
-	};
-	my $committed = sub {
-		my ($w) = @_;
-		return grep { /^\d+$/ } map { split /\n/, slurp_file($_) } glob("$w->{dir}/ids.*");
-	};
-	# Wait until the writers have committed n more rows; true if they did.
-	my $writers_go_on = sub {
-		my ($w, $n) = @_;
-		my $before = () = $committed->($w);
-		my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
-		select(undef, undef, undef, 0.05) while scalar(() = $committed->($w)) < $before + $n && time < $deadline;
-		return scalar(() = $committed->($w)) >= $before + $n;
-	};
-	my $stop_writers = sub {
-		my ($w) = @_;
-		open my $stop, '>', "$w->{dir}/stop" or die $!;
-		close $stop;
-		$_->finish for @{ $w->{h} };
-	};
+	my $start_writers = sub { return logged_writers($router, 'during', @_); };
 
 	# What every scenario must leave behind.
 	my $settle = sub {
 		my ($what, $w, @shards) = @_;
-		ok($writers_go_on->($w, 10), "$what: the writers commit through the router afterwards");
-		$stop_writers->($w);
+		ok(writers_go_on($w, 10), "$what: the writers commit through the router afterwards");
+		stop_writers($w);
 		is($router->safe_psql('router', 'SELECT count(*) FROM sharded_id.moves WHERE finished_at IS NULL'), '0',
 			"$what: no move is left unfinished");
 		for my $n (sort keys %node)
@@ -125,7 +85,7 @@ for my $mode (qw(seed counter))
 		for my $shard (@shards)
 		{
 			my $schema = sprintf('shard_%04d', $shard);
-			my $where = $owner->($shard);
+			my $where = map_owner($router, $shard);
 			my $holders = join(',', grep {
 				$node{$_}->safe_psql('app', "SELECT count(*) FROM sharded_id.shards WHERE shard_id = $shard") ne '0'
 				  || $node{$_}->safe_psql('app', "SELECT count(*) FROM pg_namespace WHERE nspname = '$schema'") ne '0'
@@ -140,7 +100,7 @@ for my $mode (qw(seed counter))
 		my @ids = all_ids(values %node);
 		my %seen;
 		is(scalar(grep { $seen{$_}++ } @ids), 0, "$what: no id repeats over the nodes (" . scalar(@ids) . ' ids)');
-		my @during = $committed->($w);
+		my @during = committed($w);
 		ok(@during > 0, "$what: the writers committed " . scalar(@during) . ' rows');
 		$known{$_} = 1 for @during;
 		my @lost = grep { !$seen{$_} } sort keys %known;
@@ -148,22 +108,11 @@ for my $mode (qw(seed counter))
 		  or diag("lost: @lost[0 .. ($#lost < 9 ? $#lost : 9)]");
 	};
 
-	# A session of the router that holds advisory lock (1936222579, 0): a
-	# move with sharded_id.move_hold set pauses there until it ends.
-	my ($holder, $hold_out, $hold_err);
-	my $hold_on = sub {
-		$holder = IPC::Run::start([ 'psql', '-X', '-q', '-d', $rconn,
-			'-c', 'SELECT pg_advisory_lock(1936222579, 0)', '-c', 'SELECT pg_sleep(3600)' ],
-			'>', \$hold_out, '2>', \$hold_err);
-		$router->poll_query_until('router', q{SELECT count(*) = 1 FROM pg_locks
-			WHERE locktype = 'advisory' AND classid = 1936222579 AND mode = 'ExclusiveLock' AND granted})
-		  or die 'the hold was not taken';
-	};
-	my $hold_off = sub {
-		$router->safe_psql('router', q{SELECT pg_terminate_backend(pid) FROM pg_locks
-			WHERE locktype = 'advisory' AND classid = 1936222579 AND mode = 'ExclusiveLock' AND granted});
-		eval { $holder->finish; };
-	};
+	# A session of the router at a hold point (hold_on): a move with
+	# sharded_id.move_hold set pauses there until it ends (hold_off).
+	my $holder;
+	my $hold_on = sub { $holder = hold_on($router); };
+	my $hold_off = sub { hold_off($router); };
 	# A psql session of the router named adv_mover running @cmds.
 	my $mover = sub {
 		my (@cmds) = @_;
@@ -178,19 +127,18 @@ for my $mode (qw(seed counter))
 	};
 	my $wait_at_hold = sub {
 		my ($err) = @_;
-		$router->poll_query_until('router', q{SELECT count(*) > 0 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-			WHERE a.application_name = 'adv_mover' AND l.locktype = 'advisory' AND l.classid = 1936222579 AND NOT l.granted})
-		  or die "the move did not reach its hold: $$err";
+		wait_at_hold($router, 'adv_mover') or die "the move did not reach its hold: $$err";
 	};
 	my $route_locked = sub {
 		my ($shard) = @_;
 		return $router->safe_psql('router', "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'
-			AND classid = 1936222578 AND objid = $shard AND objsubid = 3 AND mode = 'ExclusiveLock' AND granted");
+			AND classid = " . ROUTE_LOCK_CLASS . " AND objid = $shard AND objsubid = " . SHARD_LOCK_KIND . "
+			AND mode = 'ExclusiveLock' AND granted");
 	};
 	my $source_frozen = sub {
 		my ($n, $shard) = @_;
 		return $node{$n}->safe_psql('app', "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'
-			AND classid = 1936222564 AND objid = $shard AND mode = 'ExclusiveLock' AND granted");
+			AND classid = " . FENCE_CLASS . " AND objid = $shard AND mode = 'ExclusiveLock' AND granted");
 	};
 	my $other_nodes = sub {
 		my ($from) = @_;
@@ -202,20 +150,22 @@ for my $mode (qw(seed counter))
 		my $shard = 1;
 		my $what = "$mode, second session";
 		my $w = $start_writers->($shard);
-		ok($writers_go_on->($w, 5), "$what: the writers commit");
-		# Anyone may take advisory lock (1936222578, shard): it is not the
-		# route lock, and no writer waits on it.
+		ok(writers_go_on($w, 5), "$what: the writers commit");
+		# Anyone may take advisory lock (ROUTE_LOCK_CLASS, shard): it is not
+		# the route lock, and no writer waits on it.
+		my $route_class = ROUTE_LOCK_CLASS;
+		my $key_pair = KEY_PAIR_KIND;
 		my ($ah, $aout, $aerr) = (undef, '', '');
-		$ah = IPC::Run::start([ 'psql', '-X', '-q', '-d', $rconn, '-c', "SELECT pg_advisory_lock(1936222578, $shard)",
+		$ah = IPC::Run::start([ 'psql', '-X', '-q', '-d', $rconn, '-c', "SELECT pg_advisory_lock($route_class, $shard)",
 			'-c', 'SELECT pg_sleep(3600)' ], '>', \$aout, '2>', \$aerr);
 		$router->poll_query_until('router', "SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory'
-			AND classid = 1936222578 AND objid = $shard AND objsubid = 2 AND granted") or die 'no advisory lock';
+			AND classid = $route_class AND objid = $shard AND objsubid = $key_pair AND granted") or die 'no advisory lock';
 		my ($r, $o, $e) = $router->psql('router', "SET lock_timeout = '5s'; SELECT app_api.add_photo(user_id, 'past the key')
 			FROM demo_users WHERE sharded_id.shard_id(user_id) = $shard ORDER BY n LIMIT 1");
-		is($r, 0, "$what: a writer goes past a session holding advisory lock (1936222578, $shard)") or diag($e);
+		is($r, 0, "$what: a writer goes past a session holding advisory lock ($route_class, $shard)") or diag($e);
 		$known{$o} = 1 if $r == 0;
 		$router->safe_psql('router', "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory'
-			AND classid = 1936222578 AND objid = $shard AND objsubid = 2");
+			AND classid = $route_class AND objid = $shard AND objsubid = $key_pair");
 		eval { $ah->finish; };
 
 		$hold_on->();
@@ -240,7 +190,7 @@ for my $mode (qw(seed counter))
 		$hold_off->();
 		$h->finish;
 		like($$err, qr/moved shard $shard/, "$what: the paused move goes on and moves the shard");
-		is($owner->($shard), 'b', "$what: the map names b");
+		is(map_owner($router, $shard), 'b', "$what: the map names b");
 		$settle->($what, $w, $shard);
 	}
 
@@ -257,10 +207,10 @@ for my $mode (qw(seed counter))
 		{
 			my $shard = 2;
 			my $what = "$mode, $method move $kind, then retried elsewhere in the same session";
-			my $from = $owner->($shard);
+			my $from = map_owner($router, $shard);
 			my ($first, $second) = $other_nodes->($from);
 			my $w = $start_writers->($shard);
-			ok($writers_go_on->($w, 5), "$what: the writers commit");
+			ok(writers_go_on($w, 5), "$what: the writers commit");
 			my $sql;
 			if ($kind eq 'unfinished')
 			{
@@ -299,7 +249,7 @@ for my $mode (qw(seed counter))
 					"$what: the first move fails at its comparison");
 			}
 			like($e, qr/moved shard $shard .* to node "$second"/, "$what: the second move reports success");
-			is($owner->($shard), $second, "$what: the map names $second");
+			is(map_owner($router, $shard), $second, "$what: the map names $second");
 			is($router->safe_psql('router', "SELECT string_agg(target_node || ':' || outcome, ',' ORDER BY move_id)
 				FROM sharded_id.moves WHERE shard_id = $shard AND move_id > (SELECT coalesce(max(move_id), 0) FROM sharded_id.moves
 				WHERE shard_id = $shard AND outcome = 'moved' AND target_node = '$from')"),
@@ -315,10 +265,10 @@ for my $mode (qw(seed counter))
 		{
 			my $shard = 5;
 			my $what = "$mode, $kind in the $method move's freeze";
-			my $from = $owner->($shard);
+			my $from = map_owner($router, $shard);
 			my ($to) = $other_nodes->($from);
 			my $w = $start_writers->($shard);
-			ok($writers_go_on->($w, 5), "$what: the writers commit");
+			ok(writers_go_on($w, 5), "$what: the writers commit");
 			$hold_on->();
 			my ($h, $err) = $mover->(
 				$kind eq 'timeout' ? "SET statement_timeout = '" . ($method eq 'online' ? 8 : 4) . "s'" : 'SELECT 1',
@@ -342,17 +292,17 @@ for my $mode (qw(seed counter))
 			}
 			my $t0 = time;
 			$router->poll_query_until('router', "SELECT count(*) = 0 FROM pg_locks WHERE locktype = 'advisory'
-				AND classid = 1936222578 AND objid = $shard AND objsubid = 3")
+				AND classid = " . ROUTE_LOCK_CLASS . " AND objid = $shard AND objsubid = " . SHARD_LOCK_KIND)
 			  or die "$what: the route lock stays";
 			$node{$from}->poll_query_until('app', "SELECT count(*) = 0 FROM pg_locks WHERE locktype = 'advisory'
-				AND classid = 1936222564 AND objid = $shard") or die "$what: the freeze stays";
+				AND classid = " . FENCE_CLASS . " AND objid = $shard") or die "$what: the freeze stays";
 			my $took = time - $t0;
 			ok($took < 5, sprintf('%s: the route lock and the freeze are gone within %.2f s', $what, $took));
-			ok($writers_go_on->($w, 10), "$what: the writers go on while the session stays");
+			ok(writers_go_on($w, 10), "$what: the writers go on while the session stays");
 			is($router->safe_psql('router', "SELECT count(*) FROM pg_stat_activity WHERE pid = $pid"), '1',
 				"$what: the cancelled session is still connected");
 			is($router->safe_psql('router', "SELECT count(*) FROM pg_locks WHERE pid = $pid AND locktype = 'advisory'
-				AND objsubid = 3"), '0', "$what: the session holds no lock of a move");
+				AND objsubid = " . SHARD_LOCK_KIND), '0', "$what: the session holds no lock of a move");
 			$router->safe_psql('router', "SELECT pg_terminate_backend($pid)");
 			eval { $h->finish; };
 			like($$err, qr/57014: move \d+ of shard $shard to node "$to" was canceled at step "(stop_replication|copy_rows)"/,
@@ -360,7 +310,7 @@ for my $mode (qw(seed counter))
 			$hold_off->();
 			my ($r, $o, $e) = $router->psql('router', 'CALL sharded_id.recover_moves()');
 			is($r, 0, "$what: recovery runs") or diag($e);
-			is($owner->($shard), $from, "$what: the move rolled back, the map names $from");
+			is(map_owner($router, $shard), $from, "$what: the move rolled back, the map names $from");
 			$settle->($what, $w, $shard);
 		}
 	}
@@ -371,7 +321,7 @@ for my $mode (qw(seed counter))
 		my $shard = 6;
 		my $schema = sprintf('shard_%04d', $shard);
 		my $what = "$mode, dump move with user triggers";
-		my $from = $owner->($shard);
+		my $from = map_owner($router, $shard);
 		my ($to) = $other_nodes->($from);
 		for my $n (sort keys %node)
 		{
@@ -385,10 +335,10 @@ for my $mode (qw(seed counter))
 		$node{$from}->safe_psql('app', "CREATE TRIGGER again BEFORE INSERT ON $schema.photos FOR EACH ROW EXECUTE FUNCTION public.again();
 			CREATE TRIGGER audit AFTER INSERT ON $schema.users FOR EACH ROW EXECUTE FUNCTION public.audit_row()");
 		my $w = $start_writers->($shard);
-		ok($writers_go_on->($w, 5), "$what: the writers commit");
+		ok(writers_go_on($w, 5), "$what: the writers commit");
 		my ($r, $o, $e) = $router->psql('router', "CALL sharded_id.move_shard($shard, '$to', method => 'dump')");
 		is($r, 0, "$what: the move succeeds") or diag($e);
-		is($owner->($shard), $to, "$what: the map names $to");
+		is(map_owner($router, $shard), $to, "$what: the map names $to");
 		is($node{$to}->safe_psql('app', "SELECT count(*) FROM $schema.photos WHERE caption LIKE '% again again'"), '0',
 			"$what: no row was changed by the copy");
 		# The copied rows are the ones the source held; the target's audit
@@ -409,7 +359,7 @@ for my $mode (qw(seed counter))
 		my $shard = 0;
 		my $schema = sprintf('shard_%04d', $shard);
 		my $what = "$mode, row security";
-		my $from = $owner->($shard);
+		my $from = map_owner($router, $shard);
 		my ($to) = $other_nodes->($from);
 		$node{$from}->safe_psql('app', "CREATE ROLE mover LOGIN; GRANT USAGE ON SCHEMA $schema TO mover;
 			GRANT SELECT ON ALL TABLES IN SCHEMA $schema TO mover;
@@ -418,7 +368,7 @@ for my $mode (qw(seed counter))
 		my $server = $router->safe_psql('router', "SELECT sharded_id.node_server('$from')");
 		$router->safe_psql('router', "ALTER USER MAPPING FOR PUBLIC SERVER \"$server\" OPTIONS (ADD user 'mover')");
 		my $w = $start_writers->($shard);
-		ok($writers_go_on->($w, 5), "$what: the writers commit");
+		ok(writers_go_on($w, 5), "$what: the writers commit");
 		my $journaled = $router->safe_psql('router', 'SELECT count(*) FROM sharded_id.moves');
 		for my $method (qw(online dump))
 		{
@@ -438,9 +388,9 @@ for my $mode (qw(seed counter))
 	{
 		my ($s1, $s2) = (3, 7);
 		my $what = "$mode, crossing moves";
-		my ($n1, $n2) = ($owner->($s1), $owner->($s2));
+		my ($n1, $n2) = (map_owner($router, $s1), map_owner($router, $s2));
 		my $w = $start_writers->($s1, $s2);
-		ok($writers_go_on->($w, 5), "$what: the writers commit");
+		ok(writers_go_on($w, 5), "$what: the writers commit");
 		my @h;
 		for my $m ([ $s1, $n2 ], [ $s2, $n1 ])
 		{
@@ -455,7 +405,7 @@ for my $mode (qw(seed counter))
 			my ($h, $err, $shard, $to) = @$m;
 			$h->finish;
 			like($$err, qr/moved shard $shard .* to node "$to"/, "$what: shard $shard moved to $to") or diag($$err);
-			is($owner->($shard), $to, "$what: the map names $to for shard $shard");
+			is(map_owner($router, $shard), $to, "$what: the map names $to for shard $shard");
 		}
 		$settle->($what, $w, $s1, $s2);
 	}
@@ -469,10 +419,10 @@ for my $mode (qw(seed counter))
 		{
 			my $shard = 4;
 			my $what = "$mode, crash of the $victim at $point";
-			my $from = $owner->($shard);
+			my $from = map_owner($router, $shard);
 			my ($to) = $other_nodes->($from);
 			my $w = $start_writers->($shard);
-			ok($writers_go_on->($w, 5), "$what: the writers commit");
+			ok(writers_go_on($w, 5), "$what: the writers commit");
 			$hold_on->();
 			my ($h, $err) = $mover->("SET sharded_id.move_hold = '$point'", "CALL sharded_id.move_shard($shard, '$to')");
 			$wait_at_hold->($err);
@@ -488,7 +438,7 @@ for my $mode (qw(seed counter))
 			is($r, 0, "$what: recovery ran") or diag("$e\nmove: $$err");
 			is($router->safe_psql('router', 'SELECT outcome FROM sharded_id.moves ORDER BY move_id DESC LIMIT 1'), 'moved',
 				"$what: the move finished");
-			is($owner->($shard), $to, "$what: the map names $to");
+			is(map_owner($router, $shard), $to, "$what: the map names $to");
 			$settle->($what, $w, $shard);
 		}
 	}
@@ -497,10 +447,10 @@ for my $mode (qw(seed counter))
 	{
 		my $shard = 4;
 		my $what = "$mode, router clock stepped back 1 h in the catch-up";
-		my $from = $owner->($shard);
+		my $from = map_owner($router, $shard);
 		my ($to) = $other_nodes->($from);
 		my $w = $start_writers->($shard);
-		ok($writers_go_on->($w, 5), "$what: the writers commit");
+		ok(writers_go_on($w, 5), "$what: the writers commit");
 		$hold_on->();
 		my ($h, $err) = $mover->("SET sharded_id.move_hold = 'catch_up'", "CALL sharded_id.move_shard($shard, '$to')");
 		$wait_at_hold->($err);
@@ -511,7 +461,7 @@ for my $mode (qw(seed counter))
 		$hold_off->();
 		$h->finish;
 		like($$err, qr/moved shard $shard/, "$what: the move succeeds") or diag($$err);
-		is($owner->($shard), $to, "$what: the map names $to");
+		is(map_owner($router, $shard), $to, "$what: the map names $to");
 		$settle->($what, $w, $shard);
 		$router_clock->('+0');
 	}
@@ -522,7 +472,7 @@ for my $mode (qw(seed counter))
 	{
 		my $shard = 4;
 		my $what = "$mode, shard retired by hand under an interrupted move";
-		my $from = $owner->($shard);
+		my $from = map_owner($router, $shard);
 		my ($to) = $other_nodes->($from);
 		$hold_on->();
 		my ($h, $err) = $mover->("SET sharded_id.move_hold = 'catch_up'", "CALL sharded_id.move_shard($shard, '$to')");
@@ -536,7 +486,7 @@ for my $mode (qw(seed counter))
 		my ($r, $o, $e) = $router->psql('router', "\\set VERBOSITY verbose\nCALL sharded_id.recover_moves()");
 		isnt($r, 0, "$what: recovery fails");
 		like($e, qr/55000: move \d+ of shard $shard can be neither finished nor rolled back/, "$what: recovery says why");
-		is($owner->($shard), $from, "$what: the map still names $from");
+		is(map_owner($router, $shard), $from, "$what: the map still names $from");
 		is($node{$to}->safe_psql('app', "SELECT count(*) FROM sharded_id.shards WHERE shard_id = $shard"), '0',
 			"$what: the partial copy was not registered");
 		is($router->safe_psql('router', 'SELECT move_id FROM sharded_id.moves WHERE finished_at IS NULL'), $journal,

@@ -84,9 +84,6 @@ like($start_inventory, qr/^function\|audit\(\)\|sc_alice\|sc_alice=X\/sc_alice,s
 like($start_inventory, qr/^trigger\|moods\.moods_frozen\|\|\|enabled D\|/m, 'the inventory holds the disabled trigger');
 like($start_rows, qr/moods:\d+:/, 'the rows include the new table');
 
-my $owner = sub {
-	return $router->safe_psql('router', "SELECT node_name FROM sharded_id.shard_map WHERE shard_id = $_[0]");
-};
 my $leftovers = sub {
 	return join(' ', map { "$_:" . $node{$_}->safe_psql('app', q{SELECT (SELECT count(*) FROM pg_replication_slots)
 			|| '/' || (SELECT count(*) FROM pg_publication) || '/' || (SELECT count(*) FROM pg_subscription)}) } sort keys %node);
@@ -102,7 +99,7 @@ if ($major < 16)
 	my ($ret, $stdout, $stderr) = $router->psql('router', "CALL sharded_id.move_shard(1, 'b', method => 'online')");
 	like($stderr, qr/would run code of role "sc_alice" with the subscription's rights/,
 		'online move on 15 of a shard with objects of a role without superuser: refused');
-	is($owner->(1), 'a', 'refused online move: the map still names a');
+	is(map_owner($router, 1), 'a', 'refused online move: the map still names a');
 	is($router->safe_psql('router', 'SELECT count(*) FROM sharded_id.moves'), '0', 'refused online move: nothing journaled');
 }
 for my $step ([ 'a', 'b', $major < 16 ? 'dump' : 'online' ], [ 'b', 'a', 'dump' ])
@@ -110,7 +107,7 @@ for my $step ([ 'a', 'b', $major < 16 ? 'dump' : 'online' ], [ 'b', 'a', 'dump' 
 	my ($from, $to, $method) = @$step;
 	my ($ret, $stdout, $stderr) = $router->psql('router', "CALL sharded_id.move_shard(1, '$to', method => '$method')");
 	is($ret, 0, "$method move of shard 1 to $to") or diag($stderr);
-	is($owner->(1), $to, "$method move: the map names $to");
+	is(map_owner($router, 1), $to, "$method move: the map names $to");
 	is($node{$to}->safe_psql('app', $inventory_sql), $start_inventory,
 		"$method move: the copy on $to has the inventory of the start");
 	is($node{$to}->safe_psql('app', $rows_sql), $start_rows, "$method move: every row on $to is as at the start");
@@ -137,20 +134,13 @@ for my $method (qw(online dump))
 	is($node{b}->safe_psql('app', q{SELECT count(*) FROM pg_namespace WHERE nspname = 'shard_0002'}), '0',
 		"$method move: nothing created on the target");
 	is($leftovers->(), 'a:0/0/0 b:0/0/0', "$method move: no slot, publication or subscription made");
-	is($owner->(2), 'a', "$method move: the map still names a");
+	is(map_owner($router, 2), 'a', "$method move: the map still names a");
 }
 $node{a}->safe_psql('app', 'DROP AGGREGATE shard_0002.total(integer)');
 
 # 3. The target's copy changes between the switch and the drop of the old
 # copy: the move stops, both copies stay, and finishes once they agree.
-$router->safe_psql('router', q{SELECT pg_advisory_lock(1936222579, 0)});
-my $holder = IPC::Run::start([ 'psql', '-X', '-q', '-d', $router->connstr('router'),
-		'-c', 'SELECT pg_advisory_lock(1936222579, 0)', '-c', 'SELECT pg_sleep(3600)' ],
-	'>', \my $hold_out, '2>', \my $hold_err);
-$router->safe_psql('router', q{SELECT pg_advisory_unlock(1936222579, 0)});
-$router->poll_query_until('router', q{SELECT count(*) = 1 FROM pg_locks
-	WHERE locktype = 'advisory' AND classid = 1936222579 AND mode = 'ExclusiveLock' AND granted})
-  or die 'the hold was not taken';
+hold_on($router);
 my ($move_out, $move_err) = ('', '');
 my $mover = IPC::Run::start([ 'psql', '-X', '-q', '-d', $router->connstr('router'),
 		'-c', q{SET sharded_id.move_hold = 'cleanup'},
@@ -158,11 +148,9 @@ my $mover = IPC::Run::start([ 'psql', '-X', '-q', '-d', $router->connstr('router
 	'>', \$move_out, '2>', \$move_err);
 $router->poll_query_until('router', q{SELECT state = 'cleanup' FROM sharded_id.moves WHERE finished_at IS NULL})
   or die "the move did not reach its cleanup: $move_err";
-is($owner->(1), 'b', 'changed copy: the map has switched to b');
+is(map_owner($router, 1), 'b', 'changed copy: the map has switched to b');
 $node{b}->safe_psql('app', 'ALTER FUNCTION shard_0001.audit() SECURITY INVOKER');
-$router->safe_psql('router', q{SELECT pg_terminate_backend(pid) FROM pg_locks
-	WHERE locktype = 'advisory' AND classid = 1936222579 AND mode = 'ExclusiveLock' AND granted});
-eval { $holder->finish; };
+hold_off($router);
 $mover->finish;
 like($move_err, qr/is not the same schema as its source/, 'changed copy: the move stops before it drops the old copy');
 like($move_err, qr/audit\(\)/, 'changed copy: the error names the function that differs');

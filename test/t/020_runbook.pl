@@ -29,6 +29,7 @@ use File::Temp ();
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use ShardedIdTest;
 use Test::More;
 
 my $doc_path = "$FindBin::RealBin/../../doc/sharded_id-runbook.md";
@@ -239,8 +240,8 @@ my %after = (
 			'with its subscription on the target');
 	},
 	$recover => sub {
-		is($server->{router}->safe_psql('app', q{SELECT outcome || '/' || (SELECT node_name FROM sharded_id.shard_map WHERE shard_id = 2)
-			FROM sharded_id.moves WHERE shard_id = 2 ORDER BY move_id DESC LIMIT 1}),
+		is($server->{router}->safe_psql('app', q{SELECT outcome FROM sharded_id.moves WHERE shard_id = 2 ORDER BY move_id DESC LIMIT 1})
+			  . '/' . map_owner($server->{router}, 2, 'app'),
 			'rolled back/node1', 'recover_moves rolls the interrupted move back, and shard 2 stays on node1');
 	},
 	$place => sub {
@@ -272,8 +273,8 @@ is($server->{router}->safe_psql('app', q{SELECT string_agg(format('%s:%s>%s:%s',
 	is($ret, 0, 'a move from that node without a method runs') or diag($stderr);
 	like($stderr, qr/WARNING:  node "node2" has wal_level = replica, so shard 7 moves by the dump method/,
 		'it warns that wal_level forces the dump method');
-	is($server->{router}->safe_psql('app', q{SELECT method || '/' || outcome || '/' || (SELECT node_name FROM sharded_id.shard_map WHERE shard_id = 7)
-		FROM sharded_id.moves WHERE shard_id = 7 ORDER BY move_id DESC LIMIT 1}), 'dump/moved/node1',
+	is($server->{router}->safe_psql('app', q{SELECT method || '/' || outcome FROM sharded_id.moves WHERE shard_id = 7 ORDER BY move_id DESC LIMIT 1})
+		  . '/' . map_owner($server->{router}, 7, 'app'), 'dump/moved/node1',
 		'and moves the shard by the dump method');
 }
 
@@ -285,7 +286,7 @@ is($server->{router}->safe_psql('app', q{SELECT string_agg(format('%s:%s>%s:%s',
 	like($stderr, qr/ERROR:  55000/, 'place_shard refuses a node that does not hold the shard (55000)');
 	($ret, $stdout, $stderr) = $app_psql->(q{SELECT sharded_id.place_shard(1, 'node2')});
 	like($stderr, qr/permission denied for function place_shard/, 'the application role may not call place_shard');
-	is($server->{router}->safe_psql('app', 'SELECT node_name FROM sharded_id.shard_map WHERE shard_id = 1'), 'node2',
+	is(map_owner($server->{router}, 1, 'app'), 'node2',
 		'the map still puts shard 1 on node2');
 }
 

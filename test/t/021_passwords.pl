@@ -99,7 +99,7 @@ is($router->safe_psql('router', 'SELECT count(*) FROM ops.photos'), '80',
 # A dump move logs in to both nodes with the password.
 my $before = $router->safe_psql('router', 'SELECT count(*) FROM ops.photos');
 $router->safe_psql('router', q{CALL sharded_id.move_shard(1, 'node1', method => 'dump')});
-is($router->safe_psql('router', 'SELECT node_name FROM sharded_id.shard_map WHERE shard_id = 1'), 'node1',
+is(map_owner($router, 1), 'node1',
 	'dump move: the map names node1');
 is($node{node1}->safe_psql('app', 'SELECT count(*) FROM shard_0001.photos'),
 	$router->safe_psql('router', 'SELECT count(*) FROM demo_users d WHERE sharded_id.shard_id(d.user_id) = 1') * 2,
@@ -118,7 +118,7 @@ chmod 0600, $passfile;
 $router->safe_psql('router', "UPDATE sharded_id.nodes SET connstr = connstr || ' passfile=$passfile'");
 is($router->safe_psql('router', 'SELECT sharded_id.apply_shard_map()'), $shard_count, 'the map applied with a password file');
 $router->safe_psql('router', q{CALL sharded_id.move_shard(3, 'node1', method => 'online')});
-is($router->safe_psql('router', 'SELECT node_name FROM sharded_id.shard_map WHERE shard_id = 3'), 'node1',
+is(map_owner($router, 3), 'node1',
 	'online move: the map names node1');
 my $node1_log = substr(slurp_file($node{node1}->logfile), $log_from);
 like($node1_log, qr/CREATE SUBSCRIPTION sharded_id_move_3 CONNECTION '[^']*passfile=/,
@@ -130,7 +130,7 @@ is($node{node1}->safe_psql('app', q{SELECT count(*) FROM pg_subscription}), '0',
 # map, with the password in the cluster's user mapping, and the ops tables
 # follow.
 $router->safe_psql('router', q{CALL sharded_id.move_shard(3, 'node2', method => 'online')});
-is($router->safe_psql('router', 'SELECT node_name FROM sharded_id.shard_map WHERE shard_id = 3'), 'node2',
+is(map_owner($router, 3), 'node2',
 	'a move to a node that served no shard: the map names node2');
 is($router->safe_psql('router', q{SELECT s.srvname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
 	JOIN pg_foreign_table f ON f.ftrelid = c.oid JOIN pg_foreign_server s ON s.oid = f.ftserver
@@ -145,7 +145,7 @@ my $moves_before = $router->safe_psql('router', 'SELECT count(*) FROM sharded_id
 my ($ret, $out, $err) = $router->psql('router', "\\set VERBOSITY verbose\nCALL sharded_id.move_shard(2, 'node3')");
 like($err, qr/ERROR:  0A000: the data nodes of cluster "sharded_id" have different users or passwords/,
 	'a move to a node with another password is refused (0A000)');
-is($router->safe_psql('router', q{SELECT node_name FROM sharded_id.shard_map WHERE shard_id = 2})
+is(map_owner($router, 2)
 	  . '/' . $router->safe_psql('router', 'SELECT count(*) FROM sharded_id.moves'),
 	"node1/$moves_before", 'and the map is unchanged, with no move journaled');
 $router->safe_psql('router', q{DELETE FROM sharded_id.nodes WHERE node_name = 'node3'});

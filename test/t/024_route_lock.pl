@@ -17,7 +17,8 @@
 #    A transaction that called route() cannot be prepared.
 # 3. place_shard holds the shard's route lock, the one route() waits on,
 #    until its transaction ends: route(5) in another session waits for it
-#    (lock_timeout), and pg_locks shows the tag (1936222578, 5, 3).
+#    (lock_timeout), and pg_locks shows the tag (ROUTE_LOCK_CLASS, 5,
+#    SHARD_LOCK_KIND).
 use strict;
 use warnings;
 use FindBin;
@@ -42,13 +43,12 @@ $router->safe_psql('router', q{
 	CREATE ROLE app_writer LOGIN;
 	GRANT EXECUTE ON FUNCTION sharded_id.route(integer, text), sharded_id.route_id(bigint, text) TO app_writer;
 });
-my $owner = sub {
-	return $router->safe_psql('router', "SELECT node_name FROM sharded_id.shard_map WHERE shard_id = $_[0]");
-};
+# The route lock of shard 5: the tag (ROUTE_LOCK_CLASS, 5, SHARD_LOCK_KIND).
+my ($route_class, $shard_kind) = (ROUTE_LOCK_CLASS, SHARD_LOCK_KIND);
 my $route_locks = sub {
 	my ($mode) = @_;
 	return $router->safe_psql('router', qq{SELECT count(*) FROM pg_locks
-		WHERE locktype = 'advisory' AND classid = 1936222578 AND objid = 5 AND objsubid = 3 AND mode = '$mode' AND granted});
+		WHERE locktype = 'advisory' AND classid = $route_class AND objid = 5 AND objsubid = $shard_kind AND mode = '$mode' AND granted});
 };
 
 # A session of $role on the router that runs BEGIN; route(5) and stays in
@@ -107,12 +107,12 @@ my $move_under_writers = sub { return move_under_writers($router, \%node, 5, $_[
 # ended: past freeze_timeout the move fails (55P03), naming the session,
 # and rolls back.
 {
-	my $from = $owner->(5);
+	my $from = map_owner($router, 5);
 	my $to = $from eq 'a' ? 'b' : 'a';
 	my $h = IPC::Run::start([ 'psql', '-X', '-A', '-t', '-d', $router->connstr('router') . ' user=app_writer application_name=busy_writer',
 		'-c', 'SELECT sharded_id.route(5), pg_sleep(60)' ], '>', \my $o, '2>', \my $e);
-	$router->poll_query_until('router', q{SELECT count(*) = 1 FROM pg_locks l JOIN pg_stat_activity a USING (pid)
-		WHERE l.locktype = 'advisory' AND l.classid = 1936222578 AND l.objid = 5 AND l.objsubid = 3 AND a.application_name = 'busy_writer'})
+	$router->poll_query_until('router', qq{SELECT count(*) = 1 FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+		WHERE l.locktype = 'advisory' AND l.classid = $route_class AND l.objid = 5 AND l.objsubid = $shard_kind AND a.application_name = 'busy_writer'})
 	  or die 'the busy writer did not take the route lock';
 	my ($ret, $stdout, $stderr) = $router->psql('router', "CALL sharded_id.move_shard(5, '$to', freeze_timeout => '2 s')",
 		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
@@ -120,7 +120,7 @@ my $move_under_writers = sub { return move_under_writers($router, \%node, 5, $_[
 	like($stderr, qr/55P03/, 'with 55P03');
 	like($stderr, qr/the route lock of shard 5 was not free within 00:00:02/, 'at the route lock');
 	like($stderr, qr/role "app_writer", active/, 'naming the session that holds it');
-	is($owner->(5), $from, 'the shard stays where it was');
+	is(map_owner($router, 5), $from, 'the shard stays where it was');
 	is($router->safe_psql('router', q{SELECT count(*) FROM pg_stat_activity WHERE application_name = 'busy_writer'}), 1,
 		'the session in flight was not ended');
 	$router->safe_psql('router', q{SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'busy_writer'});
@@ -131,14 +131,14 @@ my $move_under_writers = sub { return move_under_writers($router, \%node, 5, $_[
 
 # 3. place_shard takes the lock route() waits on.
 {
-	my $at = $owner->(5);
+	my $at = map_owner($router, 5);
 	my ($in, $out) = ('', '');
 	my $h = IPC::Run::start([ 'psql', '-X', '-A', '-t', '-d', $router->connstr('router') ],
 		'<', \$in, '>', \$out, '2>&1');
 	$in = "BEGIN;\nSELECT sharded_id.place_shard(5, '$at');\n\\echo placed\n";
 	$h->pump until $out =~ /placed/;
 	like($out, qr/^$at$/m, 'place_shard ran, its transaction open');
-	is($route_locks->('ExclusiveLock'), 1, 'place_shard holds the route lock (1936222578, 5, 3) exclusively');
+	is($route_locks->('ExclusiveLock'), 1, "place_shard holds the route lock ($route_class, 5, $shard_kind) exclusively");
 	my ($ret, $o, $e) = $router->psql('router', "SET lock_timeout = '1s'; SELECT sharded_id.route(5)");
 	like($e, qr/canceling statement due to lock timeout/, 'route(5) waits for place_shard\'s transaction');
 	($ret, $o, $e) = $router->psql('router', "SET lock_timeout = '1s'; SELECT sharded_id.route(4)");

@@ -66,9 +66,6 @@ for my $mode (qw(seed counter))
 		return $node{$n}->psql('app', $sql, extra_params => [ '-U', 'app_writer' ]);
 	};
 
-	my $owner = sub {
-		return $router->safe_psql('router', "SELECT node_name FROM sharded_id.shard_map WHERE shard_id = $shard");
-	};
 	my $other = sub { return $_[0] eq 'a' ? 'b' : 'a'; };
 
 	# pgbench writers through the router on the shard, each committed id
@@ -99,31 +96,15 @@ for my $mode (qw(seed counter))
 		unlike(${ $w->{out} }, qr/aborted|FATAL/, 'no pgbench client aborted') or diag(${ $w->{out} });
 	};
 
-	# Sessions of the router holding advisory lock (1936222579, key): a move
-	# with sharded_id.move_hold set waits at its hold point while key 0 is
-	# held, and the mover's session waits between its two moves while key 1 is.
-	my %holder;
-	my $hold_on = sub {
-		my ($key) = @_;
-		$holder{$key} = IPC::Run::start([ 'psql', '-X', '-q', '-d', $rconn,
-			'-c', "SELECT pg_advisory_lock(1936222579, $key)", '-c', 'SELECT pg_sleep(3600)' ],
-			'>', \my $o, '2>', \my $e);
-		$router->poll_query_until('router', "SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory'
-			AND classid = 1936222579 AND objid = $key AND mode = 'ExclusiveLock' AND granted")
-		  or die "hold $key was not taken";
-	};
-	my $hold_off = sub {
-		my ($key) = @_;
-		$router->safe_psql('router', "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory'
-			AND classid = 1936222579 AND objid = $key AND mode = 'ExclusiveLock' AND granted");
-		eval { $holder{$key}->finish; };
-	};
+	# Hold points of the router (hold_on, hold_off): a move with
+	# sharded_id.move_hold set waits at its hold point while key 0 is held,
+	# and the mover's session waits between its two moves (hold_pause) while
+	# key 1 is.
+	my $hold_on = sub { hold_on($router, $_[0]); };
+	my $hold_off = sub { hold_off($router, $_[0]); };
 	my $wait_on = sub {
 		my ($key, $err) = @_;
-		$router->poll_query_until('router', "SELECT count(*) > 0 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-			WHERE a.application_name = 'planted_mover' AND l.locktype = 'advisory' AND l.classid = 1936222579
-			  AND l.objid = $key AND NOT l.granted")
-		  or die "the mover did not reach hold $key: $$err";
+		wait_at_hold($router, 'planted_mover', $key) or die "the mover did not reach hold $key: $$err";
 	};
 	my $mover = sub {
 		my (@cmds) = @_;
@@ -144,14 +125,14 @@ for my $mode (qw(seed counter))
 		}
 		return $$err;
 	};
-	my @pause = ('SELECT pg_advisory_lock_shared(1936222579, 1)', 'SELECT pg_advisory_unlock_shared(1936222579, 1)');
+	my @pause = hold_pause(1);
 
 	# What a failed move must leave: the shard on $from only, writable there
 	# through the router, nothing of the move on either node, no id twice, no
 	# committed row lost.
 	my $check = sub {
 		my ($what, $where) = @_;
-		is($owner->(), $where, "$what: the map names $where");
+		is(map_owner($router, $shard), $where, "$what: the map names $where");
 		is($router->safe_psql('router', 'SELECT count(*) FROM sharded_id.moves WHERE finished_at IS NULL'), '0',
 			"$what: no move is left unfinished");
 		for my $n (sort keys %node)
@@ -181,7 +162,7 @@ for my $mode (qw(seed counter))
 	for my $method (qw(online dump))
 	{
 		my $what = "$mode, $method move, row planted in the source at the freeze";
-		my $from = $owner->();
+		my $from = map_owner($router, $shard);
 		my $to = $other->($from);
 		my $w = $start_writers->();
 		ok($writers_go_on->(5), "$what: the writers commit");
@@ -219,7 +200,7 @@ for my $mode (qw(seed counter))
 	{
 		my $method = 'online';
 		my $what = "$mode, $method move, row planted in the target before it registers";
-		my $from = $owner->();
+		my $from = map_owner($router, $shard);
 		my $to = $other->($from);
 		my $w = $start_writers->();
 		ok($writers_go_on->(5), "$what: the writers commit");
@@ -258,7 +239,7 @@ for my $mode (qw(seed counter))
 	{
 		my $method = 'dump';
 		my $what = "$mode, $method move killed at register_target, row planted in the target, recover_moves";
-		my $from = $owner->();
+		my $from = map_owner($router, $shard);
 		my $to = $other->($from);
 		my $w = $start_writers->();
 		ok($writers_go_on->(5), "$what: the writers commit");

@@ -60,9 +60,6 @@ $router->safe_psql('router', q{
 	SELECT count(app_api.add_photo(user_id, 'first of ' || n)) FROM demo_users;
 });
 
-my $holder = sub {
-	return $router->safe_psql('router', 'SELECT node_name FROM sharded_id.shard_map WHERE shard_id = 5');
-};
 my $other = sub { return $_[0] eq 'node1' ? 'node2' : 'node1'; };
 
 my $fresh = 0;
@@ -98,11 +95,11 @@ for my $i (0 .. $#blocks)
 	{
 		# The restore recipe takes shard 5 from node1 to node2 (its last
 		# block places it there): bring it back from the move block first.
-		if ($holder->() ne 'node1')
+		if (map_owner($router, 5) ne 'node1')
 		{
 			$router->safe_psql('router', q{CALL sharded_id.move_shard(5, 'node1')});
 		}
-		$restore_source = $holder->();
+		$restore_source = map_owner($router, 5);
 		($server, $db) = ($node{$restore_source}, 'app');
 	}
 	elsif ($ctx eq 'target')
@@ -143,12 +140,12 @@ for my $i (0 .. $#blocks)
 	}
 	if ($ctx eq 'router' && $b->{body} =~ /move_shard\(5, 'node2'\)/)
 	{
-		is($holder->(), 'node2', 'the move block left shard 5 on node2 in the map');
+		is(map_owner($router, 5), 'node2', 'the move block left shard 5 on node2 in the map');
 	}
 	if ($ctx eq 'router' && $b->{body} =~ /place_shard\(5, '(\w+)'\)/)
 	{
 		my $to = $1;
-		is($holder->(), $to, "place_shard left shard 5 on $to in the map");
+		is(map_owner($router, 5), $to, "place_shard left shard 5 on $to in the map");
 		my $id = $router->safe_psql('router', q{
 			SELECT app_api.add_photo(user_id, 'after the restore') FROM demo_users
 			WHERE sharded_id.shard_id(user_id) = 5 LIMIT 1});

@@ -5,7 +5,7 @@
 # a lock tag that pg_advisory_lock() and its kin cannot take.
 #
 # 1. A plain role (LOGIN only) on the source takes pg_advisory_lock_shared
-#    (1936222564, 5), the old fence's key, in an idle session; another
+#    (FENCE_CLASS, 5), the old fence's key, in an idle session; another
 #    session of it holds pg_advisory_xact_lock_shared on the same key idle
 #    in a transaction; a third parks it in a prepared transaction.  A
 #    move of shard 5 (the dump method, whose freeze takes the fence) under 2 pgbench writers (without --max-tries)
@@ -43,14 +43,14 @@ for my $n (values %node)
 {
 	$n->safe_psql('app', q{CREATE ROLE mallory LOGIN; CREATE ROLE node_writer LOGIN;});
 }
-my $owner = sub {
-	return $router->safe_psql('router', 'SELECT node_name FROM sharded_id.shard_map WHERE shard_id = 5');
-};
-# The shard's fence: the tag (class 1936222564, shard 5, field 4 = 3).
+# The shard's fence: the tag (FENCE_CLASS, shard 5, field 4 =
+# SHARD_LOCK_KIND); pg_advisory_*(FENCE_CLASS, 5) takes (FENCE_CLASS, 5,
+# KEY_PAIR_KIND), the old fence's key.
+my ($fence_class, $shard_kind, $key_pair) = (FENCE_CLASS, SHARD_LOCK_KIND, KEY_PAIR_KIND);
 my $fence_locks = sub {
 	my ($n, $mode) = @_;
 	return $n->safe_psql('app', qq{SELECT count(*) FROM pg_locks
-		WHERE locktype = 'advisory' AND classid = 1936222564 AND objid = 5 AND objsubid = 3 AND mode = '$mode' AND granted});
+		WHERE locktype = 'advisory' AND classid = $fence_class AND objid = 5 AND objsubid = $shard_kind AND mode = '$mode' AND granted});
 };
 
 # A session on data node $n as $role that runs $sql and stays as it is;
@@ -68,15 +68,15 @@ my $hold = sub {
 # 1. The plain role, with every SQL-level advisory call on the old key.
 {
 	my $a = $node{a};
-	my ($h1, $in1, $out1) = $hold->($a, 'mallory', 'mallory_session', 'SELECT pg_advisory_lock_shared(1936222564, 5);');
+	my ($h1, $in1, $out1) = $hold->($a, 'mallory', 'mallory_session', "SELECT pg_advisory_lock_shared($fence_class, 5);");
 	my ($h2, $in2, $out2) = $hold->($a, 'mallory', 'mallory_xact',
-		'BEGIN; SELECT pg_advisory_xact_lock_shared(1936222564, 5);');
-	$a->safe_psql('app', q{BEGIN; SELECT pg_advisory_xact_lock_shared(1936222564, 5); PREPARE TRANSACTION 'park5'},
+		"BEGIN; SELECT pg_advisory_xact_lock_shared($fence_class, 5);");
+	$a->safe_psql('app', qq{BEGIN; SELECT pg_advisory_xact_lock_shared($fence_class, 5); PREPARE TRANSACTION 'park5'},
 		extra_params => [ '-U', 'mallory' ]);
 	is($a->safe_psql('app', q{SELECT gid || ' ' || owner FROM pg_prepared_xacts}), 'park5 mallory',
 		'the plain role parked the old key in a prepared transaction');
-	is($a->safe_psql('app', q{SELECT count(*) FROM pg_locks
-		WHERE locktype = 'advisory' AND classid = 1936222564 AND objid = 5 AND objsubid = 2 AND granted}), 3,
+	is($a->safe_psql('app', qq{SELECT count(*) FROM pg_locks
+		WHERE locktype = 'advisory' AND classid = $fence_class AND objid = 5 AND objsubid = $key_pair AND granted}), 3,
 		'the plain role holds the old key in two sessions and a prepared transaction');
 	is($fence_locks->($a, 'ShareLock') + $fence_locks->($a, 'ExclusiveLock'), 0, 'none of them is the shard\'s fence');
 	# The dump method: an online move's replication slot would wait for
@@ -97,7 +97,7 @@ my $hold = sub {
 
 # 2. A transaction that entered the shard cannot be prepared.
 {
-	my $b = $node{ $owner->() };
+	my $b = $node{ map_owner($router, 5) };
 	$b->safe_psql('app', q{GRANT USAGE ON SCHEMA shard_0005 TO node_writer;
 		GRANT INSERT, SELECT ON ALL TABLES IN SCHEMA shard_0005 TO node_writer;
 		GRANT USAGE ON ALL SEQUENCES IN SCHEMA shard_0005 TO node_writer;});
@@ -117,15 +117,15 @@ my $hold = sub {
 		on_error_stop => 0, extra_params => [ '-U', 'node_writer' ]);
 	is($o, "shard_0005\nshard_0005\n0", 'the same session enters the shard again after the refusal, and commits');
 	# A plain role's pg_advisory_xact_lock_shared on the old key is not the fence.
-	($ret, $o, $e) = $b->psql('app', q{BEGIN; SELECT pg_advisory_xact_lock_shared(1936222564, 5);
-		SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 5 AND objsubid = 3 AND pid = pg_backend_pid(); ROLLBACK},
+	($ret, $o, $e) = $b->psql('app', qq{BEGIN; SELECT pg_advisory_xact_lock_shared($fence_class, 5);
+		SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 5 AND objsubid = $shard_kind AND pid = pg_backend_pid(); ROLLBACK},
 		extra_params => [ '-U', 'mallory' ]);
 	like($o, qr/^0$/m, 'pg_advisory_xact_lock_shared takes no lock of field 4 = 3');
 }
 
 # 3. A writer on the node idle in its transaction after enter_shard.
 {
-	my $from = $owner->();
+	my $from = map_owner($router, 5);
 	my $n = $node{$from};
 	my ($h, $in, $out) = $hold->($n, 'node_writer', 'idle_writer',
 		q{BEGIN; SELECT sharded_id.enter_shard(5); SELECT count(*) >= 0 FROM shard_0005.photos;});
@@ -138,7 +138,7 @@ my $hold = sub {
 		'the source logged that it ended the session, naming its role');
 	$$in = "SELECT 1;\n\\q\n";
 	eval { $h->finish; };
-	my $to = $owner->();
+	my $to = map_owner($router, 5);
 	is($fence_locks->($_, 'ShareLock') + $fence_locks->($_, 'ExclusiveLock'), 0, 'no fence is left on ' . $_->name)
 	  for values %node;
 }
