@@ -53,27 +53,8 @@ my $tool = "$bindir/sharded_id_move_shard";
 
 my $shard = 1;
 my $schema = sprintf('shard_%04d', $shard);
-my $owner = sub {
-	return $router->safe_psql('router', "SELECT node_name FROM sharded_id.shard_map WHERE shard_id = $shard");
-};
+my $owner = sub { return map_owner($router, $shard); };
 my $other = sub { return $_[0] eq 'a' ? 'b' : 'a'; };
-
-# A session of the router holds advisory lock (1936222579, 0) exclusively;
-# a move at its hold point waits for it in share mode.
-my $holder;
-my $hold_on = sub {
-	$holder = IPC::Run::start([ 'psql', '-X', '-q', '-d', $router->connstr('router'),
-		'-c', 'SELECT pg_advisory_lock(1936222579, 0)', '-c', 'SELECT pg_sleep(3600)' ],
-		'>', \my $o, '2>', \my $e);
-	$router->poll_query_until('router', q{SELECT count(*) = 1 FROM pg_locks
-		WHERE locktype = 'advisory' AND classid = 1936222579 AND mode = 'ExclusiveLock' AND granted})
-	  or die 'the hold was not taken';
-};
-my $hold_off = sub {
-	$router->safe_psql('router', q{SELECT pg_terminate_backend(pid) FROM pg_locks
-		WHERE locktype = 'advisory' AND classid = 1936222579 AND mode = 'ExclusiveLock' AND granted});
-	eval { $holder->finish; };
-};
 
 # Slots/publications/subscriptions/marks of a node.
 my $leftovers = sub {
@@ -108,22 +89,21 @@ my %still_there = (
 	mark => q{SELECT count(*) FROM sharded_id.move_marks},
 	schema => "SELECT count(*) FROM pg_namespace WHERE nspname = '$schema'");
 
-# A move by the tool that pauses at $point; the router's cleanup connection
+# A move by the tool that pauses at $point (hold_on, wait_at_hold); the router's cleanup connection
 # to $cut (a node name) is ended there.  Returns the tool's exit, stdout
 # and stderr, and how many backends the cut ended.
 my $cut_move = sub {
 	my ($to, $point, $cut) = @_;
-	$hold_on->();
+	hold_on($router);
 	my ($out, $err) = ('', '');
 	local $ENV{PGOPTIONS} = "-c sharded_id.move_hold=$point";
+	local $ENV{PGAPPNAME} = 'cleanup_cut';
 	my $h = IPC::Run::start([ $tool, '--shard', $shard, '--to-node', $to, '--router', $router->connstr('router') ],
 		'>', \$out, '2>', \$err);
-	$router->poll_query_until('router', q{SELECT count(*) > 0 FROM pg_locks
-		WHERE locktype = 'advisory' AND classid = 1936222579 AND mode = 'ShareLock' AND NOT granted})
-	  or die "the move did not reach $point: $err";
+	wait_at_hold($router, 'cleanup_cut') or die "the move did not reach $point: $err";
 	my $ended = $node{$cut}->safe_psql('app', q{SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
 		WHERE application_name LIKE 'sharded\_id\_%\_cleanup\_%'});
-	$hold_off->();
+	hold_off($router);
 	my $ok = $h->finish;
 	return ($ok, $out, $err, $ended);
 };
