@@ -43,10 +43,14 @@ WHERE e.extname = 'sharded_id' AND d.deptype = 'e'
        OR (p.proname IN (SELECT * FROM owner_reads) AND (p.provolatile = 'i' OR p.proparallel <> 'u'))
        OR (l.lanname <> 'c' AND p.prokind <> 'p'
            AND NOT coalesce('search_path=pg_catalog, pg_temp' = ANY (p.proconfig), false))
-       -- A procedure that commits cannot carry a SET clause: it pins its
-       -- search_path with set_config in each of its transactions.
+       -- A procedure that commits cannot carry a SET clause: either it pins
+       -- its search_path with set_config in each of its transactions, or
+       -- its body leaves the work to functions of the extension, which pin
+       -- theirs, and reads no relation itself (FROM or JOIN names only such
+       -- functions).
        OR (p.prokind = 'p' AND (p.proconfig IS NOT NULL
-                                OR position('set_config(''search_path'', ''pg_catalog, pg_temp'', true)' IN p.prosrc) = 0)));
+                                OR (position('set_config(''search_path'', ''pg_catalog, pg_temp'', true)' IN p.prosrc) = 0
+                                    AND p.prosrc ~ '\m(FROM|JOIN)\s+(?!sharded_id\.)'))));
 
 -- Provisioning is not for PUBLIC.
 SELECT p.oid::regprocedure AS function, has_function_privilege('public', p.oid, 'EXECUTE') AS public_may_execute

@@ -272,7 +272,8 @@ BEGIN
             USING ERRCODE = 'undefined_object';
     END IF;
     EXECUTE format('SELECT %I.dblink_connect($1, $2)', dblink) USING conn, dsn;
-    EXECUTE format('SELECT %I.dblink_exec($1, ''SET row_security = off'')', dblink) USING conn;
+    EXECUTE format('SELECT %I.dblink_exec($1, $2)', dblink)
+    USING conn, format('SET row_security = off; SET application_name = %L', conn);
 END
 $$;
 
@@ -566,24 +567,46 @@ $$;
 COMMENT ON FUNCTION sharded_id._remote_exec(text, text) IS
 'internal: run statements on a dblink connection';
 
--- Journal step of a move, and commit it.
-CREATE PROCEDURE sharded_id._move_journal(move_id bigint, step text)
-LANGUAGE plpgsql
+-- Typed results of remote queries: whether a query returns a row, and the
+-- one jsonb value of a query's one row (NULL when it returns none), which
+-- callers read by key.
+CREATE FUNCTION sharded_id._remote_exists(conn text, sql text)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    result boolean;
 BEGIN
-    PERFORM sharded_id._superuser_only('sharded_id._move_journal');
-    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-    INSERT INTO sharded_id.move_steps (move_id, step_no, step)
-    SELECT _move_journal.move_id, coalesce(max(s.step_no), 0) + 1, _move_journal.step
-    FROM sharded_id.move_steps s WHERE s.move_id = _move_journal.move_id;
-    UPDATE sharded_id.moves m SET state = step, updated_at = clock_timestamp()
-    WHERE m.move_id = _move_journal.move_id;
-    COMMIT;
+    PERFORM sharded_id._superuser_only('sharded_id._remote_exists');
+    EXECUTE format('SELECT r.v FROM %I.dblink($1, $2) AS r(v boolean)', sharded_id._dblink_schema())
+    INTO result USING conn, format('SELECT EXISTS (%s)', sql);
+    RETURN result;
 END
 $$;
 
-COMMENT ON PROCEDURE sharded_id._move_journal(bigint, text) IS
-'internal: journal and commit the step a move is about to take';
+COMMENT ON FUNCTION sharded_id._remote_exists(text, text) IS
+'internal: whether a query on a dblink connection returns a row';
+
+CREATE FUNCTION sharded_id._remote_json(conn text, sql text)
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    result jsonb;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._remote_json');
+    EXECUTE format('SELECT r.v FROM %I.dblink($1, $2) AS r(v jsonb)', sharded_id._dblink_schema())
+    INTO STRICT result USING conn, sql;
+    RETURN result;
+EXCEPTION WHEN no_data_found THEN
+    RETURN NULL;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._remote_json(text, text) IS
+'internal: the one jsonb value that a query on a dblink connection returns, or NULL when it returns no row';
 
 -- For fault-injection tests: wait while another session holds advisory
 -- lock (1936222579, 0) if sharded_id.move_hold names point (a step, after
@@ -761,18 +784,20 @@ DECLARE
     max_polls bigint := greatest(1, (extract(epoch FROM timeout) * 1000)::bigint);
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_catch_up');
-    mark := sharded_id._remote(src, format(
-        'INSERT INTO sharded_id.move_marks VALUES (%s, 1) ON CONFLICT (move_id) DO UPDATE SET mark = move_marks.mark + 1 RETURNING mark',
-        m.move_id))::bigint;
-    WHILE coalesce(sharded_id._remote(tgt, format(
-              'SELECT mark FROM sharded_id.move_marks WHERE move_id = %s', m.move_id))::bigint, 0) < mark LOOP
+    mark := (sharded_id._remote_json(src, format(
+        'INSERT INTO sharded_id.move_marks VALUES (%s, 1) ON CONFLICT (move_id) DO UPDATE SET mark = move_marks.mark + 1 '
+        'RETURNING jsonb_build_object(''mark'', mark)',
+        m.move_id)) ->> 'mark')::bigint;
+    WHILE coalesce((sharded_id._remote_json(tgt, format(
+              'SELECT jsonb_build_object(''mark'', mark) FROM sharded_id.move_marks WHERE move_id = %s', m.move_id))
+              ->> 'mark')::bigint, 0) < mark LOOP
         polls := polls + 1;
         IF polls > max_polls THEN
             RAISE EXCEPTION 'the target did not catch up with the source within %', timeout
                 USING ERRCODE = 'lock_not_available';
         END IF;
-        IF sharded_id._remote(tgt, format(
-               'SELECT subenabled FROM pg_subscription WHERE oid = %s', m.sub_oid)) IS DISTINCT FROM 't' THEN
+        IF NOT sharded_id._remote_exists(tgt, format(
+               'SELECT FROM pg_subscription WHERE oid = %s AND subenabled', m.sub_oid)) THEN
             RAISE EXCEPTION 'the subscription of move % stopped', m.move_id
                 USING ERRCODE = 'object_not_in_prerequisite_state',
                       HINT = 'The target''s server log says why.';
@@ -920,19 +945,166 @@ $$;
 COMMENT ON FUNCTION sharded_id._move_follow_ops(sharded_id.moves) IS
 'internal: point a moved shard''s partition of every ops table at its new node';
 
+-- Cleanup: one function per kind of object a move makes on a node, each
+-- given the move, the object's record of sharded_id.move_cleanup and the
+-- move's open cleanup connection to the record's node.  Each drops its
+-- object if it is there, so that a cleanup cut short can run again.  Before
+-- each remote statement, a hold point for fault-injection tests
+-- (_move_hold): '<verb>_<kind>_<source|target>' (_move_cleanup_hold).
+CREATE FUNCTION sharded_id._move_cleanup_hold(m sharded_id.moves, c sharded_id.move_cleanup, verb text)
+RETURNS void
+LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT sharded_id._superuser_only('sharded_id._move_cleanup_hold');
+    SELECT sharded_id._move_hold(format('%s_%s_%s', verb, c.object_type,
+                                        CASE WHEN c.node_name = m.source_node THEN 'source' ELSE 'target' END))
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_cleanup_hold(sharded_id.moves, sharded_id.move_cleanup, text) IS
+'internal: the hold point (sharded_id.move_hold) before a remote statement of a move''s cleanup';
+
+-- The move's subscription on the target: disabled, detached from its slot
+-- (which the slot's cleanup drops on the source), dropped.
+CREATE FUNCTION sharded_id._move_drop_subscription(m sharded_id.moves, c sharded_id.move_cleanup, conn text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_drop_subscription');
+    IF NOT sharded_id._remote_exists(conn, format(
+           'SELECT FROM pg_subscription WHERE subname = %L
+            AND subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())', c.object_name)) THEN
+        RETURN;
+    END IF;
+    PERFORM sharded_id._move_cleanup_hold(m, c, 'disable');
+    PERFORM sharded_id._remote_exec(conn, format('ALTER SUBSCRIPTION %I DISABLE', c.object_name));
+    PERFORM sharded_id._move_cleanup_hold(m, c, 'detach');
+    PERFORM sharded_id._remote_exec(conn, format('ALTER SUBSCRIPTION %I SET (slot_name = NONE)', c.object_name));
+    PERFORM sharded_id._move_cleanup_hold(m, c, 'drop');
+    PERFORM sharded_id._remote_exec(conn, format('DROP SUBSCRIPTION %I', c.object_name));
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_drop_subscription(sharded_id.moves, sharded_id.move_cleanup, text) IS
+'internal: drop a move''s subscription on its target, if it is there';
+
+-- The move's slot on the source, and the table-copy slots of its
+-- subscription, whose walsenders are ended first: waits up to 10 s for
+-- them to let go.
+CREATE FUNCTION sharded_id._move_drop_slot(m sharded_id.moves, c sharded_id.move_cleanup, conn text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    deadline timestamptz := clock_timestamp() + interval '10 s';
+    left_slots bigint;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_drop_slot');
+    LOOP
+        PERFORM sharded_id._move_cleanup_hold(m, c, 'drop');
+        left_slots := (sharded_id._remote_json(conn, format(
+            'WITH s AS (SELECT * FROM pg_replication_slots WHERE slot_name = %L OR (%s <> 0 AND slot_name LIKE %L)), '
+            't AS (SELECT pg_terminate_backend(active_pid) FROM s WHERE active_pid IS NOT NULL), '
+            'd AS (SELECT pg_drop_replication_slot(slot_name) FROM s WHERE NOT active) '
+            'SELECT jsonb_build_object(''left'', (SELECT count(*) FROM s) - (SELECT count(*) FROM d) + 0 * (SELECT count(*) FROM t))',
+            c.object_name, coalesce(m.sub_oid, 0), format('pg\_%s\_sync\_%%', coalesce(m.sub_oid, 0)))) ->> 'left')::bigint;
+        EXIT WHEN left_slots = 0;
+        IF clock_timestamp() > deadline THEN
+            RAISE EXCEPTION 'could not drop replication slot "%" on node "%"', c.object_name, c.node_name
+                USING ERRCODE = 'object_in_use',
+                      HINT = 'Something keeps using it. CALL sharded_id.recover_moves() again once it is free.';
+        END IF;
+        PERFORM pg_sleep(0.05);
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_drop_slot(sharded_id.moves, sharded_id.move_cleanup, text) IS
+'internal: drop a move''s replication slot and its subscription''s table-copy slots on its source, ending their walsenders';
+
+CREATE FUNCTION sharded_id._move_drop_publication(m sharded_id.moves, c sharded_id.move_cleanup, conn text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_drop_publication');
+    PERFORM sharded_id._move_cleanup_hold(m, c, 'drop');
+    PERFORM sharded_id._remote_exec(conn, format('DROP PUBLICATION IF EXISTS %I', c.object_name));
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_drop_publication(sharded_id.moves, sharded_id.move_cleanup, text) IS
+'internal: drop a move''s publication on its source, if it is there';
+
+CREATE FUNCTION sharded_id._move_drop_mark(m sharded_id.moves, c sharded_id.move_cleanup, conn text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_drop_mark');
+    PERFORM sharded_id._move_cleanup_hold(m, c, 'delete');
+    PERFORM sharded_id._remote_exec(conn, format('DELETE FROM sharded_id.move_marks WHERE move_id = %s', c.object_name::bigint));
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_drop_mark(sharded_id.moves, sharded_id.move_cleanup, text) IS
+'internal: delete a move''s catch-up mark on one of its nodes';
+
+-- A copy of the shard's schema: the old one on the source once the shard
+-- moved, after the check that the new copy is the same schema
+-- (_move_check_copy, which fails with data_corrupted), or the partial one
+-- on the target of a move rolled back.  Never a schema the node holds as a
+-- shard.
+CREATE FUNCTION sharded_id._move_drop_schema(m sharded_id.moves, c sharded_id.move_cleanup, conn text, moved boolean)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_drop_schema');
+    IF moved THEN
+        PERFORM sharded_id._move_check_copy(m);
+    END IF;
+    PERFORM sharded_id._move_cleanup_hold(m, c, 'drop');
+    PERFORM sharded_id._remote_exec(conn, format(
+        'SET client_min_messages = warning; DO $do$ BEGIN IF NOT EXISTS (SELECT FROM sharded_id.shards WHERE schema_name = %L) '
+        'THEN DROP SCHEMA IF EXISTS %I CASCADE; END IF; END $do$', c.object_name, c.object_name));
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_drop_schema(sharded_id.moves, sharded_id.move_cleanup, text, boolean) IS
+'internal: drop a copy of a shard''s schema that a move left on a node, unless the node holds it as a shard; the old copy only once the new one is checked';
+
 -- Drop what a move made, as move_cleanup records it: the objects of every
 -- policy but on_failure when it moved the shard, of every policy but
--- on_success when it did not.  Each record goes once its object is gone.
+-- on_success when it did not; each kind by its own function, each record
+-- deleted once its object is gone.  A node that does not answer keeps its
+-- records for the next try, and the other nodes are cleaned meanwhile.
+-- A move rolled back stays unfinished, and fails, until every record is
+-- gone.  A move that switched the shard is done whatever the cleanup
+-- meets, but for a copy that differs from its source (data_corrupted, from
+-- _move_check_copy, before the old copy is dropped), which keeps it
+-- unfinished and fails: its outcome is moved, with a warning and its state
+-- 'cleanup pending' while records are left, which recover_moves, or the
+-- next move of the shard, drops (_move_deferred_cleanup).
 CREATE FUNCTION sharded_id._move_cleanup(m sharded_id.moves, moved boolean)
 RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    c record;
+    c sharded_id.move_cleanup;
     conn text;
-    left_slots bigint;
-    deadline timestamptz;
+    left_over integer;
+    err text;
+    err_state text;
+    err_detail text;
+    err_hint text;
     first_err text;
     first_detail text;
     first_hint text;
@@ -944,88 +1116,100 @@ BEGIN
     IF moved THEN
         PERFORM sharded_id._move_follow_ops(m);
     END IF;
+    DELETE FROM sharded_id.move_cleanup x
+    WHERE x.move_id = m.move_id AND x.policy = CASE WHEN moved THEN 'on_failure' ELSE 'on_success' END;
     FOR c IN
-        SELECT * FROM sharded_id.move_cleanup x
-        WHERE x.move_id = m.move_id AND x.policy <> CASE WHEN moved THEN 'on_failure' ELSE 'on_success' END
+        SELECT * FROM sharded_id.move_cleanup x WHERE x.move_id = m.move_id
         ORDER BY CASE x.object_type WHEN 'subscription' THEN 1 WHEN 'slot' THEN 2 WHEN 'publication' THEN 3
                                     WHEN 'mark' THEN 4 ELSE 5 END, x.node_name
     LOOP
-      -- A node that does not answer keeps its records for the next try;
-      -- the other nodes are cleaned meanwhile.
-      BEGIN
-        conn := sharded_id._move_conn(m.move_id, 'cleanup', c.node_name);
-        PERFORM sharded_id._remote_open(conn, c.node_name);
-        IF c.object_type = 'subscription' THEN
-            IF sharded_id._remote(conn, format('SELECT 1 FROM pg_subscription WHERE subname = %L
-                   AND subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())', c.object_name)) IS NOT NULL THEN
-                PERFORM sharded_id._remote_exec(conn, format('ALTER SUBSCRIPTION %I DISABLE', c.object_name));
-                PERFORM sharded_id._remote_exec(conn, format('ALTER SUBSCRIPTION %I SET (slot_name = NONE)', c.object_name));
-                PERFORM sharded_id._remote_exec(conn, format('DROP SUBSCRIPTION %I', c.object_name));
+        BEGIN
+            conn := sharded_id._move_conn(m.move_id, 'cleanup', c.node_name);
+            PERFORM sharded_id._remote_open(conn, c.node_name);
+            CASE c.object_type
+            WHEN 'subscription' THEN PERFORM sharded_id._move_drop_subscription(m, c, conn);
+            WHEN 'slot' THEN PERFORM sharded_id._move_drop_slot(m, c, conn);
+            WHEN 'publication' THEN PERFORM sharded_id._move_drop_publication(m, c, conn);
+            WHEN 'mark' THEN PERFORM sharded_id._move_drop_mark(m, c, conn);
+            WHEN 'schema' THEN PERFORM sharded_id._move_drop_schema(m, c, conn, moved);
+            END CASE;
+            DELETE FROM sharded_id.move_cleanup x
+            WHERE x.move_id = c.move_id AND x.node_name = c.node_name
+              AND x.object_type = c.object_type AND x.object_name = c.object_name;
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS err = MESSAGE_TEXT, err_state = RETURNED_SQLSTATE,
+                                    err_detail = PG_EXCEPTION_DETAIL, err_hint = PG_EXCEPTION_HINT;
+            IF moved AND err_state = 'XX001' THEN
+                -- The new copy is not what the old one was: not a leftover.
+                RAISE;
             END IF;
-        ELSIF c.object_type = 'slot' THEN
-            -- The move's slot and its table-copy slots, whose walsenders are
-            -- ended first.
-            deadline := clock_timestamp() + interval '10 s';
-            LOOP
-                left_slots := sharded_id._remote(conn, format(
-                    'WITH s AS (SELECT * FROM pg_replication_slots WHERE slot_name = %L OR (%s <> 0 AND slot_name LIKE %L)), '
-                    't AS (SELECT pg_terminate_backend(active_pid) FROM s WHERE active_pid IS NOT NULL), '
-                    'd AS (SELECT pg_drop_replication_slot(slot_name) FROM s WHERE NOT active) '
-                    'SELECT (SELECT count(*) FROM s) - (SELECT count(*) FROM d) + 0 * (SELECT count(*) FROM t)',
-                    c.object_name, coalesce(m.sub_oid, 0), format('pg\_%s\_sync\_%%', coalesce(m.sub_oid, 0))))::bigint;
-                EXIT WHEN left_slots = 0;
-                IF clock_timestamp() > deadline THEN
-                    RAISE EXCEPTION 'could not drop replication slot "%" on node "%"', c.object_name, c.node_name
-                        USING ERRCODE = 'object_in_use',
-                              HINT = 'Something keeps using it. CALL sharded_id.recover_moves() again once it is free.';
-                END IF;
-                PERFORM pg_sleep(0.05);
-            END LOOP;
-        ELSIF c.object_type = 'publication' THEN
-            PERFORM sharded_id._remote_exec(conn, format('DROP PUBLICATION IF EXISTS %I', c.object_name));
-        ELSIF c.object_type = 'mark' THEN
-            PERFORM sharded_id._remote_exec(conn, format('DELETE FROM sharded_id.move_marks WHERE move_id = %s', c.object_name));
-        ELSIF c.object_type = 'schema' THEN
-            IF moved THEN
-                PERFORM sharded_id._move_check_copy(m);
+            -- The next record of the node tries a new connection.
+            BEGIN
+                PERFORM sharded_id._remote_close(conn);
+            EXCEPTION WHEN OTHERS THEN
+                NULL;
+            END;
+            IF first_err IS NULL THEN
+                first_err := format('node "%s", %s %s: %s', c.node_name, c.object_type, c.object_name, err);
+                first_state := err_state;
+                first_detail := nullif(err_detail, '');
+                first_hint := nullif(err_hint, '');
             END IF;
-            -- Never a schema the node holds as a shard.
-            PERFORM sharded_id._remote_exec(conn, format(
-                'SET client_min_messages = warning; DO $do$ BEGIN IF NOT EXISTS (SELECT FROM sharded_id.shards WHERE schema_name = %L) '
-                'THEN DROP SCHEMA IF EXISTS %I CASCADE; END IF; END $do$', c.object_name, c.object_name));
-        END IF;
-        DELETE FROM sharded_id.move_cleanup x
-        WHERE x.move_id = c.move_id AND x.node_name = c.node_name
-          AND x.object_type = c.object_type AND x.object_name = c.object_name;
-      EXCEPTION WHEN OTHERS THEN
-        IF first_err IS NULL THEN
-            GET STACKED DIAGNOSTICS first_detail = PG_EXCEPTION_DETAIL, first_hint = PG_EXCEPTION_HINT;
-            first_err := format('node "%s", %s %s: %s', c.node_name, c.object_type, c.object_name, SQLERRM);
-            first_state := SQLSTATE;
-        END IF;
-      END;
+        END;
     END LOOP;
-    IF first_err IS NOT NULL THEN
+    IF first_err IS NOT NULL AND NOT moved THEN
         -- The first failure's own detail and hint say what to do about it.
-        IF nullif(first_detail, '') IS NOT NULL THEN
-            RAISE EXCEPTION 'could not drop everything move % made: %', m.move_id, first_err
-                USING ERRCODE = first_state, DETAIL = first_detail,
-                      HINT = coalesce(nullif(first_hint, ''), 'CALL sharded_id.recover_moves() again once every node answers.');
-        END IF;
         RAISE EXCEPTION 'could not drop everything move % made: %', m.move_id, first_err
-            USING ERRCODE = first_state,
-                  HINT = coalesce(nullif(first_hint, ''), 'CALL sharded_id.recover_moves() again once every node answers.');
+            USING ERRCODE = first_state, DETAIL = coalesce(first_detail, ''),
+                  HINT = coalesce(first_hint, 'CALL sharded_id.recover_moves() again once every node answers.');
     END IF;
-    DELETE FROM sharded_id.move_cleanup x WHERE x.move_id = m.move_id;
-    UPDATE sharded_id.moves
-    SET state = 'finished', outcome = CASE WHEN moved THEN 'moved' ELSE 'rolled back' END,
-        finished_at = clock_timestamp(), updated_at = clock_timestamp()
-    WHERE move_id = m.move_id;
+    left_over := (SELECT count(*) FROM sharded_id.move_cleanup x WHERE x.move_id = m.move_id);
+    UPDATE sharded_id.moves x
+    SET state = CASE WHEN left_over = 0 THEN 'finished' ELSE 'cleanup pending' END,
+        outcome = CASE WHEN moved THEN 'moved' ELSE 'rolled back' END,
+        finished_at = coalesce(x.finished_at, clock_timestamp()), updated_at = clock_timestamp(),
+        error = CASE WHEN first_err IS NULL THEN x.error ELSE coalesce(x.error, 'cleanup: ' || first_err) END
+    WHERE x.move_id = m.move_id;
+    IF first_err IS NOT NULL THEN
+        RAISE WARNING 'move % of shard % to node "%" is done, but its cleanup is pending: %', m.move_id, m.shard_id, m.target_node, first_err
+            USING DETAIL = format('Node "%s" owns the shard and the shard map names it. %s of what the move made on the nodes is left (sharded_id.move_cleanup)%s.%s',
+                                  m.target_node, left_over,
+                                  CASE WHEN EXISTS (SELECT FROM sharded_id.move_cleanup x WHERE x.move_id = m.move_id AND x.object_type = 'slot')
+                                       THEN format(', among it replication slot "%s" on node "%s", which keeps the WAL the node writes', 'sharded_id_move_' || m.shard_id, m.source_node)
+                                       ELSE '' END,
+                                  coalesce(' ' || first_detail, '')),
+                  HINT = 'CALL sharded_id.recover_moves() once every node answers; the next move of the shard drops it too.';
+    END IF;
 END
 $$;
 
 COMMENT ON FUNCTION sharded_id._move_cleanup(sharded_id.moves, boolean) IS
-'internal: drop what a finished or rolled-back move left on its nodes, as its cleanup records say';
+'internal: drop what a finished or rolled-back move left on its nodes, as its cleanup records say, one function per kind of object; after a switch, what cannot be dropped is left to a deferred cleanup, with a warning';
+
+-- The deferred cleanup of a move that switched its shard but could not
+-- drop all it made (state 'cleanup pending'): on fresh connections, what
+-- _move_cleanup left.  Returns true when nothing is left.
+CREATE FUNCTION sharded_id._move_deferred_cleanup(move_id bigint)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    m sharded_id.moves;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_deferred_cleanup');
+    SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = _move_deferred_cleanup.move_id FOR UPDATE;
+    IF m.finished_at IS NULL THEN
+        RAISE EXCEPTION 'move % is unfinished', move_id USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    PERFORM sharded_id._remote_close_all(format('sharded_id_%s_', m.move_id));
+    PERFORM sharded_id._move_cleanup(m, m.outcome = 'moved');
+    RETURN NOT EXISTS (SELECT FROM sharded_id.move_cleanup x WHERE x.move_id = m.move_id);
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_deferred_cleanup(bigint) IS
+'internal: drop what a finished move left on its nodes when its cleanup was cut short (state cleanup pending); true when nothing is left';
 
 -- Roll back a move whose source retired the shard but whose target did
 -- not register it: first the target, on a fresh connection, in one
@@ -1064,8 +1248,9 @@ BEGIN
         'DROP SCHEMA IF EXISTS %3$I CASCADE; COMMIT',
         m.shard_id, m.schema_name, m.schema_name));
     PERFORM sharded_id._remote_open(src, m.source_node);
-    mark := sharded_id._remote(src, format(
-        'SELECT high_water FROM sharded_id.retired_shards WHERE shard_id = %s', m.shard_id));
+    mark := sharded_id._remote_json(src, format(
+        'SELECT jsonb_build_object(''high_water'', high_water) FROM sharded_id.retired_shards WHERE shard_id = %s', m.shard_id))
+        ->> 'high_water';
     PERFORM sharded_id._remote_exec(src, format(
         'BEGIN; SET LOCAL client_min_messages = warning; '
         'SELECT sharded_id._lock_fence(%1$s); '
@@ -1127,12 +1312,12 @@ BEGIN
         RETURN true;
     END IF;
     src := sharded_id._move_open(m, 'source');
-    source_owns := sharded_id._remote(src, format(
-        'SELECT 1 FROM sharded_id.shards WHERE shard_id = %s', m.shard_id)) IS NOT NULL;
+    source_owns := sharded_id._remote_exists(src, format(
+        'SELECT FROM sharded_id.shards WHERE shard_id = %s', m.shard_id));
     BEGIN
         tgt := sharded_id._move_open(m, 'target');
-        target_owns := sharded_id._remote(tgt, format(
-            'SELECT 1 FROM sharded_id.shards WHERE shard_id = %s', m.shard_id)) IS NOT NULL;
+        target_owns := sharded_id._remote_exists(tgt, format(
+            'SELECT FROM sharded_id.shards WHERE shard_id = %s', m.shard_id));
     EXCEPTION WHEN connection_exception THEN
         -- A target that does not answer cannot own the shard while the
         -- source does (it registers only after the source retires): roll
@@ -1154,8 +1339,9 @@ BEGIN
     -- retired it, and the copy holds what the retired source holds (the
     -- source retires only after the target caught up and replication
     -- stopped).  Otherwise change nothing.
-    retired_by := sharded_id._remote(src, format(
-        'SELECT move_id FROM sharded_id.move_retirements WHERE shard_id = %s', m.shard_id))::bigint;
+    retired_by := (sharded_id._remote_json(src, format(
+        'SELECT jsonb_build_object(''move_id'', move_id) FROM sharded_id.move_retirements WHERE shard_id = %s', m.shard_id))
+        ->> 'move_id')::bigint;
     IF retired_by IS DISTINCT FROM m.move_id THEN
         RAISE EXCEPTION 'move % of shard % can be neither finished nor rolled back: node "%" no longer owns the shard, but the move did not retire it',
                         m.move_id, m.shard_id, m.source_node
@@ -1176,13 +1362,14 @@ BEGIN
         IF m.method = 'online' THEN
             PERFORM sharded_id._remote_exec(tgt, format(
                 'ALTER SUBSCRIPTION %I DISABLE', 'sharded_id_move_' || m.shard_id))
-            WHERE sharded_id._remote(tgt, format(
-                'SELECT 1 FROM pg_subscription WHERE subname = %L AND subenabled', 'sharded_id_move_' || m.shard_id)) IS NOT NULL;
+            WHERE sharded_id._remote_exists(tgt, format(
+                'SELECT FROM pg_subscription WHERE subname = %L AND subenabled', 'sharded_id_move_' || m.shard_id));
         END IF;
         BEGIN
             PERFORM sharded_id._move_compare(m, src, tgt);
-            m.high_water := sharded_id._remote(src, format(
-                'SELECT high_water FROM sharded_id.retired_shards WHERE shard_id = %s', m.shard_id))::bigint;
+            m.high_water := (sharded_id._remote_json(src, format(
+                'SELECT jsonb_build_object(''high_water'', high_water) FROM sharded_id.retired_shards WHERE shard_id = %s', m.shard_id))
+                ->> 'high_water')::bigint;
             UPDATE sharded_id.moves x SET high_water = m.high_water WHERE x.move_id = m.move_id;
             PERFORM sharded_id._move_register_target(m);
         EXCEPTION WHEN OTHERS THEN
@@ -1206,8 +1393,419 @@ $$;
 COMMENT ON FUNCTION sharded_id._move_resolve(bigint) IS
 'internal: finish or roll back an interrupted move, from its journal and the state of its nodes';
 
--- One step of a move; no transaction control, so that move_shard can catch
--- its error and commit between steps.
+--
+-- The steps of a move, one function each, in the order move_shard takes
+-- them.  An online move: record_objects, create_publication, subscribe,
+-- copy, catch_up, compare, catch_up, freeze, stop_replication,
+-- retire_source, register_target, switch; a move by dump: record_objects,
+-- freeze, copy_rows, retire_source, register_target, switch.  Each runs on
+-- the move's source and target connections (_move_conn), which _move_step
+-- opens, or, inside the final freeze, checked already by the freeze.
+--
+
+-- record_objects: what the move will make on its nodes, recorded (and
+-- committed by move_shard) before the next step makes it.
+CREATE FUNCTION sharded_id._move_record_objects(m sharded_id.moves)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    repl text := 'sharded_id_move_' || m.shard_id;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_record_objects');
+    PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'schema', m.schema_name, 'on_failure');
+    PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'schema', m.schema_name, 'on_success');
+    IF m.method = 'online' THEN
+        PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'publication', repl, 'always');
+        PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'slot', repl, 'always');
+        PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'mark', m.move_id::text, 'always');
+        PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'subscription', repl, 'always');
+        PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'mark', m.move_id::text, 'always');
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_record_objects(sharded_id.moves) IS
+'internal: step record_objects of a move: record what it will make on its nodes, and when to drop it';
+
+-- create_publication: the shard's tables and the move's marks, and the
+-- slot the subscription reads, on the source.
+CREATE FUNCTION sharded_id._move_create_publication(m sharded_id.moves)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    src text := sharded_id._move_conn(m.move_id, 'source', m.source_node);
+    repl text := 'sharded_id_move_' || m.shard_id;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_create_publication');
+    PERFORM sharded_id._remote_exec(src, format(
+        'CREATE PUBLICATION %I FOR TABLES IN SCHEMA %I, TABLE sharded_id.move_marks WHERE (move_id = %s)',
+        repl, m.schema_name, m.move_id));
+    PERFORM sharded_id._remote(src, format(
+        'SELECT 1 FROM pg_create_logical_replication_slot(%L, ''pgoutput'')', repl));
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_create_publication(sharded_id.moves) IS
+'internal: step create_publication of an online move: its publication and replication slot on the source';
+
+-- subscribe: the schema without rows, and the subscription that fills it,
+-- in one transaction of the target; the subscription's oid journaled.
+CREATE FUNCTION sharded_id._move_subscribe(m sharded_id.moves)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    src text := sharded_id._move_conn(m.move_id, 'source', m.source_node);
+    tgt text := sharded_id._move_conn(m.move_id, 'target', m.target_node);
+    repl text := 'sharded_id_move_' || m.shard_id;
+    ddl text;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_subscribe');
+    ddl := sharded_id._remote(src, format('SELECT sharded_id._move_schema_ddl(%L)', m.schema_name));
+    PERFORM sharded_id._remote_exec(tgt, format(
+        'BEGIN; SET LOCAL client_min_messages = warning; %s; '
+        'CREATE SUBSCRIPTION %I CONNECTION %L PUBLICATION %I WITH (create_slot = false, slot_name = %L, '
+        'copy_data = true, synchronous_commit = on, disable_on_error = true%s); COMMIT',
+        ddl, repl, sharded_id._move_subscription_connstr(m), repl, repl, sharded_id._move_subscription_options(m)));
+    UPDATE sharded_id.moves x SET sub_oid = (sharded_id._remote_json(tgt, format(
+        'SELECT jsonb_build_object(''oid'', oid) FROM pg_subscription WHERE subname = %L
+         AND subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())', repl)) ->> 'oid')::oid
+    WHERE x.move_id = m.move_id;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_subscribe(sharded_id.moves) IS
+'internal: step subscribe of an online move: the empty schema and the subscription that fills it, on the target';
+
+-- During the copy: the tables whose copy is done (FINISHEDCOPY) but whose
+-- synchronization slot is gone from the source or invalidated there, as
+-- jsonb: {"missing": how many, "dead": those of them with no sync worker
+-- alive on the target, by name, or null}; NULL when every such table has
+-- its slot, or when the source does not answer (no evidence).
+CREATE FUNCTION sharded_id._move_lost_sync_slots(m sharded_id.moves)
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tgt text := sharded_id._move_conn(m.move_id, 'target', m.target_node);
+    syncs jsonb;
+    lost jsonb;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_lost_sync_slots');
+    -- {slot name prefix: {"table": name, "alive": worker alive}}
+    syncs := sharded_id._remote_json(tgt, format(
+        'SELECT jsonb_object_agg(format(''pg_%%s_sync_%%s_'', r.srsubid, r.srrelid),
+                                 jsonb_build_object(''table'', r.srrelid::regclass::text,
+                                                    ''alive'', EXISTS (SELECT FROM pg_stat_subscription w
+                                                                       WHERE w.subid = r.srsubid AND w.relid = r.srrelid
+                                                                         AND w.pid IS NOT NULL)))
+         FROM pg_subscription_rel r WHERE r.srsubid = %s AND r.srsubstate = ''f''', m.sub_oid));
+    IF syncs IS NULL THEN
+        RETURN NULL;
+    END IF;
+    BEGIN
+        lost := sharded_id._remote_json(sharded_id._move_open(m, 'source'), format(
+            'SELECT jsonb_build_object(''missing'', count(*),
+                                       ''dead'', string_agg(j.value->>''table'', '', '' ORDER BY j.value->>''table'')
+                                                 FILTER (WHERE NOT (j.value->>''alive'')::boolean))
+             FROM jsonb_each(%L::jsonb) j
+             WHERE NOT EXISTS (SELECT FROM pg_replication_slots s
+                               WHERE starts_with(s.slot_name, j.key) AND s.wal_status IS DISTINCT FROM ''lost'')',
+            syncs));
+    EXCEPTION WHEN connection_exception OR admin_shutdown OR crash_shutdown OR cannot_connect_now THEN
+        RETURN NULL;
+    END;
+    RETURN CASE WHEN (lost->>'missing')::bigint > 0 THEN lost END;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_lost_sync_slots(sharded_id.moves) IS
+'internal: the copied tables of an online move whose synchronization slot is gone from the source, and which of them no worker still syncs';
+
+-- copy: wait, up to timeout, until the subscription has synchronized every
+-- table.
+-- A table whose copy is done (FINISHEDCOPY) catches up through its own
+-- slot on the source, pg_<subscription>_sync_<table>_<system id>, until
+-- its state commits as synchronized.  That slot sits idle through the
+-- table's copy; invalidated (max_slot_wal_keep_size,
+-- idle_replication_slot_timeout) or dropped, or dropped by the table sync
+-- itself just before a stop of the target lost the commit that follows,
+-- it leaves the table in FINISHEDCOPY for good, its worker failing again
+-- and again.  Such a table seen with no sync worker alive, at 200 polls
+-- (10 s at least, whatever the clock does) with nothing but a restarting
+-- worker between them, cannot finish: the move fails here and is rolled
+-- back.  A sync worker that waits on its commit (for a synchronous standby
+-- of the target) stays alive, and a source that does not answer is no
+-- evidence: neither fails a move (_move_lost_sync_slots).
+CREATE FUNCTION sharded_id._move_copy(m sharded_id.moves, timeout interval)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tgt text := sharded_id._move_conn(m.move_id, 'target', m.target_node);
+    deadline timestamptz := clock_timestamp() + timeout;
+    sub jsonb;
+    lost jsonb;
+    lost_polls integer := 0;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_copy');
+    LOOP
+        sub := sharded_id._remote_json(tgt, format(
+            'SELECT jsonb_build_object(''enabled'', s.subenabled,
+                                       ''unready'', count(*) FILTER (WHERE r.srsubstate <> ''r''),
+                                       ''finished_copy'', count(*) FILTER (WHERE r.srsubstate = ''f''))
+             FROM pg_subscription s LEFT JOIN pg_subscription_rel r ON r.srsubid = s.oid
+             WHERE s.oid = %s GROUP BY s.subenabled', m.sub_oid));
+        IF sub IS NULL OR NOT (sub->>'enabled')::boolean THEN
+            RAISE EXCEPTION 'the subscription of move % stopped during the copy', m.move_id
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      HINT = 'The target''s server log says why.';
+        END IF;
+        EXIT WHEN (sub->>'unready')::bigint = 0;
+        lost := CASE WHEN (sub->>'finished_copy')::bigint > 0 THEN sharded_id._move_lost_sync_slots(m) END;
+        lost_polls := CASE WHEN lost IS NULL THEN 0 WHEN lost->>'dead' IS NULL THEN lost_polls ELSE lost_polls + 1 END;
+        IF lost_polls >= 200 THEN
+            RAISE EXCEPTION 'the copy of shard % cannot finish: the synchronization of % has no usable slot on node "%"',
+                            m.shard_id, lost->>'dead', m.source_node
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      DETAIL = 'The target copied the table, but the replication slot its catch-up reads is gone or invalidated on the source; a new move copies the table afresh.';
+        END IF;
+        IF clock_timestamp() > deadline THEN
+            RAISE EXCEPTION 'the copy of shard % did not finish within %', m.shard_id, timeout
+                USING ERRCODE = 'lock_not_available';
+        END IF;
+        PERFORM pg_sleep(0.05);
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_copy(sharded_id.moves, interval) IS
+'internal: step copy of an online move: wait until the subscription has synchronized every table, failing on one that cannot finish';
+
+-- catch_up: wait, up to timeout, until the slot's lag on the source is at
+-- most max_lag bytes.
+CREATE FUNCTION sharded_id._move_wait_lag(m sharded_id.moves, max_lag bigint, timeout interval)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    src text := sharded_id._move_conn(m.move_id, 'source', m.source_node);
+    repl text := 'sharded_id_move_' || m.shard_id;
+    deadline timestamptz := clock_timestamp() + timeout;
+    lag bigint;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_wait_lag');
+    LOOP
+        lag := (sharded_id._remote_json(src, format(
+            'SELECT jsonb_build_object(''lag'', pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint)
+             FROM pg_replication_slots WHERE slot_name = %L',
+            repl)) ->> 'lag')::bigint;
+        IF lag IS NULL THEN
+            RAISE EXCEPTION 'replication slot "%" is gone from node "%"', repl, m.source_node
+                USING ERRCODE = 'undefined_object';
+        END IF;
+        EXIT WHEN lag <= max_lag;
+        IF clock_timestamp() > deadline THEN
+            RAISE EXCEPTION 'the lag of the copy of shard % stayed over % bytes for %', m.shard_id, max_lag, timeout
+                USING ERRCODE = 'lock_not_available';
+        END IF;
+        PERFORM pg_sleep(0.05);
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_wait_lag(sharded_id.moves, bigint, interval) IS
+'internal: step catch_up of an online move: wait until its slot''s lag is at most max_lag bytes';
+
+-- compare: a short freeze in which both copies hold the same rows; a
+-- snapshot of each keeps that state for the comparison after it.  Writers
+-- wait on the source's fence meanwhile.  Every connection it needs is
+-- open, and the snapshots' transactions begun (a snapshot is taken by the
+-- first query), before writers wait.  A catch-up before it too, so that
+-- the frozen one has only the last writes to wait for.
+CREATE FUNCTION sharded_id._move_compare_frozen(m sharded_id.moves, timeout interval, freeze_timeout interval)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    snaps text[];
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_compare_frozen');
+    PERFORM sharded_id._move_open_freeze(m);
+    snaps := ARRAY[sharded_id._move_open(m, 'snap_source'), sharded_id._move_open(m, 'snap_target')];
+    PERFORM sharded_id._remote_exec(c, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY') FROM unnest(snaps) c;
+    PERFORM sharded_id._move_catch_up(m, timeout);
+    PERFORM sharded_id._move_freeze_source(m, freeze_timeout);
+    PERFORM sharded_id._move_catch_up(m, freeze_timeout);
+    PERFORM sharded_id._remote(c, 'SELECT 1') FROM unnest(snaps) c;
+    PERFORM sharded_id._remote_close(sharded_id._move_conn(m.move_id, 'freeze', m.source_node));
+    PERFORM sharded_id._move_compare(m, snaps[1], snaps[2]);
+    PERFORM sharded_id._remote_close(c) FROM unnest(snaps) c;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_compare_frozen(sharded_id.moves, interval, interval) IS
+'internal: step compare of an online move: compare both copies in snapshots taken in a short freeze of the source';
+
+-- freeze: writers through the router wait from the route lock to the
+-- switch; the move waits at most freeze_timeout for the ones in flight.
+-- The freeze's connection is opened first, and the target caught up
+-- unfrozen, so that the frozen catch-up has only the last writes to wait
+-- for.
+CREATE FUNCTION sharded_id._move_freeze(m sharded_id.moves, timeout interval, freeze_timeout interval)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_freeze');
+    PERFORM sharded_id._move_open_freeze(m);
+    IF m.method = 'online' THEN
+        PERFORM sharded_id._move_catch_up(m, timeout);
+    END IF;
+    PERFORM sharded_id._move_lock_route(m, freeze_timeout);
+    PERFORM sharded_id._move_freeze_source(m, freeze_timeout);
+    IF m.method = 'online' THEN
+        PERFORM sharded_id._move_catch_up(m, freeze_timeout);
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_freeze(sharded_id.moves, interval, interval) IS
+'internal: step freeze of a move: the route lock on the router and the freezing transaction on the source, the target caught up';
+
+-- stop_replication: nothing done to the old copy from now on reaches the
+-- new one.
+CREATE FUNCTION sharded_id._move_stop_replication(m sharded_id.moves)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_stop_replication');
+    PERFORM sharded_id._remote_exec(sharded_id._move_conn(m.move_id, 'target', m.target_node),
+                                    format('ALTER SUBSCRIPTION %I DISABLE', 'sharded_id_move_' || m.shard_id));
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_stop_replication(sharded_id.moves) IS
+'internal: step stop_replication of an online move, in its freeze: disable the subscription on the target';
+
+-- copy_rows, of the dump method: the schema (its tables empty, so that
+-- adding their constraints checks no row), then every table's rows through
+-- the router, in batches, read in the freeze, and written as they are:
+-- with the target in replica mode, as logical replication and pg_restore
+-- --disable-triggers do, only triggers enabled ALWAYS or REPLICA fire; and
+-- as the table's owner in a security-restricted operation
+-- (_insert_as_owner), so that those, the index expressions, check
+-- constraints, domain checks and generated columns of the schema's owner
+-- never run with the mover's rights.
+CREATE FUNCTION sharded_id._move_copy_rows(m sharded_id.moves)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    src text := sharded_id._move_conn(m.move_id, 'source', m.source_node);
+    tgt text := sharded_id._move_conn(m.move_id, 'target', m.target_node);
+    frz text := sharded_id._move_conn(m.move_id, 'freeze', m.source_node);
+    ddl text;
+    t record;
+    tbl text;
+    batch text[];
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_copy_rows');
+    ddl := sharded_id._remote(src, format('SELECT sharded_id._move_schema_ddl(%L)', m.schema_name));
+    PERFORM sharded_id._remote_exec(tgt, format('BEGIN; SET LOCAL client_min_messages = warning; %s; COMMIT', ddl));
+    -- Each table by oid, then its name, quoted on the source.
+    FOR t IN
+        SELECT * FROM unnest(sharded_id._remote_rows(frz, format(
+            'SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = %L AND c.relkind = ''r'' ORDER BY c.oid', m.schema_name))) AS rel
+    LOOP
+        tbl := sharded_id._remote(frz, format('SELECT %s::regclass::text', t.rel));
+        PERFORM sharded_id._remote_exec(frz, format(
+            'DECLARE shid_rows NO SCROLL CURSOR FOR SELECT r FROM sharded_id._table_rows(%L) r', tbl));
+        LOOP
+            batch := sharded_id._remote_rows(frz, 'FETCH 10000 FROM shid_rows');
+            EXIT WHEN batch IS NULL;
+            PERFORM sharded_id._remote_exec(tgt, format(
+                'SET session_replication_role = replica; '
+                'SELECT sharded_id._insert_as_owner(%L, %L::text[]); '
+                'RESET session_replication_role',
+                tbl, batch));
+        END LOOP;
+        PERFORM sharded_id._remote_exec(frz, 'CLOSE shid_rows');
+    END LOOP;
+    PERFORM sharded_id._move_compare(m, frz, tgt);
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_copy_rows(sharded_id.moves) IS
+'internal: step copy_rows of a move by dump, in its freeze: the schema and every row, read on the source, written as each table''s owner on the target';
+
+-- retire_source: move_shard's floor checks again, in the freezing
+-- transaction, where no row of the shard changes any more: a row written
+-- since they ran (an id planted to stop the shard) fails the move here,
+-- before the source retires, and it rolls back with the shard writable on
+-- the source.  The target's copy and the source's high-water mark too: the
+-- target raises its floor over both.  Then, in the freezing transaction,
+-- the retirement and its high-water mark (journaled), and a constraint that
+-- no new row passes on the old copy (NOT VALID: no scan); then commit.
+CREATE FUNCTION sharded_id._move_retire_source(m sharded_id.moves)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tgt text := sharded_id._move_conn(m.move_id, 'target', m.target_node);
+    frz text := sharded_id._move_conn(m.move_id, 'freeze', m.source_node);
+    layout text;
+    mark text;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_retire_source');
+    layout := sharded_id._remote_json(frz, format(
+        'SELECT jsonb_build_object(''layout'', layout) FROM sharded_id.shards WHERE shard_id = %s', m.shard_id)) ->> 'layout';
+    PERFORM sharded_id._remote(c, format('SELECT sharded_id._check_floors(%s, %L, %L)', m.shard_id, m.schema_name, layout))
+    FROM unnest(ARRAY[frz, tgt]) c;
+    mark := sharded_id._remote_json(frz, format(
+        'SELECT jsonb_build_object(''high_water'', sharded_id.high_water(%s, %L))', m.shard_id, layout)) ->> 'high_water';
+    IF mark IS NOT NULL THEN
+        PERFORM sharded_id._remote(tgt, format('SELECT sharded_id._check_floor(%s, %s, %L, %L)',
+                                               m.shard_id, mark, layout, format('the source, node "%s",', m.source_node)));
+    END IF;
+    UPDATE sharded_id.moves x SET high_water = (sharded_id._remote_json(frz, format(
+        'SELECT jsonb_build_object(''high_water'', sharded_id.retire_shard(%s))', m.shard_id)) ->> 'high_water')::bigint
+    WHERE x.move_id = m.move_id;
+    PERFORM sharded_id._remote_exec(frz, format(
+        'SELECT sharded_id._on_schema_tables(%L, ''ALTER TABLE %%s ADD CONSTRAINT sharded_id_moved CHECK (false) NOT VALID''); '
+        'INSERT INTO sharded_id.move_retirements AS r (shard_id, move_id) VALUES (%s, %s) '
+        'ON CONFLICT (shard_id) DO UPDATE SET move_id = excluded.move_id, retired_at = excluded.retired_at',
+        m.schema_name, m.shard_id, m.move_id));
+    PERFORM sharded_id._remote_exec(frz, 'COMMIT');
+    PERFORM sharded_id._remote_close(frz);
+    PERFORM sharded_id._move_hold('retired');
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_retire_source(sharded_id.moves) IS
+'internal: step retire_source of a move, in its freeze: check the floors again, then retire the shard on the source and fence its old copy, and commit';
+
+-- One step of a move, by its function; no transaction control, so that
+-- move_shard can catch its error and commit between steps.  Outside the
+-- final freeze, the move's source and target connections are opened, or
+-- checked and reused, first; inside it (stop_replication to switch), the
+-- connections the freeze step checked are used without a round trip more,
+-- and a dead one fails the step.
 CREATE FUNCTION sharded_id._move_step(move_id bigint, step text, max_lag bigint,
                                       timeout interval, freeze_timeout interval)
 RETURNS void
@@ -1216,255 +1814,28 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     m sharded_id.moves;
-    repl text := NULL;
-    ddl text;
-    state text;
-    lag bigint;
-    deadline timestamptz := clock_timestamp() + timeout;
-    t record;
-    tbl text;
-    batch text[];
-    src text;
-    tgt text;
-    frz text;
-    snaps text[];
-    lost text;
-    lost_polls integer := 0;
-    layout text;
-    mark text;
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_step');
     SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = _move_step.move_id;
-    repl := 'sharded_id_move_' || m.shard_id;
-    IF step IN ('stop_replication', 'retire_source', 'register_target', 'switch') THEN
-        -- Inside the final freeze: the connections the freeze step
-        -- checked, without a round trip more; a dead one fails the step.
-        src := sharded_id._move_conn(m.move_id, 'source', m.source_node);
-        tgt := sharded_id._move_conn(m.move_id, 'target', m.target_node);
-    ELSE
-        src := sharded_id._move_open(m, 'source');
-        tgt := sharded_id._move_open(m, 'target');
+    IF step NOT IN ('stop_replication', 'retire_source', 'register_target', 'switch') THEN
+        PERFORM sharded_id._move_open(m, 'source');
+        PERFORM sharded_id._move_open(m, 'target');
     END IF;
-    frz := sharded_id._move_conn(m.move_id, 'freeze', m.source_node);
     CASE step
-    WHEN 'record_objects' THEN
-        -- move_shard commits these before the next step creates them.
-        PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'schema', m.schema_name, 'on_failure');
-        PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'schema', m.schema_name, 'on_success');
-        IF m.method = 'online' THEN
-            PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'publication', repl, 'always');
-            PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'slot', repl, 'always');
-            PERFORM sharded_id._move_will_create(m.move_id, m.source_node, 'mark', m.move_id::text, 'always');
-            PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'subscription', repl, 'always');
-            PERFORM sharded_id._move_will_create(m.move_id, m.target_node, 'mark', m.move_id::text, 'always');
-        END IF;
-    WHEN 'create_publication' THEN
-        PERFORM sharded_id._remote_exec(src, format(
-            'CREATE PUBLICATION %I FOR TABLES IN SCHEMA %I, TABLE sharded_id.move_marks WHERE (move_id = %s)',
-            repl, m.schema_name, m.move_id));
-        PERFORM sharded_id._remote(src, format(
-            'SELECT 1 FROM pg_create_logical_replication_slot(%L, ''pgoutput'')', repl));
-    WHEN 'subscribe' THEN
-        -- The schema without rows, and the subscription that fills it, in
-        -- one transaction of the target.
-        ddl := sharded_id._remote(src, format(
-            'SELECT sharded_id._move_schema_ddl(%L)', m.schema_name));
-        PERFORM sharded_id._remote_exec(tgt, format(
-            'BEGIN; SET LOCAL client_min_messages = warning; %s; '
-            'CREATE SUBSCRIPTION %I CONNECTION %L PUBLICATION %I WITH (create_slot = false, slot_name = %L, '
-            'copy_data = true, synchronous_commit = on, disable_on_error = true%s); COMMIT',
-            ddl, repl, sharded_id._move_subscription_connstr(m), repl, repl, sharded_id._move_subscription_options(m)));
-        UPDATE sharded_id.moves x SET sub_oid = sharded_id._remote(tgt, format(
-            'SELECT oid FROM pg_subscription WHERE subname = %L
-             AND subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())', repl))::oid
-        WHERE x.move_id = m.move_id;
-    WHEN 'copy' THEN
-        LOOP
-            state := sharded_id._remote(tgt, format(
-                'SELECT s.subenabled::text || '':'' || count(*) FILTER (WHERE r.srsubstate <> ''r'')
-                 || '':'' || count(*) FILTER (WHERE r.srsubstate = ''f'')
-                 FROM pg_subscription s LEFT JOIN pg_subscription_rel r ON r.srsubid = s.oid
-                 WHERE s.oid = %s GROUP BY s.subenabled', m.sub_oid));
-            EXIT WHEN state LIKE 'true:0:%';
-            IF state IS NULL OR state LIKE 'false:%' THEN
-                RAISE EXCEPTION 'the subscription of move % stopped during the copy', m.move_id
-                    USING ERRCODE = 'object_not_in_prerequisite_state',
-                          HINT = 'The target''s server log says why.';
-            END IF;
-            -- A table whose copy is done (FINISHEDCOPY) catches up through
-            -- its own slot on the source, pg_<subscription>_sync_<table>_
-            -- <system id>, until its state commits as synchronized.  That
-            -- slot sits idle through the table's copy; invalidated
-            -- (max_slot_wal_keep_size, idle_replication_slot_timeout) or
-            -- dropped, or dropped by the table sync itself just before a
-            -- stop of the target lost the commit that follows, it leaves
-            -- the table in FINISHEDCOPY for good, its worker failing again
-            -- and again.
-            -- Such a table seen with no sync worker alive, at 200 polls
-            -- (10 s at least, whatever the clock does) with nothing but a
-            -- restarting worker between them, cannot finish: the move
-            -- fails here and is rolled back.  A sync worker that waits on
-            -- its commit (for a synchronous standby of the target) stays
-            -- alive, and a source that does not answer is no evidence:
-            -- neither fails a move.
-            lost := NULL;
-            IF state NOT LIKE '%:0' THEN
-                lost := sharded_id._remote(tgt, format(
-                    'SELECT json_object_agg(format(''pg_%%s_sync_%%s_'', r.srsubid, r.srrelid),
-                                            json_build_object(''table'', r.srrelid::regclass::text,
-                                                              ''alive'', EXISTS (SELECT FROM pg_stat_subscription w
-                                                                                 WHERE w.subid = r.srsubid AND w.relid = r.srrelid
-                                                                                   AND w.pid IS NOT NULL)))
-                     FROM pg_subscription_rel r WHERE r.srsubid = %s AND r.srsubstate = ''f''', m.sub_oid));
-                IF lost IS NOT NULL THEN BEGIN
-                    -- 'dead:<tables>', 'alive', or NULL when every slot is there.
-                    lost := sharded_id._remote(sharded_id._move_open(m, 'source'), format(
-                        'SELECT CASE WHEN bool_and((j.value->>''alive'')::boolean) THEN ''alive''
-                                     ELSE ''dead:'' || string_agg(j.value->>''table'', '', '' ORDER BY j.value->>''table'')
-                                                       FILTER (WHERE NOT (j.value->>''alive'')::boolean) END
-                         FROM json_each(%L::json) j
-                         WHERE NOT EXISTS (SELECT FROM pg_replication_slots s
-                                           WHERE starts_with(s.slot_name, j.key) AND s.wal_status IS DISTINCT FROM ''lost'')',
-                        lost));
-                EXCEPTION WHEN connection_exception OR admin_shutdown OR crash_shutdown OR cannot_connect_now THEN
-                    lost := NULL;
-                END; END IF;
-            END IF;
-            lost_polls := CASE WHEN lost IS NULL THEN 0 WHEN lost = 'alive' THEN lost_polls ELSE lost_polls + 1 END;
-            IF lost_polls >= 200 THEN
-                RAISE EXCEPTION 'the copy of shard % cannot finish: the synchronization of % has no usable slot on node "%"',
-                                m.shard_id, substr(lost, 6), m.source_node
-                    USING ERRCODE = 'object_not_in_prerequisite_state',
-                          DETAIL = 'The target copied the table, but the replication slot its catch-up reads is gone or invalidated on the source; a new move copies the table afresh.';
-            END IF;
-            IF clock_timestamp() > deadline THEN
-                RAISE EXCEPTION 'the copy of shard % did not finish within %', m.shard_id, timeout
-                    USING ERRCODE = 'lock_not_available';
-            END IF;
-            PERFORM pg_sleep(0.05);
-        END LOOP;
-    WHEN 'catch_up' THEN
-        LOOP
-            lag := sharded_id._remote(src, format(
-                'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint FROM pg_replication_slots WHERE slot_name = %L',
-                repl))::bigint;
-            IF lag IS NULL THEN
-                RAISE EXCEPTION 'replication slot "%" is gone from node "%"', repl, m.source_node
-                    USING ERRCODE = 'undefined_object';
-            END IF;
-            EXIT WHEN lag <= max_lag;
-            IF clock_timestamp() > deadline THEN
-                RAISE EXCEPTION 'the lag of the copy of shard % stayed over % bytes for %', m.shard_id, max_lag, timeout
-                    USING ERRCODE = 'lock_not_available';
-            END IF;
-            PERFORM pg_sleep(0.05);
-        END LOOP;
-    WHEN 'compare' THEN
-        -- A short freeze in which both copies hold the same rows; a
-        -- snapshot of each keeps that state for the comparison after it.
-        -- Writers wait on the source's fence meanwhile.
-        -- Every connection it needs is open, and the snapshots' transactions
-        -- begun (a snapshot is taken by the first query), before writers wait.
-        -- A catch-up before it too, so that the frozen one has only the
-        -- last writes to wait for.
-        PERFORM sharded_id._move_open_freeze(m);
-        snaps := ARRAY[sharded_id._move_open(m, 'snap_source'), sharded_id._move_open(m, 'snap_target')];
-        PERFORM sharded_id._remote_exec(c, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY') FROM unnest(snaps) c;
-        PERFORM sharded_id._move_catch_up(m, timeout);
-        PERFORM sharded_id._move_freeze_source(m, freeze_timeout);
-        PERFORM sharded_id._move_catch_up(m, freeze_timeout);
-        PERFORM sharded_id._remote(c, 'SELECT 1') FROM unnest(snaps) c;
-        PERFORM sharded_id._remote_close(frz);
-        PERFORM sharded_id._move_compare(m, snaps[1], snaps[2]);
-        PERFORM sharded_id._remote_close(c) FROM unnest(snaps) c;
-    WHEN 'freeze' THEN
-        -- Writers through the router wait from the route lock to the
-        -- switch; the move waits at most freeze_timeout for the ones in
-        -- flight.  The freeze's connection is opened first, and the target
-        -- caught up unfrozen, so that the frozen catch-up has only the last
-        -- writes to wait for.
-        PERFORM sharded_id._move_open_freeze(m);
-        IF m.method = 'online' THEN
-            PERFORM sharded_id._move_catch_up(m, timeout);
-        END IF;
-        PERFORM sharded_id._move_lock_route(m, freeze_timeout);
-        PERFORM sharded_id._move_freeze_source(m, freeze_timeout);
-        IF m.method = 'online' THEN
-            PERFORM sharded_id._move_catch_up(m, freeze_timeout);
-        END IF;
-    WHEN 'stop_replication' THEN
-        -- Nothing done to the old copy from now on reaches the new one.
-        PERFORM sharded_id._remote_exec(tgt, format('ALTER SUBSCRIPTION %I DISABLE', repl));
-    WHEN 'copy_rows' THEN
-        -- The dump method: the schema (its tables empty, so that adding
-        -- their constraints checks no row), then every table's rows
-        -- through the router, in batches, read in the freeze, and written
-        -- as they are: with the target in replica mode, as logical
-        -- replication and pg_restore --disable-triggers do, only triggers
-        -- enabled ALWAYS or REPLICA fire; and as the table's owner in a
-        -- security-restricted operation (_insert_as_owner), so that those,
-        -- the index expressions, check constraints, domain checks and
-        -- generated columns of the schema's owner never run with the
-        -- mover's rights.
-        ddl := sharded_id._remote(src, format(
-            'SELECT sharded_id._move_schema_ddl(%L)', m.schema_name));
-        PERFORM sharded_id._remote_exec(tgt, format(
-            'BEGIN; SET LOCAL client_min_messages = warning; %s; COMMIT', ddl));
-        -- Each table by oid, then its name, quoted on the source.
-        FOR t IN
-            SELECT * FROM unnest(sharded_id._remote_rows(frz, format(
-                'SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-                 WHERE n.nspname = %L AND c.relkind = ''r'' ORDER BY c.oid', m.schema_name))) AS rel
-        LOOP
-            tbl := sharded_id._remote(frz, format('SELECT %s::regclass::text', t.rel));
-            PERFORM sharded_id._remote_exec(frz, format(
-                'DECLARE shid_rows NO SCROLL CURSOR FOR SELECT r FROM sharded_id._table_rows(%L) r', tbl));
-            LOOP
-                batch := sharded_id._remote_rows(frz, 'FETCH 10000 FROM shid_rows');
-                EXIT WHEN batch IS NULL;
-                PERFORM sharded_id._remote_exec(tgt, format(
-                    'SET session_replication_role = replica; '
-                    'SELECT sharded_id._insert_as_owner(%L, %L::text[]); '
-                    'RESET session_replication_role',
-                    tbl, batch));
-            END LOOP;
-            PERFORM sharded_id._remote_exec(frz, 'CLOSE shid_rows');
-        END LOOP;
-        PERFORM sharded_id._move_compare(m, frz, tgt);
-    WHEN 'retire_source' THEN
-        -- move_shard's floor checks again, in the freezing transaction,
-        -- where no row of the shard changes any more: a row written since
-        -- they ran (an id planted to stop the shard) fails the move here,
-        -- before the source retires, and it rolls back with the shard
-        -- writable on the source.  The target's copy and the source's
-        -- high-water mark too: the target raises its floor over both.
-        layout := sharded_id._remote(frz, format('SELECT layout FROM sharded_id.shards WHERE shard_id = %s', m.shard_id));
-        PERFORM sharded_id._remote(c, format('SELECT sharded_id._check_floors(%s, %L, %L)', m.shard_id, m.schema_name, layout))
-        FROM unnest(ARRAY[frz, tgt]) c;
-        mark := sharded_id._remote(frz, format('SELECT sharded_id.high_water(%s, %L)', m.shard_id, layout));
-        IF mark IS NOT NULL THEN
-            PERFORM sharded_id._remote(tgt, format('SELECT sharded_id._check_floor(%s, %s, %L, %L)',
-                                                   m.shard_id, mark, layout, format('the source, node "%s",', m.source_node)));
-        END IF;
-        -- In the freezing transaction: the retirement and its high-water
-        -- mark, and a constraint that no new row passes on the old copy
-        -- (NOT VALID: no scan).  Then commit.
-        UPDATE sharded_id.moves x SET high_water = sharded_id._remote(frz, format(
-            'SELECT sharded_id.retire_shard(%s)', m.shard_id))::bigint
-        WHERE x.move_id = m.move_id;
-        PERFORM sharded_id._remote_exec(frz, format(
-            'SELECT sharded_id._on_schema_tables(%L, ''ALTER TABLE %%s ADD CONSTRAINT sharded_id_moved CHECK (false) NOT VALID''); '
-            'INSERT INTO sharded_id.move_retirements AS r (shard_id, move_id) VALUES (%s, %s) '
-            'ON CONFLICT (shard_id) DO UPDATE SET move_id = excluded.move_id, retired_at = excluded.retired_at',
-            m.schema_name, m.shard_id, m.move_id));
-        PERFORM sharded_id._remote_exec(frz, 'COMMIT');
-        PERFORM sharded_id._remote_close(frz);
-        PERFORM sharded_id._move_hold('retired');
+    WHEN 'record_objects' THEN PERFORM sharded_id._move_record_objects(m);
+    WHEN 'create_publication' THEN PERFORM sharded_id._move_create_publication(m);
+    WHEN 'subscribe' THEN PERFORM sharded_id._move_subscribe(m);
+    WHEN 'copy' THEN PERFORM sharded_id._move_copy(m, timeout);
+    WHEN 'catch_up' THEN PERFORM sharded_id._move_wait_lag(m, max_lag, timeout);
+    WHEN 'compare' THEN PERFORM sharded_id._move_compare_frozen(m, timeout, freeze_timeout);
+    WHEN 'freeze' THEN PERFORM sharded_id._move_freeze(m, timeout, freeze_timeout);
+    WHEN 'stop_replication' THEN PERFORM sharded_id._move_stop_replication(m);
+    WHEN 'copy_rows' THEN PERFORM sharded_id._move_copy_rows(m);
+    WHEN 'retire_source' THEN PERFORM sharded_id._move_retire_source(m);
     WHEN 'register_target' THEN
         PERFORM sharded_id._move_register_target(m);
         PERFORM sharded_id._move_hold('registered');
-    WHEN 'switch' THEN
-        PERFORM sharded_id._move_switch(m);
+    WHEN 'switch' THEN PERFORM sharded_id._move_switch(m);
     ELSE
         RAISE EXCEPTION 'unknown move step "%"', step USING ERRCODE = 'internal_error';
     END CASE;
@@ -1472,7 +1843,7 @@ END
 $$;
 
 COMMENT ON FUNCTION sharded_id._move_step(bigint, text, bigint, interval, interval) IS
-'internal: take one step of a move';
+'internal: take one step of a move, by the function of that step';
 
 -- The arguments of move_shard and rebalance that are not a shard or a
 -- node, checked before anything is read or changed: a method move_shard
@@ -1516,6 +1887,539 @@ $$;
 COMMENT ON FUNCTION sharded_id._check_move_arguments(text, name, bigint, interval, interval) IS
 'internal: refuse a bad method, cluster, lag or timeout of move_shard or rebalance before anything is done';
 
+
+--
+-- move_shard's checks, before anything is journaled or changed.  Each
+-- fails with its own error; the shard's move lock and the connections are
+-- released by the caller (_move_plan) when one does.
+--
+
+-- The arguments, dblink, and, unless a dry run, the shard's move lock for
+-- this move's whole life: a move of the shard running in another session
+-- stops this one here.  Nothing of an earlier call in this session is
+-- reused: its connections close.
+CREATE FUNCTION sharded_id._move_check_call(shard_id integer, target_node text, method text, dry_run boolean,
+                                            cluster name, max_lag bigint, timeout interval, freeze_timeout interval)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_check_call');
+    IF shard_id IS NULL OR target_node IS NULL OR dry_run IS NULL OR cluster IS NULL
+       OR max_lag IS NULL OR timeout IS NULL OR freeze_timeout IS NULL THEN
+        RAISE EXCEPTION 'arguments of move_shard must not be null, except method'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM sharded_id._check_move_arguments(method, cluster, max_lag, timeout, freeze_timeout);
+    PERFORM sharded_id._dblink_schema();
+    PERFORM sharded_id._remote_close_all('sharded_id_');
+    IF NOT dry_run THEN
+        PERFORM sharded_id._move_claim(shard_id);
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_check_call(integer, text, text, boolean, name, bigint, interval, interval) IS
+'internal: check move_shard''s arguments and take the shard''s move lock, unless a dry run';
+
+-- The sharded_id of the router, the source and the target are one version.
+CREATE FUNCTION sharded_id._move_check_versions(src text, tgt text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    q text := 'SELECT jsonb_build_object(''version'', extversion) FROM pg_extension WHERE extname = ''sharded_id''';
+    router text := (SELECT e.extversion FROM pg_extension e WHERE e.extname = 'sharded_id');
+    source text := sharded_id._remote_json(src, q) ->> 'version';
+    target text := sharded_id._remote_json(tgt, q) ->> 'version';
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_check_versions');
+    IF source IS DISTINCT FROM router OR target IS DISTINCT FROM router THEN
+        RAISE EXCEPTION 'sharded_id versions differ: router %, source %, target %',
+                        router, coalesce(source, 'none'), coalesce(target, 'none')
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Run ALTER EXTENSION sharded_id UPDATE on every node and on the router.';
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_check_versions(text, text) IS
+'internal: fail unless the router, the source and the target run the same version of sharded_id';
+
+-- The source registers the shard the map names it for; returns its schema.
+CREATE FUNCTION sharded_id._move_check_source_holds(src text, source text, shard_id integer)
+RETURNS name
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    schema name;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_check_source_holds');
+    schema := sharded_id._remote_json(src, format(
+        'SELECT jsonb_build_object(''schema_name'', schema_name) FROM sharded_id.shards WHERE shard_id = %s', shard_id)) ->> 'schema_name';
+    IF schema IS NULL THEN
+        RAISE EXCEPTION 'node "%" does not hold shard %', source, shard_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'The shard map names the node, but its sharded_id.shards has no such shard.';
+    END IF;
+    RETURN schema;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_check_source_holds(text, text, integer) IS
+'internal: fail unless the source registers the shard; return its schema';
+
+-- The target holds neither the shard nor a schema of its name.
+CREATE FUNCTION sharded_id._move_check_target_free(tgt text, target_node text, shard_id integer, schema name)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_check_target_free');
+    IF sharded_id._remote_exists(tgt, format(
+           'SELECT FROM sharded_id.shards WHERE shard_id = %s OR schema_name = %L UNION ALL SELECT FROM pg_namespace WHERE nspname = %L',
+           shard_id, schema, schema)) THEN
+        RAISE EXCEPTION 'node "%" already holds shard % or a schema "%"', target_node, shard_id, schema
+            USING ERRCODE = 'duplicate_object';
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_check_target_free(text, text, integer, name) IS
+'internal: fail when the target holds the shard or a schema of its name';
+
+-- Rows are copied and compared with row security off: a mover subject to
+-- it would fail half-way, or copy only what it sees.
+CREATE FUNCTION sharded_id._move_check_row_security(src text, tgt text, source text, target_node text,
+                                                    shard_id integer, schema name)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tables text;
+    n record;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_check_row_security');
+    tables := sharded_id._remote_json(src, format(
+        'SELECT jsonb_build_object(''tables'', string_agg(format(''%%I'', c.relname), '', '' ORDER BY c.relname))
+         FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
+         WHERE s.nspname = %L AND c.relkind IN (''r'', ''p'') AND c.relrowsecurity', schema)) ->> 'tables';
+    IF tables IS NULL THEN
+        RETURN;
+    END IF;
+    FOR n IN SELECT * FROM (VALUES (1, source, src), (2, target_node, tgt)) v(k, node, conn) ORDER BY k LOOP
+        IF NOT sharded_id._remote_exists(n.conn,
+               'SELECT FROM pg_roles WHERE rolname = current_user AND (rolsuper OR rolbypassrls)') THEN
+            RAISE EXCEPTION 'the role that moves shard % on node "%" cannot bypass row security', shard_id, n.node
+                USING ERRCODE = 'insufficient_privilege',
+                      DETAIL = format('Tables of schema "%s" have row security: %s. A move copies and compares every row, which row security would filter.', schema, tables),
+                      HINT = 'Reach the nodes as a superuser or a role with BYPASSRLS.';
+        END IF;
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_check_row_security(text, text, text, text, integer, name) IS
+'internal: fail when the shard has tables with row security and the mover cannot bypass it on the source or the target';
+
+-- The method of the move: the one asked for, which the source must allow,
+-- or, when NULL, online if the source has wal_level = logical, else dump,
+-- with a warning.
+CREATE FUNCTION sharded_id._move_choose_method(src text, source text, shard_id integer, method text)
+RETURNS text
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    wal_level text;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_choose_method');
+    wal_level := sharded_id._remote_json(src,
+        'SELECT jsonb_build_object(''wal_level'', current_setting(''wal_level''))') ->> 'wal_level';
+    IF method IS NULL THEN
+        method := CASE WHEN wal_level = 'logical' THEN 'online' ELSE 'dump' END;
+        IF method = 'dump' THEN
+            RAISE WARNING 'node "%" has wal_level = %, so shard % moves by the dump method', source, wal_level, shard_id
+                USING DETAIL = 'An online move needs wal_level = logical on the source. The dump method freezes the shard''s writes for as long as its copy takes, which grows with the shard.',
+                      HINT = 'Set wal_level = logical on that node and restart it before moving, or pass method => ''dump'' to choose the dump method.';
+        END IF;
+    ELSIF method = 'online' AND wal_level <> 'logical' THEN
+        RAISE EXCEPTION 'an online move needs wal_level = logical on node "%"', source
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Set wal_level = logical there, or move with method => ''dump''.';
+    END IF;
+    RETURN method;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_choose_method(text, text, integer, text) IS
+'internal: the method of a move: the one asked for, if the source allows it, or online when the source has wal_level = logical, else dump';
+
+-- An online move: updates and deletes replicate by replica identity;
+-- unlogged tables do not replicate at all.
+CREATE FUNCTION sharded_id._move_check_replica_identity(src text, schema name)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tables text;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_check_replica_identity');
+    tables := sharded_id._remote_json(src, format(
+        'SELECT jsonb_build_object(''tables'', string_agg(format(''%%I'', c.relname), '', '' ORDER BY c.relname))
+         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+         WHERE n.nspname = %L AND c.relkind = ''r''
+           AND (c.relpersistence <> ''p'' OR c.relreplident = ''n''
+                OR (c.relreplident = ''d'' AND NOT EXISTS (SELECT FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)))',
+        schema)) ->> 'tables';
+    IF tables IS NOT NULL THEN
+        RAISE EXCEPTION 'an online move needs a primary key or replica identity on every logged table'
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = format('These tables of schema "%s" lack one: %s.', schema, tables),
+                  HINT = 'Move with method => ''dump''.';
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_check_replica_identity(text, name) IS
+'internal: fail an online move of a shard with an unlogged table or a table without a primary key or replica identity';
+
+-- The target raises the shard's floor over the source's largest ids and
+-- its high-water mark: both must be ids a floor may be raised over
+-- (sharded_id._check_floor), or the move stops here, before it changes
+-- anything.
+CREATE FUNCTION sharded_id._move_check_floors(src text, tgt text, source text, shard_id integer)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    s jsonb;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_check_floors');
+    s := sharded_id._remote_json(src, format(
+        'SELECT jsonb_build_object(''checked'', sharded_id._check_floors(s.shard_id, s.schema_name, s.layout) IS NULL,
+                                   ''high_water'', sharded_id.high_water(s.shard_id, s.layout), ''layout'', s.layout)
+         FROM sharded_id.shards s WHERE s.shard_id = %s', shard_id));
+    PERFORM sharded_id._remote(tgt, format(
+        'SELECT sharded_id._check_floor(%s, %s, %L, %L)', shard_id, coalesce(s ->> 'high_water', 'NULL'),
+        s ->> 'layout', format('the source, node "%s",', source)));
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_check_floors(text, text, text, integer) IS
+'internal: fail unless the target may raise the shard''s floor over the source''s ids and high-water mark';
+
+-- The steps of a move by a method.
+CREATE FUNCTION sharded_id._move_steps(method text)
+RETURNS text[]
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT sharded_id._superuser_only('sharded_id._move_steps');
+    SELECT CASE method
+           WHEN 'online' THEN ARRAY['record_objects', 'create_publication', 'subscribe', 'copy', 'catch_up', 'compare', 'catch_up',
+                                    'freeze', 'stop_replication', 'retire_source', 'register_target', 'switch']
+           ELSE ARRAY['record_objects', 'freeze', 'copy_rows', 'retire_source', 'register_target', 'switch'] END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_steps(text) IS
+'internal: the steps of a move by a method, in order';
+
+-- The plan of a move, checked: its source, the shard's schema, the method
+-- and the steps; no steps (NULL) when the shard is on the target already
+-- or for a dry run, which prints the plan.  A failed check closes the
+-- connections and releases the shard's move lock.
+CREATE FUNCTION sharded_id._move_plan(shard_id integer, target_node text, requested_method text, cluster name, dry_run boolean,
+                                      OUT source_node text, OUT schema_name name, OUT method text, OUT steps text[])
+RETURNS record
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    src text;
+    tgt text;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_plan');
+    source_node := (SELECT s.node_name FROM sharded_id.shard_map s WHERE s.shard_id = _move_plan.shard_id);
+    IF source_node IS NULL THEN
+        RAISE EXCEPTION 'shard % is not in the shard map', shard_id
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    IF NOT EXISTS (SELECT FROM sharded_id.nodes x WHERE x.node_name = target_node) THEN
+        RAISE EXCEPTION 'data node "%" does not exist', target_node
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    -- The map after the switch must be one the router can apply.
+    PERFORM sharded_id._cluster_mapping(cluster, shard_id, target_node);
+    IF source_node = target_node THEN
+        RAISE NOTICE 'shard % is already on node "%"', shard_id, target_node;
+        PERFORM sharded_id._remote_close_all('sharded_id_');
+        RETURN;
+    END IF;
+    src := sharded_id._move_conn(NULL, 'source', source_node);
+    tgt := sharded_id._move_conn(NULL, 'target', target_node);
+    PERFORM sharded_id._remote_open(src, source_node);
+    PERFORM sharded_id._remote_open(tgt, target_node);
+    PERFORM sharded_id._move_check_versions(src, tgt);
+    schema_name := sharded_id._move_check_source_holds(src, source_node, shard_id);
+    PERFORM sharded_id._move_check_target_free(tgt, target_node, shard_id, schema_name);
+    PERFORM sharded_id._move_check_row_security(src, tgt, source_node, target_node, shard_id, schema_name);
+    method := sharded_id._move_choose_method(src, source_node, shard_id, requested_method);
+    IF method = 'online' THEN
+        PERFORM sharded_id._move_check_replica_identity(src, schema_name);
+        PERFORM sharded_id._move_check_online_owners(src, tgt, shard_id, schema_name, target_node);
+    END IF;
+    PERFORM sharded_id._move_check_floors(src, tgt, source_node, shard_id);
+    PERFORM sharded_id._move_check_schema(src, schema_name);
+    PERFORM sharded_id._remote_close_all('sharded_id_');
+    IF dry_run THEN
+        RAISE NOTICE 'would move shard % (schema "%") from node "%" to node "%", method %: %',
+                     shard_id, schema_name, source_node, target_node, method, array_to_string(sharded_id._move_steps(method), ', ');
+        RETURN;
+    END IF;
+    steps := sharded_id._move_steps(method);
+EXCEPTION WHEN OTHERS OR query_canceled THEN
+    PERFORM sharded_id._remote_close_all('sharded_id_');
+    PERFORM sharded_id._unlock_shard(_move_plan.shard_id, 'move');
+    RAISE;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_plan(integer, text, text, name, boolean) IS
+'internal: check a move before anything is journaled, and return its source, schema, method and steps (none when nothing is to move)';
+
+-- The unfinished move of a shard, if any.
+CREATE FUNCTION sharded_id._move_unfinished(shard_id integer)
+RETURNS bigint
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT sharded_id._superuser_only('sharded_id._move_unfinished');
+    SELECT x.move_id FROM sharded_id.moves x WHERE x.shard_id = _move_unfinished.shard_id AND x.finished_at IS NULL
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_unfinished(integer) IS
+'internal: the unfinished move of a shard, or NULL';
+
+-- The finished moves of a shard (of every shard: NULL) whose cleanup is
+-- pending, oldest first.
+CREATE FUNCTION sharded_id._move_pending_cleanups(shard_id integer)
+RETURNS bigint[]
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT sharded_id._superuser_only('sharded_id._move_pending_cleanups');
+    SELECT coalesce(array_agg(x.move_id ORDER BY x.move_id), '{}') FROM sharded_id.moves x
+    WHERE (_move_pending_cleanups.shard_id IS NULL OR x.shard_id = _move_pending_cleanups.shard_id)
+      AND x.finished_at IS NOT NULL AND EXISTS (SELECT FROM sharded_id.move_cleanup c WHERE c.move_id = x.move_id)
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_pending_cleanups(integer) IS
+'internal: the finished moves of a shard, or of every shard, whose cleanup is pending';
+
+-- Journal a move about to start.
+CREATE FUNCTION sharded_id._move_journal_start(shard_id integer, source_node text, target_node text, method text,
+                                               cluster name, schema_name name)
+RETURNS sharded_id.moves
+LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT sharded_id._superuser_only('sharded_id._move_journal_start');
+    INSERT INTO sharded_id.moves (shard_id, source_node, target_node, method, cluster, schema_name)
+    VALUES (shard_id, source_node, target_node, method, cluster, schema_name)
+    RETURNING *
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_journal_start(integer, text, text, text, name, name) IS
+'internal: journal a move about to start';
+
+-- Take a step of a move: its hold point, then the step; a failure is
+-- caught and returned, and the source's freeze ends at once (closing its
+-- connection rolls it back, unless the retirement committed).  The freeze
+-- step's journal entry begins when it is taken, which the freeze's length
+-- counts from (_move_end_freeze).  Returns the error, and whether the
+-- router's freeze ends here (the switch, or any failure).
+CREATE FUNCTION sharded_id._move_take_step(m sharded_id.moves, step text, max_lag bigint, timeout interval, freeze_timeout interval,
+                                           OUT error text, OUT error_state text,
+                                           OUT error_detail text, OUT canceled boolean, OUT ends_freeze boolean)
+RETURNS record
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_take_step');
+    UPDATE sharded_id.move_steps x SET begun_at = clock_timestamp()
+    WHERE x.move_id = m.move_id AND x.step = 'freeze' AND _move_take_step.step = 'freeze'
+      AND x.step_no = (SELECT max(y.step_no) FROM sharded_id.move_steps y WHERE y.move_id = m.move_id);
+    BEGIN
+        PERFORM sharded_id._move_hold(step);
+        PERFORM sharded_id._move_step(m.move_id, step, max_lag, timeout, freeze_timeout);
+    EXCEPTION WHEN OTHERS OR query_canceled THEN
+        GET STACKED DIAGNOSTICS error = MESSAGE_TEXT, error_state = RETURNED_SQLSTATE, error_detail = PG_EXCEPTION_DETAIL;
+        PERFORM sharded_id._remote_close(sharded_id._move_conn(m.move_id, 'freeze', m.source_node));
+    END;
+    canceled := error_state IS NOT DISTINCT FROM '57014';
+    ends_freeze := step = 'switch' OR error IS NOT NULL;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_take_step(sharded_id.moves, text, bigint, interval, interval) IS
+'internal: take a step of a move, and return its error instead of raising it';
+
+-- A move canceled (a cancel or statement_timeout) at a step: the writers
+-- free to go on, the journal saying where, nothing left open; the caller
+-- commits and fails.  recover_moves (or the next move_shard of the shard)
+-- finishes the move or rolls it back.
+CREATE FUNCTION sharded_id._move_stop_canceled(m sharded_id.moves, step text, error text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_stop_canceled');
+    PERFORM sharded_id._remote_close_all('sharded_id_');
+    PERFORM sharded_id._unlock_shard(m.shard_id, 'route');
+    UPDATE sharded_id.moves x SET error = format('%s: %s', step, _move_stop_canceled.error), updated_at = clock_timestamp()
+    WHERE x.move_id = m.move_id;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_stop_canceled(sharded_id.moves, text, text) IS
+'internal: journal a canceled move''s step and error, and release its connections and route lock';
+
+-- The end of the router's freeze, at the switch or at a failed step: the
+-- freeze's length (from the freeze step's start, if taken) and the step's
+-- error journaled, committed by the caller with the route lock still
+-- held; writers then find the new map.
+CREATE FUNCTION sharded_id._move_end_freeze(m sharded_id.moves, step text, error text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    freeze_began timestamptz;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_end_freeze');
+    freeze_began := (SELECT max(x.begun_at) FROM sharded_id.move_steps x WHERE x.move_id = m.move_id AND x.step = 'freeze');
+    UPDATE sharded_id.moves x
+    SET freeze_ms = extract(epoch FROM clock_timestamp() - freeze_began) * 1000,
+        error = CASE WHEN _move_end_freeze.error IS NOT NULL THEN format('%s: %s', step, _move_end_freeze.error) END
+    WHERE x.move_id = m.move_id AND (freeze_began IS NOT NULL OR _move_end_freeze.error IS NOT NULL);
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_end_freeze(sharded_id.moves, text, text) IS
+'internal: journal the length of a move''s freeze and its failed step''s error';
+
+-- After the switch committed and the route lock is released: the ops
+-- tables follow, committed apart from the cleanup, which drops the old
+-- copy they read until now.  Cleanup tries again if this fails.
+CREATE FUNCTION sharded_id._move_follow_ops_after_switch(m sharded_id.moves)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_follow_ops_after_switch');
+    BEGIN
+        PERFORM sharded_id._move_follow_ops(m);
+    EXCEPTION WHEN OTHERS THEN
+        RAISE WARNING 'the ops tables of shard % still read node "%": %', m.shard_id, m.source_node, SQLERRM;
+    END;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_follow_ops_after_switch(sharded_id.moves) IS
+'internal: point a switched shard''s ops tables at its new node, with a warning when they cannot be';
+
+-- Finish or roll back a move whose step failed, as the nodes allow
+-- (_move_resolve); returns whether it moved, and the error of a recovery
+-- that failed too.
+CREATE FUNCTION sharded_id._move_try_resolve(move_id bigint, OUT moved boolean, OUT recovery_error text)
+RETURNS record
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_try_resolve');
+    BEGIN
+        moved := sharded_id._move_resolve(move_id);
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS recovery_error = MESSAGE_TEXT;
+    END;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_try_resolve(bigint) IS
+'internal: finish or roll back a move whose step failed, and return the outcome or the error of that';
+
+-- What move_shard reports at its end: the move done (a notice), or its
+-- failed step, after which the move finished (a warning), rolled back or
+-- could not be recovered (errors with the step's SQLSTATE).
+CREATE FUNCTION sharded_id._move_report(move_id bigint, step text, error text, error_state text, error_detail text,
+                                        moved boolean, recovery_error text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    m sharded_id.moves;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_report');
+    SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = _move_report.move_id;
+    IF error IS NULL THEN
+        RAISE NOTICE 'moved shard % (schema "%") from node "%" to node "%" by method %: write freeze % ms, high-water mark %',
+                     m.shard_id, m.schema_name, m.source_node, m.target_node, m.method,
+                     round(m.freeze_ms::numeric, 1), m.high_water;
+    ELSIF recovery_error IS NOT NULL THEN
+        RAISE EXCEPTION 'move % of shard % to node "%" failed at step "%": %', m.move_id, m.shard_id, m.target_node, step, error
+            USING ERRCODE = error_state,
+                  DETAIL = format('Finishing or rolling back the move failed too: %s', recovery_error),
+                  HINT = 'CALL sharded_id.recover_moves() once both nodes answer.';
+    ELSIF moved THEN
+        RAISE WARNING 'move % of shard % to node "%" finished after step "%" failed: %',
+                      m.move_id, m.shard_id, m.target_node, step, error;
+    ELSE
+        RAISE EXCEPTION 'move % of shard % to node "%" failed at step "%": %', m.move_id, m.shard_id, m.target_node, step, error
+            USING ERRCODE = error_state,
+                  DETAIL = coalesce(error_detail || ' ', '') || 'The move was rolled back: the shard stays on node "' || m.source_node || '".';
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_report(bigint, text, text, text, text, boolean, text) IS
+'internal: report how a move ended: a notice when it moved, a warning when it finished after a failed step, else an error';
+
+-- Journal the step a move is about to take; the caller commits it before
+-- taking it.
+CREATE FUNCTION sharded_id._move_journal_step(move_id bigint, step text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_journal_step');
+    INSERT INTO sharded_id.move_steps (move_id, step_no, step)
+    SELECT _move_journal_step.move_id, coalesce(max(s.step_no), 0) + 1, _move_journal_step.step
+    FROM sharded_id.move_steps s WHERE s.move_id = _move_journal_step.move_id;
+    UPDATE sharded_id.moves m SET state = step, updated_at = clock_timestamp()
+    WHERE m.move_id = _move_journal_step.move_id;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_journal_step(bigint, text) IS
+'internal: journal the step a move is about to take';
+
+-- A move, as its checks and steps.  The procedure commits between them,
+-- so it has no SET clause: its body only calls functions of the
+-- extension, which pin their search_path, and compares nothing itself.
 CREATE PROCEDURE sharded_id.move_shard(shard_id integer, target_node text,
                                        method text DEFAULT NULL,
                                        dry_run boolean DEFAULT false,
@@ -1527,283 +2431,145 @@ LANGUAGE plpgsql
 AS $$
 DECLARE
     m sharded_id.moves;
-    unfinished bigint;
-    source text;
-    schema name;
-    versions text[];
-    wal_level text;
-    bad text;
-    src text;
-    tgt text;
-    n text;
-    steps text[];
+    earlier bigint;
+    plan record;
     step text;
-    err text;
-    err_state text;
-    err_detail text;
-    t_freeze timestamptz;
+    taken record;
     moved boolean;
-    recovery_err text;
+    recovery_error text;
 BEGIN
-    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-    IF shard_id IS NULL OR target_node IS NULL OR dry_run IS NULL OR cluster IS NULL
-       OR max_lag IS NULL OR timeout IS NULL OR freeze_timeout IS NULL THEN
-        RAISE EXCEPTION 'arguments of move_shard must not be null, except method'
-            USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    PERFORM sharded_id._check_move_arguments(method, cluster, max_lag, timeout, freeze_timeout);
-    PERFORM sharded_id._dblink_schema();
-    -- Nothing of an earlier call in this session is reused: its
-    -- connections close.  Then the shard's move lock, for this move's
-    -- whole life: a move of the shard running in another session stops
-    -- this one here.
-    PERFORM sharded_id._remote_close_all('sharded_id_');
+    PERFORM sharded_id._move_check_call(shard_id, target_node, method, dry_run, cluster, max_lag, timeout, freeze_timeout);
     IF NOT dry_run THEN
-        PERFORM sharded_id._move_claim(shard_id);
-    END IF;
-    -- First, whatever an earlier move of this shard left unfinished.
-    unfinished := (SELECT x.move_id FROM sharded_id.moves x
-                   WHERE x.shard_id = move_shard.shard_id AND x.finished_at IS NULL);
-    IF unfinished IS NOT NULL AND NOT dry_run THEN
-        RAISE NOTICE 'finishing move % of shard %, which did not end', unfinished, shard_id;
-        PERFORM sharded_id._move_resolve(unfinished);
-        COMMIT;
-        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-        PERFORM sharded_id._remote_close_all('sharded_id_');
+        -- First, whatever an earlier move of this shard left unfinished.
+        earlier := sharded_id._move_unfinished(shard_id);
+        IF earlier IS NOT NULL THEN
+            RAISE NOTICE 'finishing move % of shard %, which did not end', earlier, shard_id;
+            PERFORM sharded_id._move_resolve(earlier);
+            COMMIT;
+            PERFORM sharded_id._remote_close_all('sharded_id_');
+        END IF;
+        -- Then what earlier moves of the shard could not drop: its objects
+        -- bear the names this move makes.
+        FOREACH earlier IN ARRAY sharded_id._move_pending_cleanups(shard_id) LOOP
+            RAISE NOTICE 'dropping what move % of shard % left on the nodes', earlier, shard_id;
+            IF NOT sharded_id._move_deferred_cleanup(earlier) THEN
+                COMMIT;
+                PERFORM sharded_id._remote_close_all('sharded_id_');
+                PERFORM sharded_id._unlock_shard(shard_id, 'move');
+                RAISE EXCEPTION 'move % of shard % left objects on the nodes that cannot be dropped yet', earlier, shard_id
+                    USING ERRCODE = 'object_not_in_prerequisite_state',
+                          DETAIL = 'A new move of the shard would make objects of the same names.',
+                          HINT = 'CALL sharded_id.recover_moves() once every node answers, then move the shard.';
+            END IF;
+            COMMIT;
+            PERFORM sharded_id._remote_close_all('sharded_id_');
+        END LOOP;
     END IF;
 
-    BEGIN
-        source := (SELECT s.node_name FROM sharded_id.shard_map s WHERE s.shard_id = move_shard.shard_id);
-        IF source IS NULL THEN
-            RAISE EXCEPTION 'shard % is not in the shard map', shard_id
-                USING ERRCODE = 'undefined_object';
-        END IF;
-        IF NOT EXISTS (SELECT FROM sharded_id.nodes x WHERE x.node_name = target_node) THEN
-            RAISE EXCEPTION 'data node "%" does not exist', target_node
-                USING ERRCODE = 'undefined_object';
-        END IF;
-        -- The map after the switch must be one the router can apply.
-        PERFORM sharded_id._cluster_mapping(cluster, shard_id, target_node);
-        IF source = target_node THEN
-            RAISE NOTICE 'shard % is already on node "%"', shard_id, target_node;
-            steps := '{}';
-        ELSE
-            src := sharded_id._move_conn(NULL, 'source', source);
-            tgt := sharded_id._move_conn(NULL, 'target', target_node);
-            PERFORM sharded_id._remote_open(src, source);
-            PERFORM sharded_id._remote_open(tgt, target_node);
-            versions := ARRAY[(SELECT e.extversion FROM pg_extension e WHERE e.extname = 'sharded_id'),
-                              sharded_id._remote(src, 'SELECT extversion FROM pg_extension WHERE extname = ''sharded_id'''),
-                              sharded_id._remote(tgt, 'SELECT extversion FROM pg_extension WHERE extname = ''sharded_id''')];
-            IF versions[2] IS DISTINCT FROM versions[1] OR versions[3] IS DISTINCT FROM versions[1] THEN
-                RAISE EXCEPTION 'sharded_id versions differ: router %, source %, target %',
-                                versions[1], coalesce(versions[2], 'none'), coalesce(versions[3], 'none')
-                    USING ERRCODE = 'object_not_in_prerequisite_state',
-                          HINT = 'Run ALTER EXTENSION sharded_id UPDATE on every node and on the router.';
-            END IF;
-            schema := sharded_id._remote(src, format('SELECT schema_name FROM sharded_id.shards WHERE shard_id = %s', shard_id));
-            IF schema IS NULL THEN
-                RAISE EXCEPTION 'node "%" does not hold shard %', source, shard_id
-                    USING ERRCODE = 'object_not_in_prerequisite_state',
-                          DETAIL = 'The shard map names the node, but its sharded_id.shards has no such shard.';
-            END IF;
-            IF sharded_id._remote(tgt, format(
-                   'SELECT 1 FROM sharded_id.shards WHERE shard_id = %s OR schema_name = %L UNION SELECT 1 FROM pg_namespace WHERE nspname = %L',
-                   shard_id, schema, schema)) IS NOT NULL THEN
-                RAISE EXCEPTION 'node "%" already holds shard % or a schema "%"', target_node, shard_id, schema
-                    USING ERRCODE = 'duplicate_object';
-            END IF;
-            -- Rows are copied and compared with row security off: a mover
-            -- subject to it would fail half-way, or copy only what it sees.
-            bad := sharded_id._remote(src, format(
-                'SELECT string_agg(format(''%%I'', c.relname), '', '' ORDER BY c.relname)
-                 FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
-                 WHERE s.nspname = %L AND c.relkind IN (''r'', ''p'') AND c.relrowsecurity', schema));
-            IF bad IS NOT NULL THEN
-                FOREACH n IN ARRAY ARRAY[source, target_node] LOOP
-                    IF sharded_id._remote(CASE WHEN n = source THEN src ELSE tgt END,
-                           'SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user') IS DISTINCT FROM 't' THEN
-                        RAISE EXCEPTION 'the role that moves shard % on node "%" cannot bypass row security', shard_id, n
-                            USING ERRCODE = 'insufficient_privilege',
-                                  DETAIL = format('Tables of schema "%s" have row security: %s. A move copies and compares every row, which row security would filter.', schema, bad),
-                                  HINT = 'Reach the nodes as a superuser or a role with BYPASSRLS.';
-                    END IF;
-                END LOOP;
-            END IF;
-            wal_level := sharded_id._remote(src, 'SHOW wal_level');
-            IF method IS NULL THEN
-                method := CASE WHEN wal_level = 'logical' THEN 'online' ELSE 'dump' END;
-                IF method = 'dump' THEN
-                    RAISE WARNING 'node "%" has wal_level = %, so shard % moves by the dump method', source, wal_level, shard_id
-                        USING DETAIL = 'An online move needs wal_level = logical on the source. The dump method freezes the shard''s writes for as long as its copy takes, which grows with the shard.',
-                              HINT = 'Set wal_level = logical on that node and restart it before moving, or pass method => ''dump'' to choose the dump method.';
-                END IF;
-            ELSIF method = 'online' AND wal_level <> 'logical' THEN
-                RAISE EXCEPTION 'an online move needs wal_level = logical on node "%"', source
-                    USING ERRCODE = 'object_not_in_prerequisite_state',
-                          HINT = 'Set wal_level = logical there, or move with method => ''dump''.';
-            END IF;
-            IF method = 'online' THEN
-                -- Updates and deletes replicate by replica identity; unlogged
-                -- tables do not replicate at all.
-                bad := sharded_id._remote(src, format(
-                    'SELECT string_agg(format(''%%I'', c.relname), '', '' ORDER BY c.relname)
-                     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-                     WHERE n.nspname = %L AND c.relkind = ''r''
-                       AND (c.relpersistence <> ''p'' OR c.relreplident = ''n''
-                            OR (c.relreplident = ''d'' AND NOT EXISTS (SELECT FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)))',
-                    schema));
-                IF bad IS NOT NULL THEN
-                    RAISE EXCEPTION 'an online move needs a primary key or replica identity on every logged table'
-                        USING ERRCODE = 'object_not_in_prerequisite_state',
-                              DETAIL = format('These tables of schema "%s" lack one: %s.', schema, bad),
-                              HINT = 'Move with method => ''dump''.';
-                END IF;
-                PERFORM sharded_id._move_check_online_owners(src, tgt, shard_id, schema, target_node);
-                steps := ARRAY['record_objects', 'create_publication', 'subscribe', 'copy', 'catch_up', 'compare', 'catch_up',
-                               'freeze', 'stop_replication', 'retire_source', 'register_target', 'switch'];
-            ELSE
-                steps := ARRAY['record_objects', 'freeze', 'copy_rows', 'retire_source', 'register_target', 'switch'];
-            END IF;
-            -- The target raises the shard's floor over the source's largest
-            -- ids and its high-water mark: both must be ids a floor may be
-            -- raised over (sharded_id._check_floor), or the move stops here,
-            -- before it changes anything.
-            PERFORM sharded_id._remote(src, format(
-                'SELECT sharded_id._check_floors(s.shard_id, s.schema_name, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %s',
-                shard_id));
-            PERFORM sharded_id._remote(tgt, format(
-                'SELECT sharded_id._check_floor(%s, %s, %L, %L)', shard_id,
-                sharded_id._remote(src, format(
-                    'SELECT sharded_id.high_water(s.shard_id, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %s', shard_id)),
-                sharded_id._remote(src, format('SELECT layout FROM sharded_id.shards WHERE shard_id = %s', shard_id)),
-                format('the source, node "%s",', source)));
-            PERFORM sharded_id._move_check_schema(src, schema);
-            IF dry_run THEN
-                RAISE NOTICE 'would move shard % (schema "%") from node "%" to node "%", method %: %',
-                             shard_id, schema, source, target_node, method, array_to_string(steps, ', ');
-                steps := '{}';
-            END IF;
-        END IF;
-    EXCEPTION WHEN OTHERS OR query_canceled THEN
-        PERFORM sharded_id._remote_close_all('sharded_id_');
-        PERFORM sharded_id._unlock_shard(move_shard.shard_id, 'move');
-        RAISE;
-    END;
-    PERFORM sharded_id._remote_close_all('sharded_id_');
-    IF steps = '{}' THEN
+    SELECT * INTO plan FROM sharded_id._move_plan(shard_id, target_node, method, cluster, dry_run);
+    IF plan.steps IS NULL THEN
         PERFORM sharded_id._unlock_shard(shard_id, 'move');
         RETURN;
     END IF;
 
-    INSERT INTO sharded_id.moves (shard_id, source_node, target_node, method, cluster, schema_name)
-    VALUES (shard_id, source, target_node, method, cluster, schema)
-    RETURNING * INTO m;
-    FOREACH step IN ARRAY steps LOOP
-        CALL sharded_id._move_journal(m.move_id, step);
-        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-        IF step = 'freeze' THEN
-            t_freeze := clock_timestamp();
-        END IF;
-        BEGIN
-            PERFORM sharded_id._move_hold(step);
-            PERFORM sharded_id._move_step(m.move_id, step, max_lag, timeout, freeze_timeout);
-        EXCEPTION WHEN OTHERS OR query_canceled THEN
-            GET STACKED DIAGNOSTICS err = MESSAGE_TEXT, err_state = RETURNED_SQLSTATE, err_detail = PG_EXCEPTION_DETAIL;
-            -- At once: the source's freeze ends (closing its connection
-            -- rolls it back, unless the retirement committed).
-            PERFORM sharded_id._remote_close(sharded_id._move_conn(m.move_id, 'freeze', m.source_node));
-        END;
-        IF err_state = '57014' THEN
-            -- A cancel or statement_timeout: stop here, the writers free
-            -- to go on, the journal saying where, and nothing left open.
-            -- recover_moves (or the next move_shard of the shard) finishes
-            -- the move or rolls it back.
-            PERFORM sharded_id._remote_close_all('sharded_id_');
-            PERFORM sharded_id._unlock_shard(m.shard_id, 'route');
-            UPDATE sharded_id.moves x SET error = format('%s: %s', step, err), updated_at = clock_timestamp()
-            WHERE x.move_id = m.move_id;
+    m := sharded_id._move_journal_start(shard_id, plan.source_node, target_node, plan.method, cluster, plan.schema_name);
+    FOREACH step IN ARRAY plan.steps LOOP
+        PERFORM sharded_id._move_journal_step(m.move_id, step);
+        COMMIT;
+        SELECT * INTO taken FROM sharded_id._move_take_step(m, step, max_lag, timeout, freeze_timeout);
+        IF taken.canceled THEN
+            PERFORM sharded_id._move_stop_canceled(m, step, taken.error);
             COMMIT;
             PERFORM sharded_id._unlock_shard(m.shard_id, 'move');
-            RAISE EXCEPTION 'move % of shard % to node "%" was canceled at step "%": %', m.move_id, m.shard_id, m.target_node, step, err
+            RAISE EXCEPTION 'move % of shard % to node "%" was canceled at step "%": %', m.move_id, m.shard_id, m.target_node, step, taken.error
                 USING ERRCODE = 'query_canceled',
                       DETAIL = 'The move is unfinished; writers to the shard go on.',
                       HINT = 'CALL sharded_id.recover_moves() to finish it or roll it back.';
         END IF;
-        IF step = 'switch' OR err IS NOT NULL THEN
-            -- The switch commits with the route lock still held; writers
-            -- then find the new map.
-            UPDATE sharded_id.moves x
-            SET freeze_ms = extract(epoch FROM clock_timestamp() - t_freeze) * 1000,
-                error = CASE WHEN err IS NOT NULL THEN format('%s: %s', step, err) END
-            WHERE x.move_id = m.move_id AND (t_freeze IS NOT NULL OR err IS NOT NULL);
+        IF taken.ends_freeze THEN
+            PERFORM sharded_id._move_end_freeze(m, step, taken.error);
             COMMIT;
-            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
             PERFORM sharded_id._unlock_shard(m.shard_id, 'route');
-            -- Then the ops tables follow, committed apart from the cleanup,
-            -- which drops the old copy they read until now.  Cleanup tries
-            -- again if this fails.
-            IF err IS NULL THEN
-                BEGIN
-                    PERFORM sharded_id._move_follow_ops(m);
-                EXCEPTION WHEN OTHERS THEN
-                    RAISE WARNING 'the ops tables of shard % still read node "%": %', m.shard_id, m.source_node, SQLERRM;
-                END;
+            IF taken.error IS NULL THEN
+                PERFORM sharded_id._move_follow_ops_after_switch(m);
             END IF;
         END IF;
-        EXIT WHEN err IS NOT NULL;
+        EXIT WHEN taken.error IS NOT NULL;
         COMMIT;
-        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     END LOOP;
 
-    IF err IS NULL THEN
-        CALL sharded_id._move_journal(m.move_id, 'cleanup');
-        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    IF taken.error IS NULL THEN
+        PERFORM sharded_id._move_journal_step(m.move_id, 'cleanup');
+        COMMIT;
         PERFORM sharded_id._move_hold('cleanup');
         PERFORM sharded_id._move_resolve(m.move_id);
+    ELSE
+        -- A step failed: finish the move or roll it back, as the nodes allow.
+        PERFORM sharded_id._move_journal_step(m.move_id, 'recover');
         COMMIT;
-        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-        PERFORM sharded_id._remote_close_all('sharded_id_');
-        PERFORM sharded_id._unlock_shard(m.shard_id, 'move');
-        SELECT * INTO m FROM sharded_id.moves x WHERE x.move_id = m.move_id;
-        RAISE NOTICE 'moved shard % (schema "%") from node "%" to node "%" by method %: write freeze % ms, high-water mark %',
-                     m.shard_id, m.schema_name, m.source_node, m.target_node, m.method,
-                     round(m.freeze_ms::numeric, 1), m.high_water;
-        RETURN;
+        SELECT * INTO moved, recovery_error FROM sharded_id._move_try_resolve(m.move_id);
     END IF;
-
-    -- A step failed: finish the move or roll it back, as the nodes allow.
-    CALL sharded_id._move_journal(m.move_id, 'recover');
-    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-    BEGIN
-        moved := sharded_id._move_resolve(m.move_id);
-    EXCEPTION WHEN OTHERS THEN
-        GET STACKED DIAGNOSTICS recovery_err = MESSAGE_TEXT;
-    END;
     COMMIT;
-    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     PERFORM sharded_id._remote_close_all('sharded_id_');
     PERFORM sharded_id._unlock_shard(m.shard_id, 'route');
     PERFORM sharded_id._unlock_shard(m.shard_id, 'move');
-    IF recovery_err IS NOT NULL THEN
-        RAISE EXCEPTION 'move % of shard % to node "%" failed at step "%": %', m.move_id, m.shard_id, m.target_node, step, err
-            USING ERRCODE = err_state,
-                  DETAIL = format('Finishing or rolling back the move failed too: %s', recovery_err),
-                  HINT = 'CALL sharded_id.recover_moves() once both nodes answer.';
-    END IF;
-    IF moved THEN
-        RAISE WARNING 'move % of shard % to node "%" finished after step "%" failed: %',
-                      m.move_id, m.shard_id, m.target_node, step, err;
-        RETURN;
-    END IF;
-    RAISE EXCEPTION 'move % of shard % to node "%" failed at step "%": %', m.move_id, m.shard_id, m.target_node, step, err
-        USING ERRCODE = err_state,
-              DETAIL = coalesce(err_detail || ' ', '') || 'The move was rolled back: the shard stays on node "' || m.source_node || '".';
+    PERFORM sharded_id._move_report(m.move_id, step, taken.error, taken.error_state, taken.error_detail,
+                                    moved, recovery_error);
 END
 $$;
 
 COMMENT ON PROCEDURE sharded_id.move_shard(integer, text, text, boolean, name, bigint, interval, interval) IS
 'move a logical shard to another data node, online (logical replication) or by dump, journaled step by step in sharded_id.moves; writers through sharded_id.route wait out the switch; CALL it on the router, outside a transaction block';
+
+-- A switched move's ops tables follow before it is recovered, committed
+-- apart from the cleanup that drops the old copy.
+CREATE FUNCTION sharded_id._move_recover_begin(move_id bigint)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_recover_begin');
+    PERFORM sharded_id._move_journal_step(move_id, 'recover');
+    PERFORM sharded_id._move_follow_ops(x) FROM sharded_id.moves x
+    WHERE x.move_id = _move_recover_begin.move_id
+      AND x.target_node = (SELECT s.node_name FROM sharded_id.shard_map s WHERE s.shard_id = x.shard_id);
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_recover_begin(bigint) IS
+'internal: journal the recovery of a move, and point a switched shard''s ops tables at its new node';
+
+-- The unfinished moves, oldest first.
+CREATE FUNCTION sharded_id._moves_unfinished()
+RETURNS TABLE (move_id bigint, shard_id integer, state text)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT sharded_id._superuser_only('sharded_id._moves_unfinished');
+    SELECT x.move_id, x.shard_id, x.state FROM sharded_id.moves x WHERE x.finished_at IS NULL ORDER BY x.move_id
+$$;
+
+COMMENT ON FUNCTION sharded_id._moves_unfinished() IS
+'internal: the moves that did not end, oldest first';
+
+-- The move lock of a move's shard (_move_claim); returns the shard.
+CREATE FUNCTION sharded_id._move_claim_move(move_id bigint)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    shard integer := (SELECT x.shard_id FROM sharded_id.moves x WHERE x.move_id = _move_claim_move.move_id);
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_claim_move');
+    PERFORM sharded_id._move_claim(shard);
+    RETURN shard;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_claim_move(bigint) IS
+'internal: take the move lock of a move''s shard for this session, and return the shard';
 
 CREATE PROCEDURE sharded_id.recover_moves()
 LANGUAGE plpgsql
@@ -1811,35 +2577,38 @@ AS $$
 DECLARE
     m record;
     moved boolean;
+    pending bigint;
+    shard integer;
 BEGIN
-    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     PERFORM sharded_id._dblink_schema();
     PERFORM sharded_id._remote_close_all('sharded_id_');
-    FOR m IN SELECT x.move_id, x.shard_id, x.state FROM sharded_id.moves x WHERE x.finished_at IS NULL ORDER BY x.move_id LOOP
+    FOR m IN SELECT * FROM sharded_id._moves_unfinished() LOOP
         -- Never a move that is still running in another session.
         PERFORM sharded_id._move_claim(m.shard_id);
-        CALL sharded_id._move_journal(m.move_id, 'recover');
-        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-        -- A switched move's ops tables follow first, committed apart from
-        -- the cleanup that drops the old copy.
-        PERFORM sharded_id._move_follow_ops(x) FROM sharded_id.moves x
-        WHERE x.move_id = m.move_id
-          AND x.target_node = (SELECT s.node_name FROM sharded_id.shard_map s WHERE s.shard_id = x.shard_id);
+        PERFORM sharded_id._move_recover_begin(m.move_id);
         COMMIT;
-        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
         moved := sharded_id._move_resolve(m.move_id);
         RAISE NOTICE 'move % of shard %, interrupted at step "%": %', m.move_id, m.shard_id, m.state,
                      CASE WHEN moved THEN 'finished' ELSE 'rolled back' END;
         COMMIT;
-        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
         PERFORM sharded_id._remote_close_all('sharded_id_');
         PERFORM sharded_id._unlock_shard(m.shard_id, 'move');
+    END LOOP;
+    -- Then the deferred cleanups: what finished moves could not drop.
+    FOREACH pending IN ARRAY sharded_id._move_pending_cleanups(NULL) LOOP
+        shard := sharded_id._move_claim_move(pending);
+        IF sharded_id._move_deferred_cleanup(pending) THEN
+            RAISE NOTICE 'move % of shard %: its deferred cleanup is done', pending, shard;
+        END IF;
+        COMMIT;
+        PERFORM sharded_id._remote_close_all('sharded_id_');
+        PERFORM sharded_id._unlock_shard(shard, 'move');
     END LOOP;
 END
 $$;
 
 COMMENT ON PROCEDURE sharded_id.recover_moves() IS
-'finish or roll back every move that did not end (a crash, a failed step, a cancel), from the journal and what the nodes hold, and fail on a move still running in another session; CALL it on the router';
+'finish or roll back every move that did not end (a crash, a failed step, a cancel), from the journal and what the nodes hold, then drop what finished moves left on the nodes (state cleanup pending), and fail on a move still running in another session; CALL it on the router';
 
 -- The moves that even the shards out over the listed nodes (NULL: every
 -- node): shards on unlisted nodes go to the listed node with the fewest,
@@ -1923,16 +2692,20 @@ $$;
 COMMENT ON FUNCTION sharded_id.rebalance_plan(text[]) IS
 'the moves that rebalance would make: shards off unlisted nodes, then from the fullest node to the emptiest until they differ by at most one, each with the method move_shard would choose (online or dump, from the source''s wal_level)';
 
-CREATE PROCEDURE sharded_id.rebalance(nodes text[] DEFAULT NULL, method text DEFAULT NULL,
-                                      dry_run boolean DEFAULT false, cluster name DEFAULT 'sharded_id')
-LANGUAGE plpgsql
+-- rebalance's start: every argument checked, whether anything moves or
+-- not; then, unless a dry run, the move lock of every shard of the plan,
+-- so that a move running in another session stops the rebalance before it
+-- moves anything.  Returns the number of moves of the plan, NULL when
+-- there is nothing to move.
+CREATE FUNCTION sharded_id._rebalance_begin(nodes text[], method text, dry_run boolean, cluster name)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    p record;
     total integer;
 BEGIN
-    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-    -- Every argument first, whether anything moves or not.
+    PERFORM sharded_id._superuser_only('sharded_id._rebalance_begin');
     IF dry_run IS NULL THEN
         RAISE EXCEPTION 'dry_run must not be null'
             USING ERRCODE = 'null_value_not_allowed';
@@ -1941,22 +2714,51 @@ BEGIN
     total := (SELECT count(*) FROM sharded_id.rebalance_plan(nodes));
     IF total = 0 THEN
         RAISE NOTICE 'the shards are balanced: nothing to move';
-        RETURN;
+        RETURN NULL;
     END IF;
-    -- Every shard of the plan first, so that a move running in another
-    -- session stops the rebalance before it moves anything.
     IF NOT dry_run THEN
         PERFORM sharded_id._dblink_schema();
         PERFORM sharded_id._move_claim(x.shard_id) FROM sharded_id.rebalance_plan(nodes) x ORDER BY x.move_no;
     END IF;
-    FOR p IN SELECT * FROM sharded_id.rebalance_plan(nodes) ORDER BY move_no LOOP
+    RETURN total;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._rebalance_begin(text[], text, boolean, name) IS
+'internal: check rebalance''s arguments and take the move lock of every shard of its plan; the number of moves, or NULL when none';
+
+-- The moves of rebalance's plan, in order.
+CREATE FUNCTION sharded_id._rebalance_moves(nodes text[])
+RETURNS TABLE (move_no integer, shard_id integer, source_node text, target_node text, method text)
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT sharded_id._superuser_only('sharded_id._rebalance_moves');
+    SELECT * FROM sharded_id.rebalance_plan(nodes) p ORDER BY p.move_no
+$$;
+
+COMMENT ON FUNCTION sharded_id._rebalance_moves(text[]) IS
+'internal: the moves of rebalance''s plan, in order';
+
+CREATE PROCEDURE sharded_id.rebalance(nodes text[] DEFAULT NULL, method text DEFAULT NULL,
+                                      dry_run boolean DEFAULT false, cluster name DEFAULT 'sharded_id')
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    p record;
+    total integer;
+BEGIN
+    total := sharded_id._rebalance_begin(nodes, method, dry_run, cluster);
+    IF total IS NULL THEN
+        RETURN;
+    END IF;
+    FOR p IN SELECT * FROM sharded_id._rebalance_moves(nodes) LOOP
         IF dry_run THEN
             RAISE NOTICE 'move %/%: shard % from node "%" to node "%", method %', p.move_no, total, p.shard_id, p.source_node, p.target_node,
                          coalesce(method, p.method, 'unknown (the node did not answer)');
         ELSE
             RAISE NOTICE 'move %/%: shard % from node "%" to node "%"', p.move_no, total, p.shard_id, p.source_node, p.target_node;
             CALL sharded_id.move_shard(p.shard_id, p.target_node, method => method, cluster => cluster);
-            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
         END IF;
     END LOOP;
 END
@@ -1981,7 +2783,6 @@ REVOKE EXECUTE ON FUNCTION sharded_id._unlock_shard(integer, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_lock_route(sharded_id.moves, interval) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._wait_shard_lock(integer, text, interval, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_hold(text) FROM PUBLIC;
-REVOKE EXECUTE ON PROCEDURE sharded_id._move_journal(bigint, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_will_create(bigint, text, text, text, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_freeze_source(sharded_id.moves, interval) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_open_freeze(sharded_id.moves) FROM PUBLIC;
@@ -1994,14 +2795,59 @@ REVOKE EXECUTE ON FUNCTION sharded_id._move_setvals(text, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_switch(sharded_id.moves) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_follow_ops(sharded_id.moves) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_cleanup(sharded_id.moves, boolean) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_cleanup_hold(sharded_id.moves, sharded_id.move_cleanup, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_drop_subscription(sharded_id.moves, sharded_id.move_cleanup, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_drop_slot(sharded_id.moves, sharded_id.move_cleanup, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_drop_publication(sharded_id.moves, sharded_id.move_cleanup, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_drop_mark(sharded_id.moves, sharded_id.move_cleanup, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_drop_schema(sharded_id.moves, sharded_id.move_cleanup, text, boolean) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_deferred_cleanup(bigint) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._remote_exists(text, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._remote_json(text, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_resolve(bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_take_back(sharded_id.moves, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_step(bigint, text, bigint, interval, interval) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_record_objects(sharded_id.moves) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_create_publication(sharded_id.moves) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_subscribe(sharded_id.moves) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_lost_sync_slots(sharded_id.moves) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_copy(sharded_id.moves, interval) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_wait_lag(sharded_id.moves, bigint, interval) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_compare_frozen(sharded_id.moves, interval, interval) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_freeze(sharded_id.moves, interval, interval) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_stop_replication(sharded_id.moves) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_copy_rows(sharded_id.moves) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_retire_source(sharded_id.moves) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._check_move_arguments(text, name, bigint, interval, interval) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_check_call(integer, text, text, boolean, name, bigint, interval, interval) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_check_versions(text, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_check_source_holds(text, text, integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_check_target_free(text, text, integer, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_check_row_security(text, text, text, text, integer, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_choose_method(text, text, integer, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_check_replica_identity(text, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_check_floors(text, text, text, integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_steps(text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_plan(integer, text, text, name, boolean) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_unfinished(integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_pending_cleanups(integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_journal_start(integer, text, text, text, name, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_journal_step(bigint, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_take_step(sharded_id.moves, text, bigint, interval, interval) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_stop_canceled(sharded_id.moves, text, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_end_freeze(sharded_id.moves, text, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_follow_ops_after_switch(sharded_id.moves) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_try_resolve(bigint) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_report(bigint, text, text, text, text, boolean, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_recover_begin(bigint) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._moves_unfinished() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_claim_move(bigint) FROM PUBLIC;
 REVOKE EXECUTE ON PROCEDURE sharded_id.move_shard(integer, text, text, boolean, name, bigint, interval, interval) FROM PUBLIC;
 REVOKE EXECUTE ON PROCEDURE sharded_id.recover_moves() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.rebalance_plan(text[]) FROM PUBLIC;
 REVOKE EXECUTE ON PROCEDURE sharded_id.rebalance(text[], text, boolean, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._rebalance_begin(text[], text, boolean, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._rebalance_moves(text[]) FROM PUBLIC;
 
 --
 -- A move copies the whole schema, and drops nothing it did not copy.
@@ -2050,7 +2896,7 @@ BEGIN
     PERFORM sharded_id._remote_open(src, m.source_node);
     PERFORM sharded_id._remote_open(tgt, m.target_node);
     -- Dropped already, by a cleanup that was cut short before it recorded so.
-    IF sharded_id._remote(src, format('SELECT 1 FROM pg_namespace WHERE nspname = %L', m.schema_name)) IS NULL THEN
+    IF NOT sharded_id._remote_exists(src, format('SELECT FROM pg_namespace WHERE nspname = %L', m.schema_name)) THEN
         RETURN;
     END IF;
     refresh := sharded_id._remote(src, format(
@@ -2061,8 +2907,8 @@ BEGIN
     END IF;
     -- Servers of two majors may print one definition two ways: then the
     -- objects, owners, privileges and flags are compared, not the hashes.
-    IF sharded_id._remote(src, 'SELECT current_setting(''server_version_num'')::integer / 10000')
-       IS DISTINCT FROM sharded_id._remote(tgt, 'SELECT current_setting(''server_version_num'')::integer / 10000') THEN
+    IF sharded_id._remote_json(src, 'SELECT jsonb_build_object(''major'', current_setting(''server_version_num'')::integer / 10000)')
+       IS DISTINCT FROM sharded_id._remote_json(tgt, 'SELECT jsonb_build_object(''major'', current_setting(''server_version_num'')::integer / 10000)') THEN
         inventory := replace(inventory, ', definition)', ', '''')');
     END IF;
     on_source := coalesce(sharded_id._remote_rows(src, inventory), '{}');
@@ -2119,8 +2965,9 @@ BEGIN
     -- subscription owner's rights.  Before 16 there is no such option,
     -- and move_shard refuses (_move_check_online_owners) a shard whose
     -- code a role that is not a superuser controls.
-    IF sharded_id._remote(sharded_id._move_conn(m.move_id, 'target', m.target_node),
-                          'SHOW server_version_num')::integer >= 160000 THEN
+    IF (sharded_id._remote_json(sharded_id._move_conn(m.move_id, 'target', m.target_node),
+                                'SELECT jsonb_build_object(''version'', current_setting(''server_version_num'')::integer)')
+        ->> 'version')::integer >= 160000 THEN
         RETURN ', run_as_owner = false';
     END IF;
     RETURN '';
@@ -2143,17 +2990,19 @@ LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    found text[];
+    found jsonb;
     owners text[];
-    bad text;
+    bad jsonb;
 BEGIN
-    IF sharded_id._remote(tgt, 'SHOW server_version_num')::integer >= 160000 THEN
+    PERFORM sharded_id._superuser_only('sharded_id._move_check_online_owners');
+    IF (sharded_id._remote_json(tgt, 'SELECT jsonb_build_object(''version'', current_setting(''server_version_num'')::integer)')
+        ->> 'version')::integer >= 160000 THEN
         RETURN;
     END IF;
     -- (object, role) of the schema, its relations, types, functions and
     -- operators, and the roles that may create objects in it; then those
     -- of them whose role is not a superuser on the source.
-    found := sharded_id._remote_rows(src, format($q$
+    found := sharded_id._remote_json(src, format($q$
         WITH nsp AS (SELECT oid, nspowner, nspacl FROM pg_namespace WHERE nspname = %1$L),
         o AS (
             SELECT 0 AS k, format('schema %%I', %1$L) AS obj, nsp.nspowner AS owner FROM nsp
@@ -2172,26 +3021,26 @@ BEGIN
             UNION ALL
             SELECT 5, format('the CREATE privilege on schema %%I', %1$L), a.grantee
             FROM nsp, aclexplode(nsp.nspacl) a WHERE a.privilege_type = 'CREATE')
-        SELECT coalesce(r.rolname, 'PUBLIC') || E'	' || o.obj || E'	' || coalesce(r.rolsuper, false)::text
-        FROM o LEFT JOIN pg_roles r ON r.oid = o.owner
-        ORDER BY o.k, o.obj$q$, schema_name));
-    SELECT array_agg(DISTINCT split_part(f, E'	', 1)) INTO owners FROM unnest(found) f;
-    bad := (SELECT f FROM unnest(found) WITH ORDINALITY x(f, n) WHERE split_part(f, E'	', 3) <> 'true' ORDER BY n LIMIT 1);
+        SELECT coalesce(jsonb_agg(jsonb_build_object('role', coalesce(r.rolname, 'PUBLIC'), 'object', o.obj,
+                                                     'superuser', coalesce(r.rolsuper, false)) ORDER BY o.k, o.obj), '[]')
+        FROM o LEFT JOIN pg_roles r ON r.oid = o.owner$q$, schema_name));
+    SELECT array_agg(DISTINCT f ->> 'role') INTO owners FROM jsonb_array_elements(found) f;
+    bad := (SELECT f FROM jsonb_array_elements(found) WITH ORDINALITY x(f, n) WHERE NOT (f ->> 'superuser')::boolean ORDER BY n LIMIT 1);
     IF bad IS NULL THEN
         -- Each role a superuser on the source: on the target too?
-        bad := (SELECT f FROM unnest(found) WITH ORDINALITY x(f, n)
-                WHERE split_part(f, E'	', 1) = (
-                    SELECT sharded_id._remote(tgt, format(
-                        'SELECT min(u.r) FROM unnest(%L::text[]) u(r) LEFT JOIN pg_roles x ON x.rolname = u.r
-                         WHERE x.rolsuper IS NOT TRUE', owners)))
+        bad := (SELECT f FROM jsonb_array_elements(found) WITH ORDINALITY x(f, n)
+                WHERE f ->> 'role' = (
+                    SELECT sharded_id._remote_json(tgt, format(
+                        'SELECT jsonb_build_object(''role'', min(u.r)) FROM unnest(%L::text[]) u(r) LEFT JOIN pg_roles x ON x.rolname = u.r
+                         WHERE x.rolsuper IS NOT TRUE', owners)) ->> 'role')
                 ORDER BY n LIMIT 1);
     END IF;
     IF bad IS NOT NULL THEN
         RAISE EXCEPTION 'an online move of shard % to node "%" would run code of role "%" with the subscription''s rights',
-                        shard, target_node, split_part(bad, E'	', 1)
+                        shard, target_node, bad ->> 'role'
             USING ERRCODE = 'insufficient_privilege',
                   DETAIL = format('Node "%s" runs PostgreSQL before 16, where logical replication copies and applies rows as the subscription''s owner, not as each table''s owner; %s is owned by or granted to "%s", which is not a superuser on both nodes, so its index expressions, constraints, defaults, generated columns, domain checks or triggers could run with the mover''s rights.',
-                                  target_node, split_part(bad, E'	', 2), split_part(bad, E'	', 1)),
+                                  target_node, bad ->> 'object', bad ->> 'role'),
                   HINT = 'Move the shard to a node on PostgreSQL 16 or later, or move it with method => ''dump'', which writes as each table''s owner, or make a trusted role (a superuser) own the schema and every object in it.';
     END IF;
 END

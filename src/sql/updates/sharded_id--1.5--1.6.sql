@@ -106,4 +106,8 @@ BEGIN
 END
 $$;
 
+-- The journal of a move's steps is a function now, which the procedures
+-- commit after (_move_journal_step).
+DROP PROCEDURE sharded_id._move_journal(bigint, text);
+
 -- @functions@
