@@ -53,6 +53,7 @@ CREATE TABLE sharded_id.retired_shards (
 COMMENT ON TABLE sharded_id.retired_shards IS
 'shards this server gave away (drop_shard, moves), with their high-water mark here: next_id refuses them until create_shard takes them back';
 
+-- @update@
 COMMENT ON COLUMN sharded_id.retired_shards.retired_by IS
 'the role that retired the shard: a role that is not a superuser takes back only what it, or a role whose privileges it has, retired';
 

@@ -11,10 +11,8 @@
 -- Who retired a shard: a role that is not a superuser takes back only what
 -- it retired.  Rows from before record the role running the update, so
 -- that only a superuser takes those shards back.
+-- Its comment is src/sql/api/shards.sql's, carried in at @functions@.
 ALTER TABLE sharded_id.retired_shards ADD COLUMN retired_by name DEFAULT CURRENT_USER;
-
-COMMENT ON COLUMN sharded_id.retired_shards.retired_by IS
-'the role that retired the shard: a role that is not a superuser takes back only what it, or a role whose privileges it has, retired';
 
 -- 1.5's provisioning recipe granted EXECUTE ON ALL FUNCTIONS and ALL
 -- PROCEDURES IN SCHEMA sharded_id, which 1.6 replaces with one grant
