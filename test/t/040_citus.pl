@@ -387,6 +387,21 @@ is($coord->safe_psql('postgres', q{
 	  UNION ALL SELECT id FROM shard_0005.photos UNION ALL SELECT id FROM shard_0006.photos) x}),
 	'0', 'no id repeats over all shards');
 
+# A shard schema whose name has capitals is distributed by its OID: a
+# schema of the folded name, planted by a role that is not a superuser, is
+# left alone.
+$coord->safe_psql('postgres', q{
+	CREATE ROLE planter LOGIN; GRANT CREATE ON DATABASE postgres TO planter;
+	SELECT sharded_id.create_shard(8, 'Shard8');
+	SET ROLE planter; CREATE SCHEMA shard8; RESET ROLE});
+is($coord->safe_psql('postgres', 'SELECT string_agg(s, \',\') FROM sharded_id.citus_distribute_shards(8, 8) s'),
+	'Shard8', 'citus_distribute_shards(8, 8) distributes "Shard8"');
+is($coord->safe_psql('postgres', q{
+	SELECT string_agg(n.nspname || ':' || pg_get_userbyid(n.nspowner), ',' ORDER BY n.nspname)
+	FROM pg_dist_schema d JOIN pg_namespace n ON n.oid = d.schemaid WHERE lower(n.nspname) = 'shard8'}),
+	'Shard8:' . $coord->safe_psql('postgres', 'SELECT current_user'),
+	'the catalog\'s schema is distributed, and the planted one is not');
+
 # A worker's standby, promoted, keeps the worker's group and mints above
 # every id the worker minted before.
 $w1->backup('w1_backup');

@@ -27,16 +27,17 @@ BEGIN
         RAISE EXCEPTION 'first shard % is after last shard %', first_shard, last_shard
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- By the schema's OID, never its name read as an identifier: a name
+    -- such as "Shard7" must not fold to another role's shard7.
     FOR s IN
-        SELECT c.shard_id, c.schema_name FROM sharded_id.shards c
+        SELECT c.shard_id, c.schema_name, n.oid AS nspoid
+        FROM sharded_id.shards c JOIN pg_namespace n ON n.nspname = c.schema_name
         WHERE c.shard_id >= coalesce(first_shard, 0)
           AND c.shard_id <= coalesce(last_shard, 2147483647)
         ORDER BY c.shard_id
     LOOP
-        CONTINUE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_dist_schema d
-                              WHERE d.schemaid = (SELECT n.oid FROM pg_namespace n
-                                                  WHERE n.nspname = s.schema_name));
-        EXECUTE format('SELECT pg_catalog.citus_schema_distribute(%L::regnamespace)', s.schema_name);
+        CONTINUE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_dist_schema d WHERE d.schemaid = s.nspoid);
+        EXECUTE 'SELECT pg_catalog.citus_schema_distribute($1)' USING s.nspoid::regnamespace;
         RETURN NEXT s.schema_name;
     END LOOP;
 END

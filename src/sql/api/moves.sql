@@ -1057,7 +1057,8 @@ COMMENT ON FUNCTION sharded_id._move_drop_mark(sharded_id.moves, sharded_id.move
 
 -- A copy of the shard's schema: the old one on the source once the shard
 -- moved, after the check that the new copy is the same schema
--- (_move_check_copy, which fails with data_corrupted), or the partial one
+-- (_move_check_copy, which fails with data_corrupted; not in a deferred
+-- cleanup, state 'cleanup pending'), or the partial one
 -- on the target of a move rolled back.  Never a schema the node holds as a
 -- shard.
 CREATE FUNCTION sharded_id._move_drop_schema(m sharded_id.moves, c sharded_id.move_cleanup, conn text, moved boolean)
@@ -1067,7 +1068,10 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_drop_schema');
-    IF moved THEN
+    -- The check belongs to the move, right after its switch.  A deferred
+    -- cleanup, later, would compare the old copy with a shard that has
+    -- taken writes and DDL since: the rows were compared in the freeze.
+    IF moved AND m.state IS DISTINCT FROM 'cleanup pending' THEN
         PERFORM sharded_id._move_check_copy(m);
     END IF;
     PERFORM sharded_id._move_cleanup_hold(m, c, 'drop');
@@ -1112,9 +1116,17 @@ DECLARE
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_cleanup');
     -- The ops tables follow the switch before the old copy goes (move_shard
-    -- and recover_moves have done it already, and committed).
+    -- and recover_moves have tried already, and committed).  If they cannot
+    -- (a reader holds them), the old copy they read stays, for the deferred
+    -- cleanup, which tries again.
     IF moved THEN
-        PERFORM sharded_id._move_follow_ops(m);
+        BEGIN
+            PERFORM sharded_id._move_follow_ops(m);
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS err = MESSAGE_TEXT, err_state = RETURNED_SQLSTATE;
+            first_err := format('the ops tables of shard %s still read node "%s": %s', m.shard_id, m.source_node, err);
+            first_state := err_state;
+        END;
     END IF;
     DELETE FROM sharded_id.move_cleanup x
     WHERE x.move_id = m.move_id AND x.policy = CASE WHEN moved THEN 'on_failure' ELSE 'on_success' END;
@@ -1123,6 +1135,7 @@ BEGIN
         ORDER BY CASE x.object_type WHEN 'subscription' THEN 1 WHEN 'slot' THEN 2 WHEN 'publication' THEN 3
                                     WHEN 'mark' THEN 4 ELSE 5 END, x.node_name
     LOOP
+        CONTINUE WHEN moved AND c.object_type = 'schema' AND first_err LIKE 'the ops tables %';
         BEGIN
             conn := sharded_id._move_conn(m.move_id, 'cleanup', c.node_name);
             PERFORM sharded_id._remote_open(conn, c.node_name);
@@ -1207,6 +1220,28 @@ BEGIN
     RETURN NOT EXISTS (SELECT FROM sharded_id.move_cleanup x WHERE x.move_id = m.move_id);
 END
 $$;
+
+-- _move_deferred_cleanup, whose error, if any, is a warning: recover_moves
+-- goes on with the other moves' cleanups.
+CREATE FUNCTION sharded_id._move_try_deferred_cleanup(move_id bigint)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_try_deferred_cleanup');
+    BEGIN
+        RETURN sharded_id._move_deferred_cleanup(move_id);
+    EXCEPTION WHEN OTHERS THEN
+        RAISE WARNING 'the deferred cleanup of move % failed: %', move_id, SQLERRM
+            USING HINT = 'CALL sharded_id.recover_moves() again once the cause is gone.';
+        RETURN false;
+    END;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_try_deferred_cleanup(bigint) IS
+'internal: the deferred cleanup of one move, with a warning instead of an error, so that recover_moves goes on with the others';
 
 COMMENT ON FUNCTION sharded_id._move_deferred_cleanup(bigint) IS
 'internal: drop what a finished move left on its nodes when its cleanup was cut short (state cleanup pending); true when nothing is left';
@@ -2531,7 +2566,7 @@ AS $$
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_recover_begin');
     PERFORM sharded_id._move_journal_step(move_id, 'recover');
-    PERFORM sharded_id._move_follow_ops(x) FROM sharded_id.moves x
+    PERFORM sharded_id._move_follow_ops_after_switch(x) FROM sharded_id.moves x
     WHERE x.move_id = _move_recover_begin.move_id
       AND x.target_node = (SELECT s.node_name FROM sharded_id.shard_map s WHERE s.shard_id = x.shard_id);
 END
@@ -2597,7 +2632,7 @@ BEGIN
     -- Then the deferred cleanups: what finished moves could not drop.
     FOREACH pending IN ARRAY sharded_id._move_pending_cleanups(NULL) LOOP
         shard := sharded_id._move_claim_move(pending);
-        IF sharded_id._move_deferred_cleanup(pending) THEN
+        IF sharded_id._move_try_deferred_cleanup(pending) THEN
             RAISE NOTICE 'move % of shard %: its deferred cleanup is done', pending, shard;
         END IF;
         COMMIT;
@@ -2802,6 +2837,7 @@ REVOKE EXECUTE ON FUNCTION sharded_id._move_drop_publication(sharded_id.moves, s
 REVOKE EXECUTE ON FUNCTION sharded_id._move_drop_mark(sharded_id.moves, sharded_id.move_cleanup, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_drop_schema(sharded_id.moves, sharded_id.move_cleanup, text, boolean) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_deferred_cleanup(bigint) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_try_deferred_cleanup(bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._remote_exists(text, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._remote_json(text, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_resolve(bigint) FROM PUBLIC;
