@@ -64,6 +64,9 @@ static Oid	shid_local_group_relid = InvalidOid;
 
 static bool shid_callback_registered = false;
 
+/* Bumped by every invalidation the callback takes: a read it overlapped is read again. */
+static uint64 shid_citus_invalidations = 0;
+
 /* Whether shared_preload_libraries names citus. */
 static bool
 shid_citus_preloaded(void)
@@ -122,6 +125,7 @@ shid_citus_relcache_callback(Datum arg, Oid relid)
 	{
 		shid_node_known = false;
 		shid_mint_open = false;
+		shid_citus_invalidations++;
 	}
 }
 
@@ -152,7 +156,8 @@ typedef enum ShidNodeRead
 	SHID_NODE_OK,				/* *node is this backend's node */
 	SHID_NODE_NO_GROUP,			/* pg_dist_local_group is empty */
 	SHID_NODE_NOT_ADDED,		/* group 0 and an empty pg_dist_node */
-	SHID_NODE_TOO_BIG			/* a group id beyond the node field */
+	SHID_NODE_TOO_BIG,			/* a group id beyond the node field */
+	SHID_NODE_CHANGING			/* changed under every read */
 } ShidNodeRead;
 
 /*
@@ -162,16 +167,12 @@ typedef enum ShidNodeRead
  * Locks: AccessShareLock on pg_dist_local_group and pg_dist_node.
  */
 static ShidNodeRead
-shid_citus_read_node(int32 *node)
+shid_citus_read_node_once(int32 *node)
 {
 	Oid			relid;
 	Oid			node_relid;
+	bool		has_nodes;
 
-	if (!shid_callback_registered)
-	{
-		CacheRegisterRelcacheCallback(shid_citus_relcache_callback, (Datum) 0);
-		shid_callback_registered = true;
-	}
 	*node = -1;
 	relid = OidIsValid(get_extension_oid("citus", true)) ?
 		get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE) : InvalidOid;
@@ -184,13 +185,47 @@ shid_citus_read_node(int32 *node)
 		*node = 0;
 		return SHID_NODE_OK;
 	}
+
+	/*
+	 * pg_dist_node first: a worker's activation gives it its group and its
+	 * rows in one transaction, so that an empty pg_dist_node read before a
+	 * group is never taken for the coordinator's group 0 read after.
+	 */
+	has_nodes = shid_first_int4(node_relid, NULL);
 	if (!shid_first_int4(relid, node) || *node < 0)
 		return SHID_NODE_NO_GROUP;
-	if (*node == 0 && !shid_first_int4(node_relid, NULL))
+	if (*node == 0 && !has_nodes)
 		return SHID_NODE_NOT_ADDED;
 	if (*node >= (1 << SHID_CITUS_NODE_BITS))
 		return SHID_NODE_TOO_BIG;
 	return SHID_NODE_OK;
+}
+
+/*
+ * Read this database's node number: its Citus group id, or 0 without the
+ * citus extension.  A read that an invalidation of the group overlapped
+ * (the callback ran while a table was opened) is made again, a few times
+ * at most.  Errors only as a table scan can.
+ *
+ * Locks: AccessShareLock on pg_dist_node and pg_dist_local_group.
+ */
+static ShidNodeRead
+shid_citus_read_node(int32 *node)
+{
+	if (!shid_callback_registered)
+	{
+		CacheRegisterRelcacheCallback(shid_citus_relcache_callback, (Datum) 0);
+		shid_callback_registered = true;
+	}
+	for (int attempt = 0; attempt < 8; attempt++)
+	{
+		uint64		before = shid_citus_invalidations;
+		ShidNodeRead result = shid_citus_read_node_once(node);
+
+		if (shid_citus_invalidations == before)
+			return result;
+	}
+	return SHID_NODE_CHANGING;
 }
 
 /*
@@ -252,6 +287,13 @@ shid_citus_learn_node(void)
 					 errdetail("Sharded ids minted on Citus nodes hold group ids 0 to %d in the top %d bits of their sequence field.",
 							   (1 << SHID_CITUS_NODE_BITS) - 1, SHID_CITUS_NODE_BITS),
 					 errhint("Set sharded_id.stripes to 64 and sharded_id.stripe to the node's group id on every node of the cluster, and restart them.")));
+			break;
+		case SHID_NODE_CHANGING:
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the group id of this Citus node is changing"),
+					 errdetail("pg_dist_local_group changed while it was read, several times in a row."),
+					 errhint("Try again.")));
 			break;
 	}
 	shid_node = group;

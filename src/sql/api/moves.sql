@@ -92,6 +92,7 @@ CREATE TABLE sharded_id.moves (
     finished_at timestamptz,
     outcome text CHECK (outcome IN ('moved', 'rolled back')),
     error text,
+    copy_checked_at timestamptz,
     CHECK ((finished_at IS NULL) = (outcome IS NULL))
 );
 
@@ -99,6 +100,10 @@ CREATE UNIQUE INDEX moves_one_unfinished_per_shard ON sharded_id.moves (shard_id
 
 COMMENT ON TABLE sharded_id.moves IS
 'on a router: every shard move, its state (the last step begun) and how it ended';
+
+-- @update@
+COMMENT ON COLUMN sharded_id.moves.copy_checked_at IS
+'when the cleanup of a move that switched its shard found the new copy the same schema as the old one (_move_check_copy), which may then be dropped; NULL: not yet';
 
 COMMENT ON SEQUENCE sharded_id.moves_move_id_seq IS
 'numbers of shard moves';
@@ -925,6 +930,7 @@ CREATE FUNCTION sharded_id._move_follow_ops(m sharded_id.moves)
 RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '10s'
 AS $$
 DECLARE
     ops record;
@@ -1056,24 +1062,17 @@ COMMENT ON FUNCTION sharded_id._move_drop_mark(sharded_id.moves, sharded_id.move
 'internal: delete a move''s catch-up mark on one of its nodes';
 
 -- A copy of the shard's schema: the old one on the source once the shard
--- moved, after the check that the new copy is the same schema
--- (_move_check_copy, which fails with data_corrupted; not in a deferred
--- cleanup, state 'cleanup pending'), or the partial one
+-- moved and the new copy was checked (_move_cleanup_check_copy), or the
+-- partial one
 -- on the target of a move rolled back.  Never a schema the node holds as a
 -- shard.
-CREATE FUNCTION sharded_id._move_drop_schema(m sharded_id.moves, c sharded_id.move_cleanup, conn text, moved boolean)
+CREATE FUNCTION sharded_id._move_drop_schema(m sharded_id.moves, c sharded_id.move_cleanup, conn text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_drop_schema');
-    -- The check belongs to the move, right after its switch.  A deferred
-    -- cleanup, later, would compare the old copy with a shard that has
-    -- taken writes and DDL since: the rows were compared in the freeze.
-    IF moved AND m.state IS DISTINCT FROM 'cleanup pending' THEN
-        PERFORM sharded_id._move_check_copy(m);
-    END IF;
     PERFORM sharded_id._move_cleanup_hold(m, c, 'drop');
     PERFORM sharded_id._remote_exec(conn, format(
         'SET client_min_messages = warning; DO $do$ BEGIN IF NOT EXISTS (SELECT FROM sharded_id.shards WHERE schema_name = %L) '
@@ -1081,7 +1080,7 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION sharded_id._move_drop_schema(sharded_id.moves, sharded_id.move_cleanup, text, boolean) IS
+COMMENT ON FUNCTION sharded_id._move_drop_schema(sharded_id.moves, sharded_id.move_cleanup, text) IS
 'internal: drop a copy of a shard''s schema that a move left on a node, unless the node holds it as a shard; the old copy only once the new one is checked';
 
 -- Drop what a move made, as move_cleanup records it: the objects of every
@@ -1135,7 +1134,35 @@ BEGIN
         ORDER BY CASE x.object_type WHEN 'subscription' THEN 1 WHEN 'slot' THEN 2 WHEN 'publication' THEN 3
                                     WHEN 'mark' THEN 4 ELSE 5 END, x.node_name
     LOOP
-        CONTINUE WHEN moved AND c.object_type = 'schema' AND first_err LIKE 'the ops tables %';
+        IF moved AND c.object_type = 'schema' THEN
+            -- The old copy stays while the ops tables read it, and until the
+            -- new copy is found the same schema.
+            CONTINUE WHEN first_err LIKE 'the ops tables %';
+            IF m.copy_checked_at IS NULL THEN
+                BEGIN
+                    PERFORM sharded_id._move_check_copy(m);
+                    UPDATE sharded_id.moves x SET copy_checked_at = clock_timestamp()
+                    WHERE x.move_id = m.move_id RETURNING x.copy_checked_at INTO m.copy_checked_at;
+                EXCEPTION WHEN OTHERS THEN
+                    GET STACKED DIAGNOSTICS err = MESSAGE_TEXT, err_state = RETURNED_SQLSTATE,
+                                            err_detail = PG_EXCEPTION_DETAIL, err_hint = PG_EXCEPTION_HINT;
+                    IF err_state = 'XX001' AND m.state IS DISTINCT FROM 'cleanup pending' THEN
+                        -- Right after the switch: the new copy is not what
+                        -- the old one was, not a leftover.
+                        RAISE;
+                    END IF;
+                    IF first_err IS NULL THEN
+                        first_err := format('the old copy of shard %s on node "%s" is kept: %s', m.shard_id, c.node_name, err);
+                        first_state := err_state;
+                        first_detail := nullif(err_detail, '');
+                        first_hint := CASE WHEN err_state = 'XX001' THEN
+                            'The new copy has changed since the switch, or was never the same: compare the two, then drop the old copy by hand and delete its row from sharded_id.move_cleanup.'
+                            ELSE nullif(err_hint, '') END;
+                    END IF;
+                    CONTINUE;
+                END;
+            END IF;
+        END IF;
         BEGIN
             conn := sharded_id._move_conn(m.move_id, 'cleanup', c.node_name);
             PERFORM sharded_id._remote_open(conn, c.node_name);
@@ -1144,7 +1171,7 @@ BEGIN
             WHEN 'slot' THEN PERFORM sharded_id._move_drop_slot(m, c, conn);
             WHEN 'publication' THEN PERFORM sharded_id._move_drop_publication(m, c, conn);
             WHEN 'mark' THEN PERFORM sharded_id._move_drop_mark(m, c, conn);
-            WHEN 'schema' THEN PERFORM sharded_id._move_drop_schema(m, c, conn, moved);
+            WHEN 'schema' THEN PERFORM sharded_id._move_drop_schema(m, c, conn);
             END CASE;
             DELETE FROM sharded_id.move_cleanup x
             WHERE x.move_id = c.move_id AND x.node_name = c.node_name
@@ -1152,10 +1179,6 @@ BEGIN
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS err = MESSAGE_TEXT, err_state = RETURNED_SQLSTATE,
                                     err_detail = PG_EXCEPTION_DETAIL, err_hint = PG_EXCEPTION_HINT;
-            IF moved AND err_state = 'XX001' THEN
-                -- The new copy is not what the old one was: not a leftover.
-                RAISE;
-            END IF;
             -- The next record of the node tries a new connection.
             BEGIN
                 PERFORM sharded_id._remote_close(conn);
@@ -1191,7 +1214,7 @@ BEGIN
                                        THEN format(', among it replication slot "%s" on node "%s", which keeps the WAL the node writes', 'sharded_id_move_' || m.shard_id, m.source_node)
                                        ELSE '' END,
                                   coalesce(' ' || first_detail, '')),
-                  HINT = 'CALL sharded_id.recover_moves() once every node answers; the next move of the shard drops it too.';
+                  HINT = coalesce(first_hint, 'CALL sharded_id.recover_moves() once every node answers; the next move of the shard drops it too.');
     END IF;
 END
 $$;
@@ -2253,7 +2276,8 @@ AS $$
     SELECT sharded_id._superuser_only('sharded_id._move_pending_cleanups');
     SELECT coalesce(array_agg(x.move_id ORDER BY x.move_id), '{}') FROM sharded_id.moves x
     WHERE (_move_pending_cleanups.shard_id IS NULL OR x.shard_id = _move_pending_cleanups.shard_id)
-      AND x.finished_at IS NOT NULL AND EXISTS (SELECT FROM sharded_id.move_cleanup c WHERE c.move_id = x.move_id)
+      AND x.finished_at IS NOT NULL
+      AND (x.state = 'cleanup pending' OR EXISTS (SELECT FROM sharded_id.move_cleanup c WHERE c.move_id = x.move_id))
 $$;
 
 COMMENT ON FUNCTION sharded_id._move_pending_cleanups(integer) IS
@@ -2614,6 +2638,15 @@ DECLARE
     moved boolean;
     pending bigint;
     shard integer;
+    err text;
+    err_state text;
+    err_detail text;
+    err_hint text;
+    first_err text;
+    first_state text;
+    first_detail text;
+    first_hint text;
+    failures integer := 0;
 BEGIN
     PERFORM sharded_id._dblink_schema();
     PERFORM sharded_id._remote_close_all('sharded_id_');
@@ -2622,9 +2655,25 @@ BEGIN
         PERFORM sharded_id._move_claim(m.shard_id);
         PERFORM sharded_id._move_recover_begin(m.move_id);
         COMMIT;
-        moved := sharded_id._move_resolve(m.move_id);
-        RAISE NOTICE 'move % of shard %, interrupted at step "%": %', m.move_id, m.shard_id, m.state,
-                     CASE WHEN moved THEN 'finished' ELSE 'rolled back' END;
+        -- A move that cannot be recovered yet stays unfinished; the others
+        -- go on, and the call fails at its end with the first one's error.
+        BEGIN
+            moved := sharded_id._move_resolve(m.move_id);
+            RAISE NOTICE 'move % of shard %, interrupted at step "%": %', m.move_id, m.shard_id, m.state,
+                         CASE WHEN moved THEN 'finished' ELSE 'rolled back' END;
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS err = MESSAGE_TEXT, err_state = RETURNED_SQLSTATE,
+                                    err_detail = PG_EXCEPTION_DETAIL, err_hint = PG_EXCEPTION_HINT;
+            failures := failures + 1;
+            IF first_err IS NULL THEN
+                first_err := err;
+                first_state := err_state;
+                first_detail := err_detail;
+                first_hint := err_hint;
+            ELSE
+                RAISE WARNING 'move % of shard % is still unfinished: %', m.move_id, m.shard_id, err;
+            END IF;
+        END;
         COMMIT;
         PERFORM sharded_id._remote_close_all('sharded_id_');
         PERFORM sharded_id._unlock_shard(m.shard_id, 'move');
@@ -2639,6 +2688,13 @@ BEGIN
         PERFORM sharded_id._remote_close_all('sharded_id_');
         PERFORM sharded_id._unlock_shard(shard, 'move');
     END LOOP;
+    IF first_err IS NOT NULL THEN
+        RAISE EXCEPTION '%', first_err
+            USING ERRCODE = first_state,
+                  DETAIL = concat_ws(' ', nullif(first_detail, ''),
+                                     CASE WHEN failures > 1 THEN format('%s unfinished moves could not be recovered; the warnings name the others.', failures) END),
+                  HINT = coalesce(nullif(first_hint, ''), 'CALL sharded_id.recover_moves() again once the cause is gone.');
+    END IF;
 END
 $$;
 
@@ -2835,7 +2891,7 @@ REVOKE EXECUTE ON FUNCTION sharded_id._move_drop_subscription(sharded_id.moves, 
 REVOKE EXECUTE ON FUNCTION sharded_id._move_drop_slot(sharded_id.moves, sharded_id.move_cleanup, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_drop_publication(sharded_id.moves, sharded_id.move_cleanup, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_drop_mark(sharded_id.moves, sharded_id.move_cleanup, text) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION sharded_id._move_drop_schema(sharded_id.moves, sharded_id.move_cleanup, text, boolean) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_drop_schema(sharded_id.moves, sharded_id.move_cleanup, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_deferred_cleanup(bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_try_deferred_cleanup(bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._remote_exists(text, text) FROM PUBLIC;

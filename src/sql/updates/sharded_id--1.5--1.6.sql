@@ -14,6 +14,11 @@
 -- Its comment is src/sql/api/shards.sql's, carried in at @functions@.
 ALTER TABLE sharded_id.retired_shards ADD COLUMN retired_by name DEFAULT CURRENT_USER;
 
+-- When a move's cleanup found the new copy the same schema as the old one,
+-- which may then be dropped (its comment is moves.sql's).  A move of 1.5
+-- that is still unfinished is checked when it is recovered.
+ALTER TABLE sharded_id.moves ADD COLUMN copy_checked_at timestamptz;
+
 -- 1.5's provisioning recipe granted EXECUTE ON ALL FUNCTIONS and ALL
 -- PROCEDURES IN SCHEMA sharded_id, which 1.6 replaces with one grant
 -- (sharded_id_provisioner).  Give every function of the extension the
