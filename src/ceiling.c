@@ -11,14 +11,22 @@
  * starts at the ceiling read back from the file (floor_ms), so new ids are
  * later than anything minted before.
  *
- * The file, version 3:
+ * The file, version 4:
  *
- *	 sharded_id state 3
+ *	 sharded_id state 4
+ *	 lsn 0/1A2B3C4D
  *	 ceiling 1763794945123
  *	 floor 1763794944000
  *	 crc32c 1a2b3c4d
  *
- * The CRC-32C covers the lines before it.  "floor" is the server-wide floor
+ * The CRC-32C covers the lines before it.  "lsn" is the end of the WAL
+ * record whose state the file holds (or, with the records off, where WAL
+ * ended when it was written): as a page's LSN does for a sequence, it
+ * makes replay idempotent, and replay applies only records that end
+ * after it, so that crash recovery never takes the ceiling back to an
+ * older record's (a reset's, say) below what the file already covers.
+ * Versions 3 and 2 (no lsn line) are read with LSN 0: every record
+ * replays, as it did before.  "floor" is the server-wide floor
  * that 1.4's raise_floor set (1.5 keeps floors per shard, in floors.c, and
  * never raises this one again): reset_ceiling never lowers the ceiling
  * below it.  A file that does not match this form to the byte
@@ -31,7 +39,16 @@
  * that never minted (no state file, silently) from one whose state file was
  * lost (a WARNING).
  *
- * Replication: every raise of the ceiling is also WAL-logged, through the
+ * Every change follows one order, as core's own state does (the WAL before
+ * the data): the record is inserted, the WAL is flushed up to it, the file
+ * carrying the record's LSN is written and renamed into place, and only
+ * then is the new ceiling published to minters.  So the file is never
+ * ahead of the WAL on disk, and no id beyond the old ceiling is handed out,
+ * in a transaction or copied out, before both hold the new one.  An
+ * injection point (compat.h) stands before and after each of those steps,
+ * for the crash tests.
+ *
+ * Replication: every raise of the ceiling is WAL-logged, through the
  * custom resource manager "sharded_id" (id sharded_id.wal_rmgr_id, 203 by
  * default), before
  * any id beyond the old ceiling is returned, so it precedes in WAL every row
@@ -98,7 +115,7 @@
 #define SHID_STATE_FILE		"sharded_id.state"
 #define SHID_STATE_TMPFILE	"sharded_id.state.tmp"
 #define SHID_MARKER_FILE	"sharded_id.minted"
-#define SHID_STATE_VERSION	3
+#define SHID_STATE_VERSION	4
 
 ShidCeiling *shid_ceiling = NULL;
 
@@ -124,9 +141,10 @@ shid_monotonic_ms(void)
 	return shid_monotonic_us() / 1000;
 }
 
-/* The text of a state file (version 2 or 3), with its CRC line. */
+/* The text of a state file (version 2, 3 or 4), with its CRC line. */
 static void
-shid_state_text(int version, int64 ceiling, int64 floor, char *buf, size_t size)
+shid_state_text(int version, XLogRecPtr lsn, int64 ceiling, int64 floor,
+				char *buf, size_t size)
 {
 	pg_crc32c	crc;
 	int			len;
@@ -134,9 +152,13 @@ shid_state_text(int version, int64 ceiling, int64 floor, char *buf, size_t size)
 	if (version == 2)
 		len = snprintf(buf, size, "sharded_id state 2\nceiling %lld\n",
 					   (long long) ceiling);
+	else if (version == 3)
+		len = snprintf(buf, size, "sharded_id state 3\nceiling %lld\nfloor %lld\n",
+					   (long long) ceiling, (long long) floor);
 	else
-		len = snprintf(buf, size, "sharded_id state %d\nceiling %lld\nfloor %lld\n",
-					   version, (long long) ceiling, (long long) floor);
+		len = snprintf(buf, size, "sharded_id state %d\nlsn %X/%08X\nceiling %lld\nfloor %lld\n",
+					   version, LSN_FORMAT_ARGS(lsn), (long long) ceiling,
+					   (long long) floor);
 	INIT_CRC32C(crc);
 	COMP_CRC32C(crc, buf, len);
 	FIN_CRC32C(crc);
@@ -144,21 +166,27 @@ shid_state_text(int version, int64 ceiling, int64 floor, char *buf, size_t size)
 }
 
 /*
- * Parse a state file.  Returns NULL and sets *ceiling and *floor if the
- * text is a well-formed file, to the byte; otherwise a sentence that says
- * what is wrong with it.
+ * Parse a state file.  Returns NULL and sets *lsn, *ceiling and *floor if
+ * the text is a well-formed file, to the byte; otherwise a sentence that
+ * says what is wrong with it.  Files before version 4 have LSN 0.
  */
 static const char *
-shid_parse_state(const char *text, int64 *ceiling, int64 *floor)
+shid_parse_state(const char *text, XLogRecPtr *lsn, int64 *ceiling, int64 *floor)
 {
 	long long	value;
 	long long	floor_value = 0;
-	char		canonical[160];
+	unsigned int hi = 0;
+	unsigned int lo = 0;
+	char		canonical[200];
 
-	if (sscanf(text, "sharded_id state 3 ceiling %lld floor %lld", &value, &floor_value) == 2 ||
+	*lsn = InvalidXLogRecPtr;
+	if (sscanf(text, "sharded_id state 4 lsn %X/%X ceiling %lld floor %lld",
+			   &hi, &lo, &value, &floor_value) == 4 ||
+		sscanf(text, "sharded_id state 3 ceiling %lld floor %lld", &value, &floor_value) == 2 ||
 		sscanf(text, "sharded_id state 2 ceiling %lld", &value) == 1)
 	{
-		shid_state_text(text[17] == '3' ? 3 : 2, (int64) value, (int64) floor_value,
+		*lsn = ((uint64) hi << 32) | lo;
+		shid_state_text(text[17] - '0', *lsn, (int64) value, (int64) floor_value,
 						canonical, sizeof(canonical));
 		if (strcmp(text, canonical) != 0)
 			return "Its checksum does not match its contents, or it is truncated.";
@@ -207,7 +235,7 @@ shid_marker_exists(void)
  * after the current time, with a warning.
  */
 static int64
-shid_read_ceiling(int64 *floor)
+shid_read_ceiling(int64 *floor, XLogRecPtr *lsn)
 {
 	FILE	   *file;
 	char		text[256];
@@ -249,7 +277,7 @@ shid_read_ceiling(int64 *floor)
 		return now;
 	}
 
-	problem = shid_parse_state(text, &ceiling, floor);
+	problem = shid_parse_state(text, lsn, &ceiling, floor);
 	if (problem != NULL)
 	{
 		ereport(WARNING,
@@ -324,26 +352,42 @@ shid_write_marker(void)
 /*
  * Replace the file at path with text, durably: write a temporary file, then
  * durable_rename, which fsyncs it, renames it into place and fsyncs the
- * directory.  ERROR on failure, with the old file in place.
+ * directory.  ERROR on failure, with the old file in place.  The injection
+ * points after_write and after_rename, if not NULL, run after each step.
  */
 void
-shid_write_durably(const char *tmppath, const char *path, const char *text, size_t len)
+shid_write_durably(const char *tmppath, const char *path, const char *text, size_t len,
+				   const char *after_write, const char *after_rename)
 {
 	shid_write_file(tmppath, text, len);
+	if (after_write)
+		SHID_INJECTION_POINT(after_write);
 	(void) durable_rename(tmppath, path, ERROR);
+	if (after_rename)
+		SHID_INJECTION_POINT(after_rename);
 }
 
-/* Make ceiling durable.  The caller holds the ceiling lock exclusively. */
+/*
+ * Make ceiling durable, as the state of the WAL up to lsn.  The caller
+ * holds the ceiling lock exclusively, and has flushed the WAL up to lsn.
+ * reset says which injection points run: the reset's or a raise's.
+ */
 static void
-shid_write_ceiling(int64 ceiling)
+shid_write_ceiling(int64 ceiling, XLogRecPtr lsn, bool reset)
 {
-	char		buf[160];
+	char		buf[200];
 	int64		start_us = shid_monotonic_us();
 
 	shid_write_marker();
-	shid_state_text(SHID_STATE_VERSION, ceiling, shid_ceiling->raised_floor_ms,
+	shid_state_text(SHID_STATE_VERSION, lsn, ceiling, shid_ceiling->raised_floor_ms,
 					buf, sizeof(buf));
-	shid_write_durably(SHID_STATE_TMPFILE, SHID_STATE_FILE, buf, strlen(buf));
+	if (reset)
+		shid_write_durably(SHID_STATE_TMPFILE, SHID_STATE_FILE, buf, strlen(buf),
+						   "sharded-id-reset-after-write", "sharded-id-reset-after-rename");
+	else
+		shid_write_durably(SHID_STATE_TMPFILE, SHID_STATE_FILE, buf, strlen(buf),
+						   "sharded-id-ceiling-after-write", "sharded-id-ceiling-after-rename");
+	shid_ceiling->lsn = lsn;
 	shid_ceiling->ref_wall_ms = shid_clock_ms();
 	shid_ceiling->ref_mono_ms = shid_monotonic_ms();
 	shid_ceiling->writes++;
@@ -369,9 +413,11 @@ shid_ceiling_shmem_init(LWLock *lock)
 	if (!found)
 	{
 		int64		floor = 0;
-		int64		ceiling = shid_read_ceiling(&floor);
+		XLogRecPtr	lsn = InvalidXLogRecPtr;
+		int64		ceiling = shid_read_ceiling(&floor, &lsn);
 
 		shid_ceiling->lock = lock;
+		shid_ceiling->lsn = lsn;
 		shid_ceiling->floor_ms = ceiling;
 		shid_ceiling->raised_floor_ms = floor;
 		pg_atomic_init_u64(&shid_ceiling->ceiling_ms, (uint64) ceiling);
@@ -403,27 +449,45 @@ shid_wal_log(uint8 info, const char *data, uint32 len, bool always)
 	return XLogInsert((RmgrId) shid_wal_rmgr_id, info);
 }
 
-static void
+/*
+ * WAL-log a ceiling or reset record and flush the WAL up to it; returns the
+ * LSN the file is to carry: the record's end, or, with the records turned
+ * off, where WAL ends now, so that replay skips every older record.
+ */
+static XLogRecPtr
 shid_log_ceiling(uint8 info, int64 ceiling)
 {
-	(void) shid_wal_log(info, (const char *) &ceiling, sizeof(ceiling), false);
+	bool		reset = (info == XLOG_SHID_RESET);
+	XLogRecPtr	lsn;
+
+	SHID_INJECTION_POINT(reset ? "sharded-id-reset-before-insert" : "sharded-id-ceiling-before-insert");
+	lsn = shid_wal_log(info, (const char *) &ceiling, sizeof(ceiling), false);
+	SHID_INJECTION_POINT(reset ? "sharded-id-reset-after-insert" : "sharded-id-ceiling-after-insert");
+	if (XLogRecPtrIsInvalid(lsn))
+		return GetXLogInsertRecPtr();
+	XLogFlush(lsn);
+	SHID_INJECTION_POINT(reset ? "sharded-id-reset-after-flush" : "sharded-id-ceiling-after-flush");
+	return lsn;
 }
 
 /*
  * Push the durable ceiling to at least ms + SHID_LEASE_MS; true if it
- * wrote a new one.  Lock held.
+ * wrote a new one: the record flushed, then the file, then the new
+ * ceiling published.  Lock held.
  */
 static bool
 shid_raise_ceiling(int64 ms)
 {
 	int64		ceiling = (int64) pg_atomic_read_u64(&shid_ceiling->ceiling_ms);
+	XLogRecPtr	lsn;
 
 	if (ceiling >= ms + SHID_LEASE_MS / 2)
 		return false;
 	ceiling = Max(ms + SHID_LEASE_MS, ceiling);
-	shid_log_ceiling(XLOG_SHID_CEILING, ceiling);
-	shid_write_ceiling(ceiling);
+	lsn = shid_log_ceiling(XLOG_SHID_CEILING, ceiling);
+	shid_write_ceiling(ceiling, lsn, false);
 	pg_atomic_write_u64(&shid_ceiling->ceiling_ms, (uint64) ceiling);
+	SHID_INJECTION_POINT("sharded-id-ceiling-after-publish");
 	return true;
 }
 
@@ -516,10 +580,12 @@ shid_ceiling_reset_begin(void)
 void
 shid_ceiling_reset_end(int64 ceiling, int64 floor_ms)
 {
-	shid_log_ceiling(XLOG_SHID_RESET, ceiling);
-	shid_write_ceiling(ceiling);
+	XLogRecPtr	lsn = shid_log_ceiling(XLOG_SHID_RESET, ceiling);
+
+	shid_write_ceiling(ceiling, lsn, true);
 	pg_atomic_write_u64(&shid_ceiling->ceiling_ms, (uint64) ceiling);
 	shid_ceiling->floor_ms = floor_ms;
+	SHID_INJECTION_POINT("sharded-id-reset-after-publish");
 	LWLockRelease(shid_ceiling->lock);
 	ereport(LOG,
 			(errmsg("sharded_id clock ceiling reset to %s",
@@ -559,10 +625,12 @@ shid_ceiling_reset_stats(void)
 
 /*
  * Replay a ceiling, reset or floor record (rmgr.c): on a standby, or in
- * crash recovery.  A raise
- * only ever raises; a reset sets; a floor raises the floor, and the ceiling
- * past it.  The replayed ceiling is made durable in this server's own state
- * file, and new slots start after it.
+ * crash recovery.  A record that ends at or before the LSN of the state
+ * file is already in it, and is skipped: so a reset replayed after a crash
+ * never takes the ceiling below what was handed out after it.  A newer
+ * raise only ever raises; a reset sets; a floor raises the floor, and the
+ * ceiling past it.  The replayed ceiling is made durable in this server's
+ * own state file, with the record's LSN, and new slots start after it.
  */
 void
 shid_ceiling_redo(XLogReaderState *record)
@@ -582,6 +650,11 @@ shid_ceiling_redo(XLogReaderState *record)
 	ceiling = value;
 
 	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
+	if (record->EndRecPtr <= shid_ceiling->lsn)
+	{
+		LWLockRelease(shid_ceiling->lock);
+		return;
+	}
 	current = (int64) pg_atomic_read_u64(&shid_ceiling->ceiling_ms);
 	if (info == XLOG_SHID_RESET)
 		write = true;
@@ -597,7 +670,7 @@ shid_ceiling_redo(XLogReaderState *record)
 	}
 	if (write)
 	{
-		shid_write_ceiling(ceiling);
+		shid_write_ceiling(ceiling, record->EndRecPtr, info == XLOG_SHID_RESET);
 		pg_atomic_write_u64(&shid_ceiling->ceiling_ms, (uint64) ceiling);
 		if (info == XLOG_SHID_RESET)
 			shid_ceiling->floor_ms = ceiling - SHID_LEASE_MS;

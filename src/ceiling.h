@@ -48,6 +48,7 @@ shid_clock_ms(void)
 typedef struct ShidCeiling
 {
 	LWLock	   *lock;			/* serialises writes of the state file */
+	XLogRecPtr	lsn;			/* the WAL the state file holds, up to here */
 	int64		floor_ms;		/* new slots start here */
 	pg_atomic_uint64 ceiling_ms;	/* durable bound on every ms handed out */
 	pg_atomic_uint32 generation;	/* bumped by every reset_ceiling */
@@ -74,7 +75,8 @@ extern void shid_ceiling_reset_end(int64 ceiling, int64 floor_ms);
 extern void shid_ceiling_bump_generation(void);
 extern XLogRecPtr shid_wal_log(uint8 info, const char *data, uint32 len, bool always);
 extern void shid_write_durably(const char *tmppath, const char *path,
-							   const char *text, size_t len);
+							   const char *text, size_t len,
+							   const char *after_write, const char *after_rename);
 extern int64 shid_monotonic_ms(void);
 extern int64 shid_monotonic_us(void);
 extern int64 shid_ceiling_stats(int64 *writes, int64 *write_us);

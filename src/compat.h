@@ -100,4 +100,22 @@ PG_FUNCTION_INFO_V1(funcname)
 #define SHID_MY_LXID() (MyProc->lxid)
 #endif
 
+/*
+ * Injection points (core's INJECTION_POINT(), 17 on) at every durable step
+ * of the ceiling and the shards' states, for the crash tests: compiled in
+ * only where the server was built with --enable-injection-points, and then
+ * a lookup in core's table of attached points, never on next_id's common
+ * path.  18 gave the macro an argument.
+ */
+#if defined(USE_INJECTION_POINTS) && PG_VERSION_NUM >= 170000
+#include "utils/injection_point.h"
+#if PG_VERSION_NUM >= 180000
+#define SHID_INJECTION_POINT(name) INJECTION_POINT(name, NULL)
+#else
+#define SHID_INJECTION_POINT(name) INJECTION_POINT(name)
+#endif
+#else
+#define SHID_INJECTION_POINT(name) ((void) (name))
+#endif
+
 #endif							/* SHARDED_ID_COMPAT_H */

@@ -29,20 +29,41 @@
  * its state, minting or not, so that no catalog decides for it (owner.c);
  * the xid of a settled state is then the frozen xid.
  *
- * Durability: every change is WAL-logged (record SHARD of the "sharded_id"
- * resource manager, with an xid, as in ceiling.c) and written to the file
- * sharded_id.shards before it takes effect, so that it precedes every id it
- * covers and every row a retirement's transaction commits.  Standbys and
- * crash recovery replay it into their own shared state and file.  The file
- * holds one line per shard with a state, at most sharded_id.max_shards
- * (a shard without a slot cannot be minted for), and a CRC-32C:
+ * Durability.  A change is made in shared memory and marked unsynced; it is
+ * made durable by a sync (shid_states_sync), which is what everything that
+ * relies on a change waits for:
  *
- *	 sharded_id shards 2
+ *	 - the transaction that made it, before it commits (owner.c calls
+ *	   shid_states_sync_xact at pre-commit), so that a retirement is durable
+ *	   before any row its transaction commits, and a committed floor before
+ *	   the mover lets another server mint;
+ *	 - the generator's own raise of a floor, which covers the ids it is
+ *	   about to hand out, at once (generator.c says why no other id relies
+ *	   on a floor before its transaction commits).
+ *
+ * A sync is one WAL record (STATES, of the "sharded_id" resource manager)
+ * with every unsynced state in it, then a flush of the WAL up to it, then
+ * the file sharded_id.shards written with the record's LSN and renamed into
+ * place, then the count of syncs bumped.  So a transaction of 1,000 floor changes costs one record and
+ * one flush, the file is never ahead of the WAL on disk, and nothing that a
+ * change protects is handed out before both hold it.  A crash before the
+ * sync loses only changes that nothing relied on yet.  Standbys and crash
+ * recovery replay a record only if it ends after the LSN of the file (so
+ * replay is idempotent, as a page's LSN makes it for a sequence), into
+ * their own shared state and file.  An injection point (compat.h) stands
+ * before and after each step, for the crash tests.  The file holds one
+ * line per shard with a state, at most sharded_id.max_shards (a shard
+ * without a slot cannot be minted for), and a CRC-32C:
+ *
+ *	 sharded_id shards 3
+ *	 lsn 0/1A2B3C4D
  *	 <layout key> <shard> <floor ms> <retired> <state before> <xid> <database>
  *	 crc32c 1a2b3c4d
  *
- * A file of version 1, written before states knew their database, has no
- * <database> column and is read with database 0: not known.
+ * Files of version 2 have no lsn line, and are read with LSN 0: every
+ * record replays.  A file of version 1, written before states knew their
+ * database, has no <database> column either and is read with database 0:
+ * not known.
  *
  * Each state names the database whose transaction last changed the
  * shard's ownership (or, for a shard with no state, raised its first
@@ -93,8 +114,15 @@
 
 #define SHID_SHARDS_FILE	"sharded_id.shards"
 #define SHID_SHARDS_TMPFILE	"sharded_id.shards.tmp"
-#define SHID_SHARDS_HEADER	"sharded_id shards 2\n"
+#define SHID_SHARDS_HEADER	"sharded_id shards 3\n"
+#define SHID_SHARDS_HEADER_V2	"sharded_id shards 2\n"
 #define SHID_SHARDS_HEADER_V1	"sharded_id shards 1\n"
+
+/* ShidShardState.flags, in shared memory only (zero in WAL). */
+#define SHID_STATE_UNSYNCED	0x0001	/* changed since the last sync */
+
+/* Did this backend's transaction change a state, to sync before commit? */
+static bool shid_states_changed = false;
 
 /* The shards that have a state, in shared memory. */
 static HTAB *shid_states = NULL;
@@ -127,18 +155,20 @@ shid_same_owner(const ShidShardState *a, const ShidShardState *b)
 		a->database == b->database && FullTransactionIdEquals(a->xid, b->xid);
 }
 
-/* The file's text for every state, with its CRC line. */
+/* The file's text for every state, as of the WAL up to lsn, with its CRC line. */
 static void
-shid_states_text(StringInfo buf)
+shid_states_text(StringInfo buf, XLogRecPtr lsn)
 {
 	HASH_SEQ_STATUS status;
 	ShidShardState *state;
 	pg_crc32c	crc;
 
 	appendStringInfoString(buf, SHID_SHARDS_HEADER);
+	appendStringInfo(buf, "lsn %X/%08X\n", LSN_FORMAT_ARGS(lsn));
 	hash_seq_init(&status, shid_states);
 	while ((state = hash_seq_search(&status)) != NULL)
-		appendStringInfo(buf, "%llu %d %lld %d %d %llu %u\n",
+		if (!shid_state_empty(state))
+			appendStringInfo(buf, "%llu %d %lld %d %d %llu %u\n",
 						 (unsigned long long) state->key.layout_key,
 						 state->key.shard, (long long) state->floor_ms,
 						 state->retired, state->prev_retired,
@@ -150,38 +180,117 @@ shid_states_text(StringInfo buf)
 	appendStringInfo(buf, "crc32c %08x\n", (unsigned int) crc);
 }
 
-/* Write the file from the table.  The caller holds the lock exclusively. */
+/*
+ * Write the file from the table, as the state of the WAL up to lsn, which
+ * the caller has flushed.  The caller holds the lock exclusively.
+ */
 static void
-shid_write_states(void)
+shid_write_states(XLogRecPtr lsn)
 {
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	shid_states_text(&buf);
-	shid_write_durably(SHID_SHARDS_TMPFILE, SHID_SHARDS_FILE, buf.data, buf.len);
+	shid_states_text(&buf, lsn);
+	shid_write_durably(SHID_SHARDS_TMPFILE, SHID_SHARDS_FILE, buf.data, buf.len,
+					   "sharded-id-states-after-write", "sharded-id-states-after-rename");
 	pfree(buf.data);
-	shid_floors_shared->states_dirty = false;
+	shid_floors_shared->lsn = lsn;
+}
+
+/* Mark a state changed since the last sync.  Lock held exclusively. */
+static inline void
+shid_state_mark(ShidShardState *state)
+{
+	if (!(state->flags & SHID_STATE_UNSYNCED))
+	{
+		state->flags |= SHID_STATE_UNSYNCED;
+		shid_floors_shared->unsynced++;
+	}
+	shid_states_changed = true;
 }
 
 /*
- * Write the file if a change that alters no shard's minting left it behind
- * shared memory (shid_shard_change_locked), after flushing the WAL that
- * holds the change.  owner.c calls this before a transaction that changed
- * ownership commits.
+ * The sync (see the file's header): one record with every unsynced state,
+ * the WAL flushed up to it, the file written with its LSN, the count of
+ * syncs bumped.  An error on the way leaves the states unsynced, to be
+ * synced by the next one.  The caller holds the floors lock exclusively.
  */
 void
-shid_write_states_if_dirty(void)
+shid_states_sync_locked(void)
 {
-	if (!shid_floors_shared->states_dirty)
-		return;
-	LWLockAcquire(shid_floors_shared->lock, LW_EXCLUSIVE);
-	if (shid_floors_shared->states_dirty)
+	HASH_SEQ_STATUS status;
+	ShidShardState *state;
+	StringInfoData rec;
+	uint32		count = 0;
+	XLogRecPtr	lsn;
+
+	Assert(LWLockHeldByMeInMode(shid_floors_shared->lock, LW_EXCLUSIVE));
+	initStringInfo(&rec);
+	appendBinaryStringInfo(&rec, (const char *) &count, sizeof(count));
+	hash_seq_init(&status, shid_states);
+	while ((state = hash_seq_search(&status)) != NULL)
 	{
-		if (!XLogRecPtrIsInvalid(XactLastRecEnd))
-			XLogFlush(XactLastRecEnd);
-		shid_write_states();
+		ShidShardState copy;
+
+		if (!(state->flags & SHID_STATE_UNSYNCED))
+			continue;
+		copy = *state;
+		copy.flags = 0;
+		appendBinaryStringInfo(&rec, (const char *) &copy, sizeof(copy));
+		count++;
 	}
+	memcpy(rec.data, &count, sizeof(count));
+
+	SHID_INJECTION_POINT("sharded-id-states-before-insert");
+	lsn = shid_wal_log(XLOG_SHID_STATES, rec.data, rec.len, true);
+	SHID_INJECTION_POINT("sharded-id-states-after-insert");
+	pfree(rec.data);
+	if (XLogRecPtrIsInvalid(lsn))
+		lsn = GetXLogInsertRecPtr();
+	else
+		XLogFlush(lsn);
+	SHID_INJECTION_POINT("sharded-id-states-after-flush");
+	shid_write_states(lsn);
+
+	/* Published: an empty state, logged as such, goes. */
+	hash_seq_init(&status, shid_states);
+	while ((state = hash_seq_search(&status)) != NULL)
+	{
+		state->flags = 0;
+		if (shid_state_empty(state))
+			(void) hash_search(shid_states, &state->key, HASH_REMOVE, NULL);
+	}
+	shid_floors_shared->unsynced = 0;
+	pg_atomic_fetch_add_u64(&shid_floors_shared->syncs, 1);
+	SHID_INJECTION_POINT("sharded-id-states-after-publish");
+}
+
+/*
+ * Sync every unsynced state (see the file's header), if any.
+ *
+ * Locks: the floors lock, exclusively.
+ */
+void
+shid_states_sync(void)
+{
+	LWLockAcquire(shid_floors_shared->lock, LW_EXCLUSIVE);
+	if (shid_floors_shared->unsynced > 0)
+		shid_states_sync_locked();
 	LWLockRelease(shid_floors_shared->lock);
+}
+
+/*
+ * At the end of a transaction (owner.c): before it commits or prepares,
+ * sync what it changed; when it aborts, nothing (what it changed in
+ * shared memory is synced with the next sync, and counts only if its xid
+ * committed).
+ */
+void
+shid_states_sync_xact(bool commit)
+{
+	if (shid_states_changed && commit)
+		shid_states_sync();
+	shid_states_changed = false;
 }
 
 /* Stop the server from starting: the file cannot be trusted. */
@@ -209,6 +318,7 @@ shid_read_states(int max_shards)
 	unsigned int stored_crc;
 	int			count = 0;
 	bool		v1;
+	bool		v3;
 
 	file = AllocateFile(SHID_SHARDS_FILE, PG_BINARY_R);
 	if (file == NULL)
@@ -227,11 +337,13 @@ shid_read_states(int max_shards)
 				(errcode_for_file_access(),
 				 errmsg("could not read file \"%s\": %m", SHID_SHARDS_FILE)));
 
-	/* Both headers have the same length. */
-	StaticAssertStmt(sizeof(SHID_SHARDS_HEADER) == sizeof(SHID_SHARDS_HEADER_V1),
+	/* Every header has the same length. */
+	StaticAssertStmt(sizeof(SHID_SHARDS_HEADER) == sizeof(SHID_SHARDS_HEADER_V1) &&
+					 sizeof(SHID_SHARDS_HEADER) == sizeof(SHID_SHARDS_HEADER_V2),
 					 "headers of one length");
 	v1 = strncmp(text.data, SHID_SHARDS_HEADER_V1, strlen(SHID_SHARDS_HEADER_V1)) == 0;
-	if (!v1 && strncmp(text.data, SHID_SHARDS_HEADER, strlen(SHID_SHARDS_HEADER)) != 0)
+	v3 = strncmp(text.data, SHID_SHARDS_HEADER, strlen(SHID_SHARDS_HEADER)) == 0;
+	if (!v1 && !v3 && strncmp(text.data, SHID_SHARDS_HEADER_V2, strlen(SHID_SHARDS_HEADER_V2)) != 0)
 		shid_bad_states_file("It does not start with a known header.");
 	crc_line = strstr(text.data, "crc32c ");
 	if (crc_line == NULL || sscanf(crc_line, "crc32c %08x", &stored_crc) != 1 ||
@@ -245,6 +357,18 @@ shid_read_states(int max_shards)
 		shid_bad_states_file("Its checksum does not match its contents.");
 
 	line = text.data + strlen(SHID_SHARDS_HEADER);
+	if (v3)
+	{
+		unsigned int hi;
+		unsigned int lo;
+		int			end = -1;
+
+		if (sscanf(line, "lsn %X/%X%n", &hi, &lo, &end) != 2 || end < 0 ||
+			line[end] != '\n')
+			shid_bad_states_file("It has no lsn line.");
+		shid_floors_shared->lsn = ((uint64) hi << 32) | lo;
+		line += end + 1;
+	}
 	while (line < crc_line)
 	{
 		unsigned long long layout_key;
@@ -283,7 +407,7 @@ shid_read_states(int max_shards)
 		state->floor_ms = (int64) floor_ms;
 		state->retired = (uint8) retired;
 		state->prev_retired = (uint8) prev;
-		state->pad = 0;
+		state->flags = 0;
 		state->database = (Oid) database;
 		state->xid = FullTransactionIdFromU64((uint64) xid);
 		if (shid_state_pending(state))
@@ -312,7 +436,9 @@ shid_floors_shmem_init(int max_shards, LWLock *lock)
 	{
 		shid_floors_shared->lock = lock;
 		shid_floors_shared->unsettled_states = 0;
-		shid_floors_shared->states_dirty = false;
+		shid_floors_shared->unsynced = 0;
+		shid_floors_shared->lsn = InvalidXLogRecPtr;
+		pg_atomic_init_u64(&shid_floors_shared->syncs, 0);
 	}
 	memset(&info, 0, sizeof(info));
 	info.keysize = sizeof(ShidShardKey);
@@ -332,6 +458,8 @@ shid_shard_state(const ShidShardKey *key, ShidShardState *state)
 
 	LWLockAcquire(shid_floors_shared->lock, LW_SHARED);
 	found = hash_search(shid_states, key, HASH_FIND, NULL);
+	if (found != NULL && shid_state_empty(found))
+		found = NULL;
 	if (found != NULL)
 		memcpy(state, found, sizeof(*state));
 	LWLockRelease(shid_floors_shared->lock);
@@ -389,26 +517,11 @@ shid_shard_state_retired(const ShidShardState *state)
 }
 
 /*
- * WAL-log a shard's new state and flush the record, before the file that
- * holds it is written: redo then knows the state's xid, so that no other
- * transaction is handed that xid after a crash, and never rewinds the file.
- */
-static XLogRecPtr
-shid_log_state(const ShidShardState *state, bool flush)
-{
-	XLogRecPtr	lsn = shid_wal_log(XLOG_SHID_SHARD, (const char *) state, sizeof(*state), true);
-
-	if (flush && !XLogRecPtrIsInvalid(lsn))
-		XLogFlush(lsn);
-	return lsn;
-}
-
-/*
  * Settle every state whose last change has committed or aborted: keep only
  * its outcome, so that no state waits on a transaction whose status the
- * commit log may one day no longer hold.  Each settled state is WAL-logged;
- * the caller writes the file.  Returns how many were settled.  The caller
- * holds the floors lock exclusively.
+ * commit log may one day no longer hold.  Each settled state is marked for
+ * the next sync.  Returns how many were settled.  The caller holds the
+ * floors lock exclusively.
  */
 static int
 shid_settle_states_locked(const ShidShardKey *skip)
@@ -417,7 +530,6 @@ shid_settle_states_locked(const ShidShardKey *skip)
 	ShidShardState *state;
 	int			settled = 0;
 	int			unsettled = 0;
-	XLogRecPtr	lsn = InvalidXLogRecPtr;
 
 	hash_seq_init(&status, shid_states);
 	while ((state = hash_seq_search(&status)) != NULL)
@@ -433,21 +545,19 @@ shid_settle_states_locked(const ShidShardKey *skip)
 		state->retired = shid_shard_state_retired(state);
 		state->prev_retired = state->retired;
 		state->xid = SHID_XID_SETTLED;
-		lsn = shid_log_state(state, false);
+		shid_state_mark(state);
 		settled++;
 	}
-	/* One flush for them all, before the caller writes the file. */
-	if (!XLogRecPtrIsInvalid(lsn))
-		XLogFlush(lsn);
 	shid_floors_shared->unsettled_states = unsettled;
 	return settled;
 }
 
 /*
  * After a raise of the ceiling, which a minting server makes every half
- * second (generator.c): settle what can be settled, if anything waits.
- * The count of waiting states is read without the lock first: one missed
- * is settled at the next raise, or by the next change of any state.
+ * second (generator.c): settle what can be settled, if anything waits, and
+ * sync it.  The count of waiting states is read without the lock first:
+ * one missed is settled at the next raise, or by the next change of any
+ * state.
  *
  * Locks: the floors lock, exclusively, if a state waits.
  */
@@ -458,17 +568,7 @@ shid_settle_states(void)
 		return;
 	LWLockAcquire(shid_floors_shared->lock, LW_EXCLUSIVE);
 	if (shid_floors_shared->unsettled_states > 0 && shid_settle_states_locked(NULL) > 0)
-	{
-		/* Remove what says nothing any more. */
-		HASH_SEQ_STATUS status;
-		ShidShardState *state;
-
-		hash_seq_init(&status, shid_states);
-		while ((state = hash_seq_search(&status)) != NULL)
-			if (shid_state_empty(state))
-				(void) hash_search(shid_states, &state->key, HASH_REMOVE, NULL);
-		shid_write_states();
-	}
+		shid_states_sync_locked();
 	LWLockRelease(shid_floors_shared->lock);
 }
 
@@ -480,6 +580,8 @@ shid_shard_state_locked(const ShidShardKey *key, ShidShardState *state)
 	ShidShardState *found = hash_search(shid_states, key, HASH_FIND, NULL);
 
 	Assert(LWLockHeldByMe(shid_floors_shared->lock));
+	if (found != NULL && shid_state_empty(found))
+		found = NULL;
 	if (found != NULL)
 		memcpy(state, found, sizeof(*state));
 	return found != NULL;
@@ -488,73 +590,53 @@ shid_shard_state_locked(const ShidShardKey *key, ShidShardState *state)
 /*
  * A subtransaction that changed the shard's ownership rolled back (owner.c):
  * if its change is still the latest, "expect", put back the ownership of
- * "restore", the state before the change, in shared memory only, and
- * return true.  Both belong to the running transaction, whose xid the
- * durable record holds, so a crash before it commits leaves the state
- * before the transaction; owner.c WAL-logs the restored state before the
- * transaction commits (shid_shard_relog_owner).  The floor stays: floors
- * only rise.  Cannot fail: called while a subtransaction aborts.  The
- * caller holds the floors lock exclusively.
+ * "restore", the state before the change, and return true.  The state is
+ * marked for the sync before the transaction commits, which makes it
+ * durable; a crash before then aborts the whole transaction, whose xid the
+ * states it left carry.  The floor stays: floors only rise.  Cannot fail:
+ * called while a subtransaction aborts.  The caller holds the floors lock
+ * exclusively.
  */
 bool
 shid_shard_restore_owner_locked(const ShidShardState *expect, const ShidShardState *restore)
 {
 	ShidShardState *state = hash_search(shid_states, &expect->key, HASH_FIND, NULL);
+	ShidShardState empty;
 
 	Assert(LWLockHeldByMeInMode(shid_floors_shared->lock, LW_EXCLUSIVE));
-	if (state == NULL || !shid_same_owner(state, expect))
+	if (state == NULL)
+	{
+		memset(&empty, 0, sizeof(empty));
+		empty.key = expect->key;
+		if (!shid_same_owner(&empty, expect))
+			return false;
+		/* Nothing was kept of the shard, nor is to be. */
+		return true;
+	}
+	if (!shid_same_owner(state, expect))
 		return false;
 	state->retired = restore->retired;
 	state->prev_retired = restore->prev_retired;
 	state->database = restore->database;
 	state->xid = restore->xid;
-	if (shid_state_empty(state))
-		(void) hash_search(shid_states, &expect->key, HASH_REMOVE, NULL);
+	shid_state_mark(state);
 	return true;
 }
 
 /*
- * Before the transaction commits: WAL-log and write the shard's state if
- * its ownership is still "expect", which a rolled-back subtransaction
- * restored (shid_shard_restore_owner_locked), so that the durable record,
- * which still holds the rolled-back change under this transaction's xid,
- * does not outlive the commit.  A state that went empty is logged empty,
- * which redo removes.
- */
-void
-shid_shard_relog_owner(const ShidShardState *expect)
-{
-	ShidShardState state;
-
-	LWLockAcquire(shid_floors_shared->lock, LW_EXCLUSIVE);
-	if (!shid_shard_state_locked(&expect->key, &state))
-	{
-		memset(&state, 0, sizeof(state));
-		state.key = expect->key;
-	}
-	if (shid_same_owner(&state, expect))
-	{
-		shid_log_state(&state, true);
-		shid_write_states();
-	}
-	LWLockRelease(shid_floors_shared->lock);
-}
-
-/*
- * Change a shard's state, durably: floor_ms becomes its floor if it is
- * higher (or, with lower, whatever it is; 0 removes the floor); owner
- * retires it or takes it back in the current transaction, retires it
- * unconditionally (SHID_RETIRE_SETTLED), or SHID_KEEP_OWNER.  An ownership
- * change records the top-level transaction's xid, and as the state before
- * it the state before the first change of that transaction, so that the
- * transaction's abort, or a crash before its commit, restores it whatever
- * the transaction did in between; a subtransaction that rolls back is
- * undone by owner.c.  The entry is reserved first, so that a full table
- * fails before anything is logged; then the state is WAL-logged with an
- * xid and flushed, written to the file with every other state (those that
- * settled, settled), and applied.  An error on the way leaves shared memory
- * as it was.  The caller holds the floors lock exclusively, and updates the
- * shard's slot before it releases it.
+ * Change a shard's state in shared memory, marked for the next sync:
+ * floor_ms becomes its floor if it is higher (or, with lower, whatever it
+ * is; 0 removes the floor); owner retires it or takes it back in the
+ * current transaction, retires it unconditionally (SHID_RETIRE_SETTLED),
+ * or SHID_KEEP_OWNER.  An ownership change records the top-level
+ * transaction's xid, and as the state before it the state before the
+ * first change of that transaction, so that the transaction's abort, or a
+ * crash before its commit, restores it whatever the transaction did in
+ * between; a subtransaction that rolls back is undone by owner.c.  A full
+ * table fails before anything changes.  The transaction syncs the change
+ * before it commits (shid_states_sync_xact); a caller that relies on it
+ * at once syncs it itself.  The caller holds the floors lock exclusively,
+ * and updates the shard's slot before it releases it.
  */
 void
 shid_shard_change_locked(const ShidShardKey *key, int64 floor_ms, bool lower, int owner)
@@ -563,23 +645,20 @@ shid_shard_change_locked(const ShidShardKey *key, int64 floor_ms, bool lower, in
 	ShidShardState before;
 	ShidShardState after;
 	bool		found;
-	bool		quiet;
 
 	Assert(LWLockHeldByMeInMode(shid_floors_shared->lock, LW_EXCLUSIVE));
-	state = hash_search(shid_states, key, HASH_FIND, NULL);
-	if (state != NULL)
-		memcpy(&before, state, sizeof(before));
-	else
+	if (!shid_shard_state_locked(key, &before))
 	{
 		memset(&before, 0, sizeof(before));
 		before.key = *key;
 		before.xid = InvalidFullTransactionId;
 	}
+	before.flags = 0;
 	after = before;
 	if (lower || floor_ms > after.floor_ms)
 		after.floor_ms = Max(floor_ms, 0);
 	/* The first floor of a shard with no state names this database. */
-	if (state == NULL)
+	if (shid_state_empty(&before))
 		after.database = MyDatabaseId;
 	if (owner != SHID_KEEP_OWNER)
 		after.database = MyDatabaseId;
@@ -610,10 +689,9 @@ shid_shard_change_locked(const ShidShardKey *key, int64 floor_ms, bool lower, in
 	}
 	/* Nothing changes, or nothing is to be kept of a shard with no state. */
 	if (memcmp(&before, &after, sizeof(after)) == 0 ||
-		(state == NULL && shid_state_empty(&after)))
+		(shid_state_empty(&before) && shid_state_empty(&after)))
 		return;
 
-	/* Reserve the entry before anything is logged. */
 	state = hash_search(shid_states, key, HASH_ENTER_NULL, &found);
 	if (state == NULL)
 		ereport(ERROR,
@@ -621,44 +699,14 @@ shid_shard_change_locked(const ShidShardKey *key, int64 floor_ms, bool lower, in
 				 errmsg("too many shards with a state on this server"),
 				 errdetail("This server keeps the floor, the retirement or the owner of at most sharded_id.max_shards shards, among them every shard created here."),
 				 errhint("Raise sharded_id.max_shards and restart the server.")));
-	if (!found)
-		memcpy(state, &before, sizeof(before));
-
-	/*
-	 * A change that alters no minting, whatever its transaction's outcome (a
-	 * shard created here for the first time), keeps the server's knowledge
-	 * that it decided the owner: its record is flushed with the commit, and
-	 * the file is written once before the transaction commits.  Losing it in
-	 * a crash loses only that knowledge.
-	 */
-	quiet = owner == SHID_OWN && !after.retired && !after.prev_retired &&
-		!shid_shard_state_retired(&before) && after.floor_ms == before.floor_ms;
-
-	PG_TRY();
-	{
-		shid_log_state(&after, !quiet);
-		memcpy(state, &after, sizeof(after));
-		if (shid_state_pending(&after))
-			shid_floors_shared->unsettled_states++;
-		(void) shid_settle_states_locked(key);
-		if (shid_state_empty(state))
-			(void) hash_search(shid_states, key, HASH_REMOVE, NULL);
-		if (quiet)
-			shid_floors_shared->states_dirty = true;
-		else
-			shid_write_states();
-	}
-	PG_CATCH();
-	{
-		/* Whatever was logged, WAL replay never weakens: floors only
-		 * rise, and a retirement holds only once its xid commits. */
-		state = hash_search(shid_states, key, HASH_ENTER, &found);
-		memcpy(state, &before, sizeof(before));
-		if (shid_state_empty(state))
-			(void) hash_search(shid_states, key, HASH_REMOVE, NULL);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
+	/* From here on nothing fails. */
+	if (found)
+		after.flags = state->flags;
+	memcpy(state, &after, sizeof(after));
+	shid_state_mark(state);
+	if (shid_state_pending(&after) && !shid_state_pending(&before))
+		shid_floors_shared->unsettled_states++;
+	(void) shid_settle_states_locked(key);
 }
 
 /* A copy of every state, for floors(); returns how many. */
@@ -679,52 +727,120 @@ shid_shard_states(ShidShardState **states)
 }
 
 /*
- * Replay a SHARD record (rmgr.c): on a standby, or in crash recovery.  The
- * record holds the whole state the primary wrote; it replaces this
- * server's and is written to its file.  A copy goes to *replayed, for the
- * shard's slot, if there is one, to follow once the lock is released.
+ * Replay a STATES record, or 1.6's SHARD record of one state (rmgr.c): on a
+ * standby, or in crash recovery.  A record that ends at or before the LSN
+ * of the file is in it already and is skipped.  Each state the record
+ * holds replaces this server's (an empty one removes it); the file is
+ * written once with the record's LSN.  Each state's xid, if it waits on
+ * one, is passed to the transaction counter, as the xid of a record's
+ * header is, so that no transaction is handed it after a promotion or a
+ * crash.  Returns how many states the record holds, their copies in
+ * *replayed (palloc'd), for the shards' slots to follow once the lock is
+ * released.
  */
-void
-shid_floors_redo(XLogReaderState *record, ShidShardState *replayed)
+int
+shid_floors_redo(XLogReaderState *record, ShidShardState **replayed)
 {
-	ShidShardState rec;
-	ShidShardState *state;
-	bool		found;
+	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
+	const char *data = XLogRecGetData(record);
+	uint32		len = XLogRecGetDataLen(record);
+	uint32		count;
+	ShidShardState *recs;
 
-	if (XLogRecGetDataLen(record) != sizeof(ShidShardState))
-		elog(PANIC, "sharded_id redo: shard record of %u bytes", XLogRecGetDataLen(record));
-	memcpy(&rec, XLogRecGetData(record), sizeof(rec));
+	if (info == XLOG_SHID_SHARD)
+	{
+		if (len != sizeof(ShidShardState))
+			elog(PANIC, "sharded_id redo: shard record of %u bytes", len);
+		count = 1;
+	}
+	else
+	{
+		if (len < sizeof(uint32))
+			elog(PANIC, "sharded_id redo: states record of %u bytes", len);
+		memcpy(&count, data, sizeof(count));
+		data += sizeof(count);
+		if (len != sizeof(uint32) + (uint64) count * sizeof(ShidShardState))
+			elog(PANIC, "sharded_id redo: states record of %u bytes for %u states",
+				 len, count);
+	}
+	recs = palloc(Max(count, 1) * sizeof(ShidShardState));
+	memcpy(recs, data, count * sizeof(ShidShardState));
+	*replayed = recs;
 
 	LWLockAcquire(shid_floors_shared->lock, LW_EXCLUSIVE);
-	state = hash_search(shid_states, &rec.key, HASH_ENTER_NULL, &found);
-	if (state == NULL)
-		ereport(FATAL,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("too many shards with a floor or a retirement to replay"),
-				 errdetail("The WAL holds the state of shard %d, and this server keeps the state of at most sharded_id.max_shards shards.",
-						   rec.key.shard),
-				 errhint("Raise sharded_id.max_shards to at least the primary's setting and restart the server.")));
-	memcpy(state, &rec, sizeof(rec));
-	if (shid_state_pending(&rec))
-		shid_floors_shared->unsettled_states++;
-	if (shid_state_empty(state))
-		(void) hash_search(shid_states, &rec.key, HASH_REMOVE, NULL);
-	shid_write_states();
+	if (record->EndRecPtr <= shid_floors_shared->lsn)
+	{
+		LWLockRelease(shid_floors_shared->lock);
+		return 0;
+	}
+	for (uint32 i = 0; i < count; i++)
+	{
+		ShidShardState *rec = &recs[i];
+		ShidShardState *state;
+		bool		found;
+
+		rec->flags = 0;
+		if (shid_state_pending(rec))
+			AdvanceNextFullTransactionIdPastXid(XidFromFullTransactionId(rec->xid));
+		if (shid_state_empty(rec))
+		{
+			(void) hash_search(shid_states, &rec->key, HASH_REMOVE, NULL);
+			continue;
+		}
+		state = hash_search(shid_states, &rec->key, HASH_ENTER_NULL, &found);
+		if (state == NULL)
+			ereport(FATAL,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("too many shards with a floor or a retirement to replay"),
+					 errdetail("The WAL holds the state of shard %d, and this server keeps the state of at most sharded_id.max_shards shards.",
+							   rec->key.shard),
+					 errhint("Raise sharded_id.max_shards to at least the primary's setting and restart the server.")));
+		if (shid_state_pending(rec) && !(found && shid_state_pending(state)))
+			shid_floors_shared->unsettled_states++;
+		memcpy(state, rec, sizeof(*rec));
+	}
+	shid_write_states(record->EndRecPtr);
 	LWLockRelease(shid_floors_shared->lock);
-	*replayed = rec;
+	return (int) count;
 }
 
-/* What pg_walinspect shows of a SHARD record. */
+/* What pg_walinspect shows of one state. */
+static void
+shid_state_desc(StringInfo buf, const ShidShardState *rec)
+{
+	appendStringInfo(buf, "shard %d layout key %llu floor %lld retired %d before %d xid %llu database %u",
+					 rec->key.shard, (unsigned long long) rec->key.layout_key,
+					 (long long) rec->floor_ms, rec->retired, rec->prev_retired,
+					 (unsigned long long) U64FromFullTransactionId(rec->xid), rec->database);
+}
+
+/* What pg_walinspect shows of a STATES or SHARD record. */
 void
 shid_floors_desc(StringInfo buf, XLogReaderState *record)
 {
+	const char *data = XLogRecGetData(record);
+	uint32		len = XLogRecGetDataLen(record);
+	uint32		count;
 	ShidShardState rec;
 
-	if (XLogRecGetDataLen(record) != sizeof(ShidShardState))
+	if ((XLogRecGetInfo(record) & ~XLR_INFO_MASK) == XLOG_SHID_SHARD)
+	{
+		if (len != sizeof(ShidShardState))
+			return;
+		memcpy(&rec, data, sizeof(rec));
+		shid_state_desc(buf, &rec);
 		return;
-	memcpy(&rec, XLogRecGetData(record), sizeof(rec));
-	appendStringInfo(buf, "shard %d layout key %llu floor %lld retired %d before %d xid %llu database %u",
-					 rec.key.shard, (unsigned long long) rec.key.layout_key,
-					 (long long) rec.floor_ms, rec.retired, rec.prev_retired,
-					 (unsigned long long) U64FromFullTransactionId(rec.xid), rec.database);
+	}
+	if (len < sizeof(uint32))
+		return;
+	memcpy(&count, data, sizeof(count));
+	if (len != sizeof(uint32) + (uint64) count * sizeof(ShidShardState))
+		return;
+	appendStringInfo(buf, "%u states", count);
+	for (uint32 i = 0; i < count; i++)
+	{
+		memcpy(&rec, data + sizeof(uint32) + i * sizeof(rec), sizeof(rec));
+		appendStringInfoString(buf, i == 0 ? ": " : "; ");
+		shid_state_desc(buf, &rec);
+	}
 }

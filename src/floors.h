@@ -13,6 +13,8 @@
 #include "postgres.h"
 
 #include "access/transam.h"
+#include "access/xlogdefs.h"
+#include "port/atomics.h"
 #include "access/xlogreader.h"
 #include "lib/stringinfo.h"
 #include "storage/lwlock.h"
@@ -38,7 +40,8 @@ typedef struct ShidShardState
 								 * ms is minted here; 0: no floor */
 	uint8		retired;		/* the latest change gave the shard away */
 	uint8		prev_retired;	/* the effective state before that change */
-	uint16		pad;
+	uint16		flags;			/* in shared memory only (floors.c); zero
+								 * in WAL, as the padding it was */
 	Oid			database;		/* the database of the latest ownership
 								 * change, or of the first floor of a shard
 								 * with no state; InvalidOid: not known (a
@@ -81,7 +84,9 @@ typedef struct ShidFloorsShared
 {
 	LWLock	   *lock;			/* guards the states and their file */
 	int			unsettled_states;	/* states waiting on an xid */
-	bool		states_dirty;	/* the file lags shared memory */
+	int			unsynced;		/* states changed since the last sync */
+	XLogRecPtr	lsn;			/* the WAL the file holds, up to here */
+	pg_atomic_uint64 syncs;		/* syncs done: read without the lock */
 } ShidFloorsShared;
 
 extern PGDLLIMPORT ShidFloorsShared *shid_floors_shared;
@@ -99,13 +104,14 @@ extern bool shid_shard_state_retired(const ShidShardState *state);
 extern bool shid_shard_state_locked(const ShidShardKey *key, ShidShardState *state);
 extern bool shid_shard_restore_owner_locked(const ShidShardState *expect,
 											const ShidShardState *restore);
-extern void shid_shard_relog_owner(const ShidShardState *expect);
 extern void shid_shard_change_locked(const ShidShardKey *key, int64 floor_ms,
 									 bool lower, int owner);
 extern void shid_settle_states(void);
-extern void shid_write_states_if_dirty(void);
+extern void shid_states_sync(void);
+extern void shid_states_sync_locked(void);
+extern void shid_states_sync_xact(bool commit);
 extern int	shid_shard_states(ShidShardState **states);
-extern void shid_floors_redo(XLogReaderState *record, ShidShardState *replayed);
+extern int	shid_floors_redo(XLogReaderState *record, ShidShardState **replayed);
 extern void shid_floors_desc(StringInfo buf, XLogReaderState *record);
 
 #endif							/* SHARDED_ID_FLOORS_H */

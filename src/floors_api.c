@@ -113,7 +113,7 @@ shid_raise_floor(PG_FUNCTION_ARGS)
 	floor_ms = shid_floor_checked(layout, shard, PG_GETARG_INT64(1), force, NULL);
 	slot = shid_admin_slot(layout, shard, "raise the floor of a shard");
 
-	(void) shid_set_shard_floor(slot, floor_ms, true, NULL, !superuser());
+	(void) shid_set_shard_floor(slot, floor_ms, true, NULL, !superuser(), false);
 	PG_RETURN_INT64(shid_pack(layout, floor_ms, shard, shid_seq_capacity(layout) - 1));
 }
 

@@ -25,11 +25,16 @@
  *	   a clock that does not tick for SHID_MAX_WAIT_MS, by the monotonic
  *	   clock, is an error.
  *	 - When the clock reads earlier than the slot's millisecond (it was
- *	   stepped back), the slot keeps its millisecond and, once that is
- *	   full, moves to the next one without waiting.  Ids thus never go
- *	   back in time and never repeat; their time stays frozen at the
- *	   high-water mark, creeping forward 1 ms per 1024 ids, until the clock
- *	   catches up.
+ *	   stepped back, or the slot started at the ceiling or a floor ahead
+ *	   of it), the slot keeps its millisecond and, once that is full,
+ *	   moves to the next one as real time passes: at most one millisecond
+ *	   per millisecond of the monotonic clock.  Ids thus never go back in
+ *	   time and never repeat; their time stays at the high-water mark,
+ *	   moving on at the layout's rate, until the clock catches up.  A full
+ *	   slot whose caller read the clock before another caller moved the
+ *	   slot on reads the clock again, and waits for it like anyone else:
+ *	   so no number of sessions or batch size takes a shard past the
+ *	   layout's ids per millisecond, nor its ids ahead of the clock.
  *
  * Shared memory does not survive a restart, so a durable ceiling
  * (ceiling.c) covers every millisecond handed out, and new slots start at
@@ -145,7 +150,9 @@ shid_slot_word(const ShidSlot *slot, int w, int capacity)
  * *first and returns how many were taken (1 to 64), which are *first,
  * *first + 1, ...  The caller holds the mutex and has made sure a value is
  * free; the search visits each word once at most, and the run is found
- * with bit operations on one word.
+ * with bit operations on one word.  Returns 0 if no value was free after
+ * all, which cannot happen; the caller reports it once it has released the
+ * mutex.
  */
 static pg_attribute_always_inline int
 shid_slot_take(ShidSlot *slot, int capacity, int64 wanted, int n, int *first)
@@ -179,9 +186,41 @@ shid_slot_take(ShidSlot *slot, int capacity, int64 wanted, int n, int *first)
 		word = shid_slot_word(slot, w, capacity);
 		free_bits = ~word;
 	}
+	return 0;
+}
+
+/* The error of a slot whose bitmap disagrees with its count: a bug. */
+static pg_noinline void
+shid_slot_corrupt(int used, int capacity)
+{
 	elog(ERROR, "sharded_id slot has no free value although %d of %d are used",
-		 slot->used, capacity);
-	return 0;					/* keep compiler quiet */
+		 used, capacity);
+}
+
+/*
+ * A full slot whose millisecond lies ahead of the clock (fresh_ms, just
+ * read): move it to the next millisecond once the monotonic clock says a
+ * millisecond has passed since it last moved on this way, so that it never
+ * outruns real time.  True if it moved (or someone else moved it); false
+ * if the caller is to wait a little and look again.
+ */
+static pg_noinline bool
+shid_slot_pace(ShidSlot *slot, int64 full_ms, int capacity)
+{
+	int64		mono_us = shid_monotonic_us();
+	bool		moved = false;
+
+	SpinLockAcquire(&slot->mutex);
+	if (slot->ms != full_ms || slot->used < capacity)
+		moved = true;
+	else if (mono_us - slot->paced_us >= 1000)
+	{
+		shid_slot_reset(slot, full_ms + 1);
+		slot->paced_us = mono_us;
+		moved = true;
+	}
+	SpinLockRelease(&slot->mutex);
+	return moved;
 }
 
 /*
@@ -230,16 +269,10 @@ shid_slot_claim(ShidSlot *slot, bool counter, int64 wanted, int64 *now_ms,
 		}
 		if (*now_ms > slot->ms)
 			shid_slot_reset(slot, *now_ms);
-		else if (*now_ms < slot->ms)
+		else if (*now_ms < slot->ms && shid_track_stats)
 		{
-			if (shid_track_stats)
-			{
-				slot->clock_behind++;
-				slot->max_lag_ms = Max(slot->max_lag_ms, slot->ms - *now_ms);
-			}
-			/* Clock behind the slot: when full, move on without waiting. */
-			if (slot->used >= capacity)
-				shid_slot_reset(slot, slot->ms + 1);
+			slot->clock_behind++;
+			slot->max_lag_ms = Max(slot->max_lag_ms, slot->ms - *now_ms);
 		}
 		if (slot->used < capacity)
 		{
@@ -247,6 +280,13 @@ shid_slot_claim(ShidSlot *slot, bool counter, int64 wanted, int64 *now_ms,
 												 counter ? slot->used : wanted,
 												 n, first);
 
+			if (unlikely(claimed == 0))
+			{
+				int			used = slot->used;
+
+				SpinLockRelease(&slot->mutex);
+				shid_slot_corrupt(used, capacity);
+			}
 			*ms = slot->ms;
 			*floor_ms = slot->floor_ms;
 			slot->last_value = *first + claimed - 1;
@@ -260,12 +300,25 @@ shid_slot_claim(ShidSlot *slot, bool counter, int64 wanted, int64 *now_ms,
 		SpinLockRelease(&slot->mutex);
 
 		/*
-		 * This millisecond is used up: wait for the clock to leave it, for at
-		 * most SHID_MAX_WAIT_MS by the monotonic clock.  A wall clock that
-		 * does not move cannot time out a statement either.
+		 * This millisecond is used up.  A slot ahead of the clock as read
+		 * now moves on as real time passes (shid_slot_pace); otherwise wait
+		 * for the clock to leave the millisecond, for at most
+		 * SHID_MAX_WAIT_MS by the monotonic clock.  A wall clock that does
+		 * not move cannot time out a statement either.
 		 */
 		wait_start = shid_monotonic_us();
-		do
+		*now_ms = shid_clock_ms();
+		if (*now_ms < full_ms)
+		{
+			while (!shid_slot_pace(slot, full_ms, capacity))
+			{
+				CHECK_FOR_INTERRUPTS();
+				SPIN_DELAY();
+			}
+			*now_ms = shid_clock_ms();
+			continue;
+		}
+		while (*now_ms == full_ms)
 		{
 			CHECK_FOR_INTERRUPTS();
 			SPIN_DELAY();
@@ -278,7 +331,7 @@ shid_slot_claim(ShidSlot *slot, bool counter, int64 wanted, int64 *now_ms,
 						 errdetail("All %d ids of the current millisecond are taken, and next_id waits for the clock to tick.",
 								   capacity),
 						 errhint("Check the system clock.")));
-		} while (*now_ms == full_ms);
+		}
 
 		if (shid_track_stats)
 		{
@@ -386,13 +439,21 @@ shid_mint_slot(const ShidLayout *layout, int32 shard, ShidSlot *slot)
  * The slow path of shid_cover_shard.  A shard whose slot runs more than a
  * lease ahead of the clock does so on its own floor: its ids raise its
  * floor, a lease at a time, not the ceiling that every slot starts at after
- * a restart.  Any other raises the ceiling (ceiling.c).
+ * a restart; that raise is synced (floors.c) before the id is returned.
+ * Any other raises the ceiling (ceiling.c).
+ *
+ * Why no id relies on a floor that raise_floor set in a transaction not yet
+ * committed (and so not yet synced): raise_floor moves the slot to its
+ * floor, full, so every id after it carries a later millisecond, which the
+ * ceiling or a floor raised here covers, both synced before the id is
+ * returned.  A crash before the commit may lose the floor, but the ceiling
+ * then still lies past every id minted above it.
  */
 static pg_noinline void
 shid_cover_shard_slow(ShidSlot *slot, int64 ms, int64 floor_ms, uint32 generation)
 {
 	if (floor_ms > 0 && ms > shid_clock_ms() + SHID_LEASE_MS)
-		(void) shid_set_shard_floor(slot, ms + SHID_LEASE_MS, false, &generation, false);
+		(void) shid_set_shard_floor(slot, ms + SHID_LEASE_MS, false, &generation, false, true);
 	else if (shid_cover_slow(ms, generation))
 	{
 		/* Every half second of minting: settle the states of shards. */

@@ -191,10 +191,10 @@ _PG_init(void)
 							shid_check_rmgr_id, NULL, NULL);
 	DefineCustomBoolVariable("sharded_id.wal_log_ceiling",
 							 "WAL-logs each raise of the clock ceiling, so that a promoted standby mints after every id it replayed.",
-							 "Turning it off gives up that guarantee; it exists to measure its cost.",
+							 "Turning it off gives up that guarantee; it exists to measure its cost. Set for the whole server, never per session.",
 							 &shid_wal_log_ceiling,
 							 true,
-							 PGC_SUSET,
+							 PGC_SIGHUP,
 							 0,
 							 NULL, NULL, NULL);
 	DefineCustomIntVariable("sharded_id.stripes",

@@ -272,24 +272,19 @@ shid_owner_undo(int level, bool top)
 }
 
 /*
- * Before the transaction commits: WAL-log the state that a rolled-back
- * subtransaction restored, if it is still the shard's (floors.c), and write
- * the file of shard states if it lags.  An error here aborts the
- * transaction, which restores the state before it.
+ * Before the transaction commits or prepares: sync every state it changed
+ * (floors.c), the states that rolled-back subtransactions restored among
+ * them, so that each is durable before the commit.  An error here aborts
+ * the transaction, which restores the state before it.
  */
 static void
 shid_owner_relog(void)
 {
-	if (shid_nchanges == 0)
-		return;
 	for (int i = 0; i < shid_nchanges; i++)
 		if (shid_changes[i].kind == SHID_CHANGE_RELOG)
-		{
-			shid_shard_relog_owner(&shid_changes[i].after);
 			shid_changes[i].kind = SHID_CHANGE_NONE;
-		}
-	/* And the file, if a change left it behind (floors.c). */
-	shid_write_states_if_dirty();
+	/* Every state the transaction changed, restored ones included. */
+	shid_states_sync_xact(true);
 }
 
 /*
@@ -331,6 +326,7 @@ shid_owner_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_PREPARE:
 			shid_nchanges = 0;
+			shid_states_sync_xact(false);
 			break;
 		case XACT_EVENT_PRE_COMMIT:
 			shid_owner_relog();
@@ -338,11 +334,13 @@ shid_owner_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
 			shid_owner_commit();
+			shid_states_sync_xact(false);
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			if (shid_nchanges > 0)
 				shid_owner_undo(0, true);
+			shid_states_sync_xact(false);
 			break;
 		default:
 			break;

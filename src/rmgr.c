@@ -5,9 +5,9 @@
  *	  registration, and which file replays and describes each record.
  *
  * Records (rmgr.h): CEILING, RESET and 1.4's FLOOR belong to the durable
- * clock ceiling (ceiling.c); SHARD to the state of one shard (floors.c),
- * after whose replay the shard's generator slot, if there is one, follows
- * the replayed state (slots.c).  The files that write records
+ * clock ceiling (ceiling.c); STATES, and 1.6's SHARD, to the states of
+ * shards (floors.c), after whose replay each shard's generator slot, if
+ * there is one, follows its replayed state (slots.c).  The files that write records
  * (shid_wal_log, ceiling.c) know nothing of the dispatch, and the files
  * that replay them call nothing here.
  *
@@ -52,12 +52,16 @@ shid_rmgr_register(void)
 static void
 shid_rmgr_redo(XLogReaderState *record)
 {
-	if ((XLogRecGetInfo(record) & ~XLR_INFO_MASK) == XLOG_SHID_SHARD)
-	{
-		ShidShardState state;
+	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
 
-		shid_floors_redo(record, &state);
-		shid_slot_follow_state(&state);
+	if (info == XLOG_SHID_SHARD || info == XLOG_SHID_STATES)
+	{
+		ShidShardState *states;
+		int			n = shid_floors_redo(record, &states);
+
+		for (int i = 0; i < n; i++)
+			shid_slot_follow_state(&states[i]);
+		pfree(states);
 	}
 	else
 		shid_ceiling_redo(record);
@@ -67,7 +71,9 @@ shid_rmgr_redo(XLogReaderState *record)
 static void
 shid_rmgr_desc(StringInfo buf, XLogReaderState *record)
 {
-	if ((XLogRecGetInfo(record) & ~XLR_INFO_MASK) == XLOG_SHID_SHARD)
+	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
+
+	if (info == XLOG_SHID_SHARD || info == XLOG_SHID_STATES)
 		shid_floors_desc(buf, record);
 	else
 		shid_ceiling_desc(buf, record);
@@ -86,6 +92,8 @@ shid_rmgr_identify(uint8 info)
 			return "FLOOR";
 		case XLOG_SHID_SHARD:
 			return "SHARD";
+		case XLOG_SHID_STATES:
+			return "STATES";
 	}
 	return NULL;
 }

@@ -25,7 +25,8 @@
 									 * (ceiling.c) */
 #define XLOG_SHID_RESET		0x10	/* ... or set by reset_ceiling to ... */
 #define XLOG_SHID_FLOOR		0x20	/* 1.4: the server-wide floor was raised */
-#define XLOG_SHID_SHARD		0x30	/* a shard's state (floors.c) became ... */
+#define XLOG_SHID_SHARD		0x30	/* 1.6: a shard's state (floors.c) became ... */
+#define XLOG_SHID_STATES	0x40	/* the states (floors.c) synced became ... */
 
 extern void shid_rmgr_register(void);
 

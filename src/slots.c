@@ -256,6 +256,8 @@ shid_make_slot(const ShidLayout *layout, const ShidSlotKey *key, ShidSlotMake ma
 			slot->used = slot->capacity;
 			slot->owner = SHID_OWNER_UNKNOWN;
 			slot->last_value = -1;
+			slot->last_ms = 0;
+			slot->paced_us = 0;
 			slot->ids = slot->full_ms_waits = slot->wait_us = 0;
 			slot->clock_behind = slot->max_lag_ms = 0;
 			if (!reserved)
@@ -354,13 +356,16 @@ shid_high_water_id(const ShidLayout *layout, int32 shard, int64 ms)
  * the floor moves to it, full, so that the next value comes after it.
  * With here_only (raise_floor by a role that is not a superuser), a shard
  * whose state belongs to another database is refused (42501, privs.c),
- * checked under the lock of the change.
+ * checked under the lock of the change.  With sync, the change is made
+ * durable (floors.c) before the slot's copy follows, for a caller that
+ * hands out ids that only the floor covers; otherwise the transaction
+ * syncs it before it commits.
  *
  * Locks: the ceiling lock, then the floors lock, then the slot's spinlock.
  */
 bool
 shid_set_shard_floor(ShidSlot *slot, int64 floor_ms, bool move,
-					 const uint32 *generation, bool here_only)
+					 const uint32 *generation, bool here_only, bool sync)
 {
 	ShidShardState state;
 
@@ -380,6 +385,8 @@ shid_set_shard_floor(ShidSlot *slot, int64 floor_ms, bool move,
 		shid_refuse_state_elsewhere(&state, "raise the floor of");
 	}
 	shid_shard_change_locked(&slot->key, floor_ms, false, SHID_KEEP_OWNER);
+	if (sync)
+		shid_states_sync_locked();
 	/* The slot's copy follows under the same hold of the locks. */
 	SpinLockAcquire(&slot->mutex);
 	slot->floor_ms = Max(slot->floor_ms, floor_ms);

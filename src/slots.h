@@ -52,6 +52,8 @@ typedef struct ShidSlot
 	uint64		fresh;			/* words of taken[] valid for ms */
 	int32		last_value;		/* sequence field of the newest id, or -1 */
 	int64		last_ms;		/* and its millisecond */
+	int64		paced_us;		/* monotonic clock when a full slot ahead of
+								 * the clock last moved on (generator.c) */
 	/* Statistics (sharded_id.track_stats), since the last reset. */
 	int64		ids;			/* ids minted */
 	int64		full_ms_waits;	/* calls that waited for the clock to tick */
@@ -99,7 +101,7 @@ extern ShidSlot *shid_admin_slot(const ShidLayout *layout, int32 shard, const ch
 extern uint8 shid_slot_set_owner(ShidSlot *slot, uint8 owner, bool only_if_unknown);
 extern void shid_slot_follow_state(const ShidShardState *state);
 extern bool shid_set_shard_floor(ShidSlot *slot, int64 floor_ms, bool move,
-								 const uint32 *generation, bool here_only);
+								 const uint32 *generation, bool here_only, bool sync);
 extern int64 shid_high_water_id(const ShidLayout *layout, int32 shard, int64 ms);
 extern void shid_refuse_recovery(const char *what);
 
