@@ -114,6 +114,7 @@ shid_raise_floor(PG_FUNCTION_ARGS)
 	slot = shid_admin_slot(layout, shard, "raise the floor of a shard");
 
 	(void) shid_set_shard_floor(slot, floor_ms, true, NULL, !superuser(), false);
+	SHID_INJECTION_POINT("sharded-id-raise-floor-changed");
 	PG_RETURN_INT64(shid_pack(layout, floor_ms, shard, shid_seq_capacity(layout) - 1));
 }
 
@@ -191,6 +192,7 @@ shid_lower_floor(PG_FUNCTION_ARGS)
 	SpinLockRelease(&slot->mutex);
 	LWLockRelease(shid_floors_shared->lock);
 	LWLockRelease(shid_ceiling->lock);
+	SHID_INJECTION_POINT("sharded-id-lower-floor-changed");
 	ereport(WARNING,
 			(errmsg("lowered the floor of shard %d to the clock", shard),
 			 errdetail("New ids of the shard start after %s; the floor was %s. Ids of the shard with a time between the two, minted here or on the server the shard came from, may be minted again.",

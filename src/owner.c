@@ -495,6 +495,7 @@ shid_retire_shard(PG_FUNCTION_ARGS)
 	slot->owner = SHID_OWNER_RETIRED;
 	ms = slot->ms;
 	SpinLockRelease(&slot->mutex);
+	SHID_INJECTION_POINT("sharded-id-retire-changed");
 	PG_RETURN_INT64(shid_high_water_id(layout, slot->key.shard, ms));
 }
 
@@ -527,6 +528,7 @@ shid_own_shard(PG_FUNCTION_ARGS)
 	slot = shid_admin_slot(layout, PG_GETARG_INT32(0), "create a shard");
 	shid_owner_change(slot, &slot->key, layout, SHID_OWN);
 	ForceSyncCommit();
+	SHID_INJECTION_POINT("sharded-id-take-back-changed");
 	PG_RETURN_VOID();
 }
 

@@ -597,6 +597,7 @@ shid_reset_ceiling(PG_FUNCTION_ARGS)
 			top = Max(top, target);
 		SpinLockRelease(&slot->mutex);
 	}
+	SHID_INJECTION_POINT("sharded-id-reset-slots-moved");
 	shid_ceiling_reset_end(top + SHID_LEASE_MS, top);
 	LWLockRelease(shid_shared->slots_lock);
 	PG_RETURN_TIMESTAMPTZ(shid_unix_ms_to_timestamptz(top));
