@@ -52,9 +52,10 @@ is($node->safe_psql('postgres',
 		'SELECT count(DISTINCT sharded_id.shard_id(sharded_id.next_id(g, \'s\'))) FROM generate_series(10, 13) g'),
 	'4', 'after 100 failed calls, all 4 slots are still free for real shards');
 
-# The state file as written: a version, the ceiling, a checksum.
-like(slurp_file($state), qr/\Asharded_id state 3\nceiling \d+\nfloor \d+\ncrc32c [0-9a-f]{8}\n\z/,
-	'the state file carries its version and a CRC-32C');
+# The state file as written: a version, the LSN it reflects, the ceiling, a
+# checksum.
+like(slurp_file($state), qr/\Asharded_id state 4\nlsn [0-9A-F]+\/[0-9A-F]{8}\nceiling \d+\nfloor \d+\ncrc32c [0-9a-f]{8}\n\z/,
+	'the state file carries its version, its LSN and a CRC-32C');
 ok(-e $marker, 'and the marker says this server has minted');
 
 sub clock_ms
@@ -124,6 +125,9 @@ sub crc32c
 }
 my $v2 = "sharded_id state 2\nceiling " . (clock_ms() + 500) . "\n";
 restart_with_state($v2 . sprintf("crc32c %08x\n", crc32c($v2)), undef, '1.3\'s version 2, whole');
+# 1.4 to 1.6 wrote version 3, with no lsn line: still read.
+my $v3 = "sharded_id state 3\nceiling " . (clock_ms() + 500) . "\nfloor 0\n";
+restart_with_state($v3 . sprintf("crc32c %08x\n", crc32c($v3)), undef, '1.6\'s version 3, whole');
 
 # The wall clock stops: a shard that fills its millisecond cannot wait for
 # the next one.  The monotonic clock ends the wait.

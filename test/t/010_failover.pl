@@ -74,7 +74,7 @@ like($err, qr/ERROR:  25006: cannot mint sharded ids during recovery/, 'a standb
 $standby{behind_1h}->stop;
 $start{behind_1h}->();
 my $standby_state = $standby{behind_1h}->data_dir . '/sharded_id.state';
-like(-f $standby_state ? slurp_file($standby_state) : '(no file)', qr/\Asharded_id state 3\nceiling \d+\nfloor \d+\n/,
+like(-f $standby_state ? slurp_file($standby_state) : '(no file)', qr/\Asharded_id state 4\nlsn [0-9A-F]+\/[0-9A-F]{8}\nceiling \d+\nfloor \d+\n/,
 	'the standby made the replayed ceiling durable in its own state file');
 $primary->wait_for_catchup($standby{behind_1h});
 $primary->stop;

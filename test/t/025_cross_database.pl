@@ -223,7 +223,7 @@ is($s6, '42501', 'at the end: prov still cannot retire shard 5');
 # A file of states written before they named their database (version 1)
 # reads as states of no known database: prov can change none of them, a
 # superuser's change claims one for its database, and the file is written
-# again as version 2.
+# again as version 3, with the LSN it reflects.
 sub crc32c
 {
 	my $crc = 0xFFFFFFFF;
@@ -238,9 +238,9 @@ my $floors_v2 = $snapshot->();
 $node->stop;
 my $file = $node->data_dir . '/sharded_id.shards';
 my $text = slurp_file($file);
-like($text, qr/^sharded_id shards 2\n(\d+ \d+ -?\d+ [01] [01] \d+ \d+\n)+crc32c [0-9a-f]{8}\n\z/,
-	'the file of states is version 2, with a database on each line');
-my ($body) = $text =~ /^sharded_id shards 2\n(.*)crc32c/s;
+like($text, qr/^sharded_id shards 3\nlsn [0-9A-F]+\/[0-9A-F]{8}\n(\d+ \d+ -?\d+ [01] [01] \d+ \d+\n)+crc32c [0-9a-f]{8}\n\z/,
+	'the file of states is version 3, with its LSN and a database on each line');
+my ($body) = $text =~ /^sharded_id shards 3\nlsn \S+\n(.*)crc32c/s;
 $body =~ s/ \d+\n/\n/g;
 my $v1 = "sharded_id shards 1\n$body";
 open(my $fh, '>', $file) or die $!;
@@ -261,7 +261,7 @@ $mint_a->('version 1 file');
 	($code, $err) = $run->('b', 'SELECT sharded_id.drop_shard(40)', 'prov');
 	is($code, 'ok', 'version 1 file: then prov drops its shard 40') or diag($err);
 }
-like(slurp_file($file), qr/^sharded_id shards 2\n/, 'the file is written again as version 2');
+like(slurp_file($file), qr/^sharded_id shards 3\nlsn /, 'the file is written again as version 3');
 
 $node->stop;
 done_testing();
