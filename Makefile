@@ -22,7 +22,7 @@ API_SOURCES = $(addprefix src/sql/api/,ids.sql decoders.sql shards.sql node.sql 
 # its hand-written part in src/sql/updates/ (catalog and data changes) with
 # every function statement of src/sql/api/ put in at its "-- @functions@"
 # line, re-created by src/sql/functions.awk: a function is written once.
-PREVVERSION = 1.5
+PREVVERSION = 1.6
 UPDATE_SCRIPT = src/sql/sharded_id--$(PREVVERSION)--$(EXTVERSION).sql
 DATA_built = src/sql/sharded_id--$(EXTVERSION).sql $(UPDATE_SCRIPT)
 DATA = src/sql/sharded_id--1.0.sql $(filter-out $(UPDATE_SCRIPT),$(wildcard src/sql/sharded_id--*--*.sql))
