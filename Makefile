@@ -49,7 +49,7 @@ REGRESS = api errors labels stress counter monitor layouts helpers shards lifecy
 REGRESS_OPTS = --load-extension=sharded_id
 
 # pg_isolation_regress: test/specs/ and test/expected/
-ISOLATION = concurrent_shard sequence_lock counter_shard enter_shard_fence retire_fence take_back_snapshot
+ISOLATION = concurrent_shard sequence_lock counter_shard enter_shard_fence retire_fence take_back_snapshot move_snapshot
 ISOLATION_OPTS = --inputdir=test --load-extension=sharded_id
 
 # TAP: test/t/

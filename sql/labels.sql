@@ -24,7 +24,9 @@ WITH generator AS (VALUES ('reset_ceiling'), ('generator_stats'), ('generator_in
                           ('_lock_shard'), ('_unlock_shard'), ('_lock_route'), ('_enter_fence'), ('_lock_fence'),
                           ('_catalog_retire'), ('_catalog_own'), ('_catalog_unretire'), ('_catalog_add_table'),
                           -- the check of internal functions: run at every call
-                          ('_superuser_only')),
+                          ('_superuser_only'),
+                          -- reads the catalog with the newest snapshot
+                          ('_shard_schema_now')),
      -- Read and check tables as their owners: they switch the user and the
      -- search_path, which no parallel worker may do.
      owner_reads AS (VALUES ('_max_id'), ('_table_fingerprint'), ('_table_rows'), ('_validate_as_owner'), ('_insert_as_owner'))

@@ -12,6 +12,11 @@
  * that a move's freeze can end (_wait_shard_lock in moves.sql ends those
  * idle in a transaction).  The exclusive fence is for superusers only.
  *
+ * _shard_schema_now() reads the shard's catalog row with the newest
+ * snapshot, as a foreign key's check does, so that enter_shard turns away a
+ * transaction whose own snapshot is older than a move's retirement of the
+ * shard (a REPEATABLE READ or SERIALIZABLE one that began before it).
+ *
  * _lock_class() gives SQL the classes of locks.h, to read pg_locks with.
  *
  *-------------------------------------------------------------------------
@@ -23,7 +28,10 @@
 #include "privs.h"
 #include "fmgr.h"
 #include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
 #include "utils/builtins.h"
+#include "utils/snapmgr.h"
 
 /*
  * The shard whose fence this transaction took first, or -1: a transaction
@@ -111,6 +119,56 @@ shid_lock_fence(PG_FUNCTION_ARGS)
 	shid_require_superuser_internal("sharded_id._lock_fence");
 	shid_fence_take(PG_GETARG_INT32(0), ExclusiveLock);
 	PG_RETURN_VOID();
+}
+
+/*
+ * _shard_schema_now(shard integer) RETURNS name
+ *
+ * The schema that this database's catalog (sharded_id.shards) names for
+ * the shard as of now, read with the newest snapshot rather than the
+ * transaction's, or NULL if the shard is not in it: for enter_shard, after
+ * it took the fence, which a move's retirement held until it committed.
+ * The query qualifies every name it uses.
+ *
+ * Locks: AccessShareLock on sharded_id.shards, as any read of it.
+ */
+SHID_FUNCTION_INFO(shid_shard_schema_now);
+Datum
+shid_shard_schema_now(PG_FUNCTION_ARGS)
+{
+	Oid			types[1] = {INT4OID};
+	Datum		values[1] = {Int32GetDatum(PG_GETARG_INT32(0))};
+	SPIPlanPtr	plan;
+	Datum		result = (Datum) 0;
+	bool		isnull = true;
+	int			rc;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	plan = SPI_prepare("SELECT s.schema_name FROM sharded_id.shards s"
+					   " WHERE s.shard_id OPERATOR(pg_catalog.=) $1", 1, types);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	rc = SPI_execute_snapshot(plan, values, NULL, GetLatestSnapshot(),
+							  InvalidSnapshot, true, false, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_snapshot returned %s", SPI_result_code_string(rc));
+	if (SPI_processed > 0)
+	{
+		Datum		schema = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+		{
+			Name		copy = SPI_palloc(NAMEDATALEN);
+
+			namestrcpy(copy, NameStr(*DatumGetName(schema)));
+			result = NameGetDatum(copy);
+		}
+	}
+	SPI_finish();
+	if (isnull)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(result);
 }
 
 /*

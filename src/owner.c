@@ -440,8 +440,13 @@ shid_owner_learn(ShidSlot *slot, const ShidShardKey *key, const ShidLayout *layo
 		retired = shid_shard_state_retired(&state);	/* decided meanwhile */
 	else if (retired)
 	{
-		/* The server retires the shard, whatever a slot said so far. */
+		/*
+		 * The server retires the shard, whatever a slot said so far, and
+		 * keeps that at once: the call that learnt it is refused, and its
+		 * transaction never commits to sync it.
+		 */
 		shid_shard_change_locked(key, 0, false, SHID_RETIRE_SETTLED);
+		shid_states_sync_locked();
 		if (slot != NULL)
 			(void) shid_slot_set_owner(slot, SHID_OWNER_RETIRED, false);
 		made = shid_shard_state_locked(key, &state);

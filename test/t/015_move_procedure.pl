@@ -169,10 +169,16 @@ my $start_move = sub {
 	is($node{$to}->safe_psql('app', "SELECT count(*) FROM pg_subscription WHERE subenabled")
 		  . '/' . $node{$to}->safe_psql('app', 'SELECT count(pid) FROM pg_stat_subscription'),
 		'0/0', 'bypass: replication stopped in the freeze: subscription disabled, no apply worker');
-	$node{$from}->safe_psql('app', "DELETE FROM $schema.photos; TRUNCATE $schema.users CASCADE");
-	is($node{$from}->safe_psql('app', "SELECT count(*) FROM $schema.users"), '0', 'bypass: the old copy is emptied');
-	my ($r, $o, $e) = $node{$from}->psql('app', "INSERT INTO $schema.users (name) VALUES ('bypass')");
-	like($e, qr/sharded_id_moved|not minted|SI001/, 'bypass: a new row on the old copy is refused');
+	my $old_rows = $node{$from}->safe_psql('app', "SELECT count(*) FROM $schema.users");
+	my ($r, $o, $e) = $node{$from}->psql('app', "\\set VERBOSITY verbose\nDELETE FROM $schema.photos");
+	like($e, qr/40001: table $schema\.photos is the old copy of a shard that moved away/,
+		'bypass: a DELETE on the old copy is refused, 40001');
+	($r, $o, $e) = $node{$from}->psql('app', "\\set VERBOSITY verbose\nTRUNCATE $schema.users CASCADE");
+	like($e, qr/40001: table $schema\.\w+ is the old copy of a shard that moved away/,
+		'bypass: a TRUNCATE on the old copy is refused, 40001');
+	is($node{$from}->safe_psql('app', "SELECT count(*) FROM $schema.users"), $old_rows, 'bypass: the old copy keeps its rows');
+	($r, $o, $e) = $node{$from}->psql('app', "INSERT INTO $schema.users (name) VALUES ('bypass')");
+	like($e, qr/old copy of a shard that moved away|not minted|SI001/, 'bypass: a new row on the old copy is refused');
 	hold_off($router);
 	$h->finish;
 	is($node{$to}->safe_psql('app', "SELECT count(*) FROM $schema.photos") . '/'

@@ -223,8 +223,9 @@ for my $mode (qw(seed counter))
 			"$what: the move fails at register_target, with SQLSTATE SI003");
 		like($$err, qr/The move was rolled back: the shard stays on node "$from"/, "$what: the move says it rolled back");
 		is($node{$from}->safe_psql('app', "SELECT count(*) FROM pg_constraint WHERE conname = 'sharded_id_moved'")
+			  . '/' . $node{$from}->safe_psql('app', "SELECT count(*) FROM pg_trigger WHERE tgname = 'sharded_id_moved'")
 			  . '/' . $node{$from}->safe_psql('app', "SELECT count(*) FROM sharded_id.move_retirements WHERE shard_id = $shard"),
-			'0/0', "$what: the source's copy lost its fence and its retirement");
+			'0/0/0', "$what: the source's copy lost its fence (constraint and trigger) and its retirement");
 		$check->("$what, failed", $from);
 		$hold_off->(1);
 		$h->finish;

@@ -277,13 +277,22 @@ BEGIN
             USING ERRCODE = 'undefined_object';
     END IF;
     EXECUTE format('SELECT %I.dblink_connect($1, $2)', dblink) USING conn, dsn;
+    -- The session is the mover's, whoever the node logs it in as: its
+    -- search path is pinned, as every function of the extension pins its
+    -- own, so that no name the mover sends resolves to a planted object;
+    -- and the node notices a router that died or went away (keepalives, and
+    -- the check of the client during a query), so that no lock the session
+    -- holds outlives the router by more than about 30 s.
     EXECUTE format('SELECT %I.dblink_exec($1, $2)', dblink)
-    USING conn, format('SET row_security = off; SET application_name = %L', conn);
+    USING conn, format('SET search_path = pg_catalog, pg_temp; SET row_security = off; '
+                       'SET application_name = %L; SET tcp_keepalives_idle = 10; '
+                       'SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3; '
+                       'SET client_connection_check_interval = ''5s''', conn);
 END
 $$;
 
 COMMENT ON FUNCTION sharded_id._remote_open(text, text) IS
-'internal: open a named dblink connection to a data node, with row_security off, unless it is open and answers';
+'internal: open a named dblink connection to a data node, with its search path pinned, row_security off and keepalives on, unless it is open and answers';
 
 CREATE FUNCTION sharded_id._remote_close(conn text)
 RETURNS void
@@ -742,8 +751,7 @@ COMMENT ON FUNCTION sharded_id._move_schema_ddl(name) IS
 
 -- On a node: run statement (a format string with one %s) on each table of a
 -- schema that is not a partition, in creation order; on a partitioned table
--- it reaches the partitions too.  For a move: LOCK TABLE in the freeze, and
--- the CHECK (false) NOT VALID constraint on a retired copy.
+-- it reaches the partitions too.  For a move: LOCK TABLE in the freeze.
 CREATE FUNCTION sharded_id._on_schema_tables(schema_name name, statement text)
 RETURNS integer
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
@@ -1095,6 +1103,27 @@ COMMENT ON FUNCTION sharded_id._move_drop_schema(sharded_id.moves, sharded_id.mo
 -- unfinished and fails: its outcome is moved, with a warning and its state
 -- 'cleanup pending' while records are left, which recover_moves, or the
 -- next move of the shard, drops (_move_deferred_cleanup).
+-- Whether an ops table's partition of the move's shard still reads another
+-- node than the move's target.
+CREATE FUNCTION sharded_id._move_ops_stale(m sharded_id.moves)
+RETURNS boolean
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT sharded_id._superuser_only('sharded_id._move_ops_stale');
+    SELECT EXISTS (
+        SELECT FROM sharded_id.ops_tables o
+        JOIN pg_inherits i ON i.inhparent = o.ops_table
+        JOIN pg_class c ON c.oid = i.inhrelid
+        LEFT JOIN pg_foreign_table f ON f.ftrelid = c.oid
+        LEFT JOIN pg_foreign_server s ON s.oid = f.ftserver
+        WHERE pg_get_expr(c.relpartbound, c.oid) = format('FOR VALUES IN (%s)', m.shard_id)
+          AND s.srvname IS DISTINCT FROM sharded_id.node_server(m.target_node))
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_ops_stale(sharded_id.moves) IS
+'internal: whether an ops table still reads a moved shard on another node than the move''s target';
+
 CREATE FUNCTION sharded_id._move_cleanup(m sharded_id.moves, moved boolean)
 RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
@@ -1104,6 +1133,7 @@ DECLARE
     c sharded_id.move_cleanup;
     conn text;
     left_over integer;
+    ops_stale boolean := false;
     err text;
     err_state text;
     err_detail text;
@@ -1119,6 +1149,13 @@ BEGIN
     -- (a reader holds them), the old copy they read stays, for the deferred
     -- cleanup, which tries again.
     IF moved THEN
+        -- Ops tables that still read the old copy are pointed at the new
+        -- one here, but the old copy is then kept for the next cleanup: its
+        -- drop commits on the node at once, and a crash of the router
+        -- before this transaction commits would leave them reading a copy
+        -- that is gone.  move_shard and recover_moves commit the ops
+        -- tables' switch before they clean up.
+        ops_stale := sharded_id._move_ops_stale(m);
         BEGIN
             PERFORM sharded_id._move_follow_ops(m);
         EXCEPTION WHEN OTHERS THEN
@@ -1137,7 +1174,7 @@ BEGIN
         IF moved AND c.object_type = 'schema' THEN
             -- The old copy stays while the ops tables read it, and until the
             -- new copy is found the same schema.
-            CONTINUE WHEN first_err LIKE 'the ops tables %';
+            CONTINUE WHEN first_err LIKE 'the ops tables %' OR ops_stale;
             IF m.copy_checked_at IS NULL THEN
                 BEGIN
                     PERFORM sharded_id._move_check_copy(m);
@@ -1316,7 +1353,7 @@ BEGIN
         'IF NOT EXISTS (SELECT FROM sharded_id.move_retirements WHERE shard_id = %1$s AND move_id = %2$s) THEN '
         'RAISE EXCEPTION ''move %2$s did not retire shard %1$s on the source'' USING ERRCODE = ''object_not_in_prerequisite_state''; '
         'END IF; END $take_back$; '
-        'SELECT sharded_id._on_schema_tables(%3$L, ''ALTER TABLE %%s DROP CONSTRAINT IF EXISTS sharded_id_moved''); '
+        'SELECT sharded_id._unfence_old_copy(%3$L); '
         'DELETE FROM sharded_id.move_retirements WHERE shard_id = %1$s AND move_id = %2$s; '
         'SELECT sharded_id.create_shard(%1$s, %3$L); '
         'SELECT sharded_id.raise_floor(s.shard_id, %4$s, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %1$s AND %4$s IS NOT NULL; '
@@ -1339,7 +1376,11 @@ COMMENT ON FUNCTION sharded_id._move_take_back(sharded_id.moves, text) IS
 -- Finish an interrupted move from what the nodes say: forward when the
 -- source has retired the shard for this move and the copy matches it, back
 -- when the source still owns it; otherwise fail and change nothing.
--- Returns true when the shard moved.
+-- Returns true when the shard moved, false when it rolled back, and NULL
+-- when it has just switched the shard map: the caller commits, lets the ops
+-- tables follow (_move_follow_ops_after_switch) and commits, then calls it
+-- again to clean up, so that no router crash comes between a committed
+-- drop of the old copy and an uncommitted switch.
 CREATE FUNCTION sharded_id._move_resolve(move_id bigint)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
@@ -1442,14 +1483,18 @@ BEGIN
             RETURN false;
         END;
     END IF;
+    -- Switched: the caller commits the switch, then lets the ops tables
+    -- follow and commits that, then calls again to clean up (the routed
+    -- path above).  A cleanup in this transaction would drop the old copy
+    -- on the node at once, and a crash of the router before the switch
+    -- commits would leave the map naming a copy that is gone.
     PERFORM sharded_id._move_switch(m);
-    PERFORM sharded_id._move_cleanup(m, true);
-    RETURN true;
+    RETURN NULL;
 END
 $$;
 
 COMMENT ON FUNCTION sharded_id._move_resolve(bigint) IS
-'internal: finish or roll back an interrupted move, from its journal and the state of its nodes';
+'internal: finish or roll back an interrupted move, from its journal and the state of its nodes; NULL when it switched the map, to be committed before it is called again';
 
 --
 -- The steps of a move, one function each, in the order move_shard takes
@@ -1817,8 +1862,9 @@ COMMENT ON FUNCTION sharded_id._move_copy_rows(sharded_id.moves) IS
 -- before the source retires, and it rolls back with the shard writable on
 -- the source.  The target's copy and the source's high-water mark too: the
 -- target raises its floor over both.  Then, in the freezing transaction,
--- the retirement and its high-water mark (journaled), and a constraint that
--- no new row passes on the old copy (NOT VALID: no scan); then commit.
+-- the retirement and its high-water mark (journaled), and the fence of the
+-- old copy, which refuses every write to it, DELETE and TRUNCATE included
+-- (_fence_old_copy); then commit.
 CREATE FUNCTION sharded_id._move_retire_source(m sharded_id.moves)
 RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
@@ -1845,7 +1891,7 @@ BEGIN
         'SELECT jsonb_build_object(''high_water'', sharded_id.retire_shard(%s))', m.shard_id)) ->> 'high_water')::bigint
     WHERE x.move_id = m.move_id;
     PERFORM sharded_id._remote_exec(frz, format(
-        'SELECT sharded_id._on_schema_tables(%L, ''ALTER TABLE %%s ADD CONSTRAINT sharded_id_moved CHECK (false) NOT VALID''); '
+        'SELECT sharded_id._fence_old_copy(%L); '
         'INSERT INTO sharded_id.move_retirements AS r (shard_id, move_id) VALUES (%s, %s) '
         'ON CONFLICT (shard_id) DO UPDATE SET move_id = excluded.move_id, retired_at = excluded.retired_at',
         m.schema_name, m.shard_id, m.move_id));
@@ -2399,7 +2445,8 @@ COMMENT ON FUNCTION sharded_id._move_follow_ops_after_switch(sharded_id.moves) I
 'internal: point a switched shard''s ops tables at its new node, with a warning when they cannot be';
 
 -- Finish or roll back a move whose step failed, as the nodes allow
--- (_move_resolve); returns whether it moved, and the error of a recovery
+-- (_move_resolve); returns whether it moved (NULL: switched, to be
+-- committed before _move_resolve runs again), and the error of a recovery
 -- that failed too.
 CREATE FUNCTION sharded_id._move_try_resolve(move_id bigint, OUT moved boolean, OUT recovery_error text)
 RETURNS record
@@ -2497,22 +2544,37 @@ DECLARE
     moved boolean;
     recovery_error text;
 BEGIN
+    -- A procedure cannot SET search_path (it COMMITs): pinned here, and
+    -- again after every COMMIT and every CALL, which end the transaction.
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     PERFORM sharded_id._move_check_call(shard_id, target_node, method, dry_run, cluster, max_lag, timeout, freeze_timeout);
     IF NOT dry_run THEN
         -- First, whatever an earlier move of this shard left unfinished.
         earlier := sharded_id._move_unfinished(shard_id);
         IF earlier IS NOT NULL THEN
             RAISE NOTICE 'finishing move % of shard %, which did not end', earlier, shard_id;
-            PERFORM sharded_id._move_resolve(earlier);
+            WHILE sharded_id._move_resolve(earlier) IS NULL LOOP
+                COMMIT;
+                PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+                PERFORM sharded_id._move_follow_ops_after_switch(x) FROM sharded_id.moves x WHERE x.move_id = earlier;
+                COMMIT;
+                PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+            END LOOP;
             COMMIT;
+            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
             PERFORM sharded_id._remote_close_all('sharded_id_');
         END IF;
         -- Then what earlier moves of the shard could not drop: its objects
         -- bear the names this move makes.
         FOREACH earlier IN ARRAY sharded_id._move_pending_cleanups(shard_id) LOOP
             RAISE NOTICE 'dropping what move % of shard % left on the nodes', earlier, shard_id;
+            PERFORM sharded_id._move_follow_ops_after_switch(x) FROM sharded_id.moves x
+            WHERE x.move_id = earlier AND x.outcome = 'moved';
+            COMMIT;
+            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
             IF NOT sharded_id._move_deferred_cleanup(earlier) THEN
                 COMMIT;
+                PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
                 PERFORM sharded_id._remote_close_all('sharded_id_');
                 PERFORM sharded_id._unlock_shard(shard_id, 'move');
                 RAISE EXCEPTION 'move % of shard % left objects on the nodes that cannot be dropped yet', earlier, shard_id
@@ -2521,6 +2583,7 @@ BEGIN
                           HINT = 'CALL sharded_id.recover_moves() once every node answers, then move the shard.';
             END IF;
             COMMIT;
+            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
             PERFORM sharded_id._remote_close_all('sharded_id_');
         END LOOP;
     END IF;
@@ -2535,10 +2598,12 @@ BEGIN
     FOREACH step IN ARRAY plan.steps LOOP
         PERFORM sharded_id._move_journal_step(m.move_id, step);
         COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
         SELECT * INTO taken FROM sharded_id._move_take_step(m, step, max_lag, timeout, freeze_timeout);
         IF taken.canceled THEN
             PERFORM sharded_id._move_stop_canceled(m, step, taken.error);
             COMMIT;
+            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
             PERFORM sharded_id._unlock_shard(m.shard_id, 'move');
             RAISE EXCEPTION 'move % of shard % to node "%" was canceled at step "%": %', m.move_id, m.shard_id, m.target_node, step, taken.error
                 USING ERRCODE = 'query_canceled',
@@ -2548,6 +2613,7 @@ BEGIN
         IF taken.ends_freeze THEN
             PERFORM sharded_id._move_end_freeze(m, step, taken.error);
             COMMIT;
+            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
             PERFORM sharded_id._unlock_shard(m.shard_id, 'route');
             IF taken.error IS NULL THEN
                 PERFORM sharded_id._move_follow_ops_after_switch(m);
@@ -2555,20 +2621,38 @@ BEGIN
         END IF;
         EXIT WHEN taken.error IS NOT NULL;
         COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     END LOOP;
 
     IF taken.error IS NULL THEN
         PERFORM sharded_id._move_journal_step(m.move_id, 'cleanup');
         COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
         PERFORM sharded_id._move_hold('cleanup');
-        PERFORM sharded_id._move_resolve(m.move_id);
+        WHILE sharded_id._move_resolve(m.move_id) IS NULL LOOP
+            COMMIT;
+            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+            PERFORM sharded_id._move_follow_ops_after_switch(m);
+            COMMIT;
+            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        END LOOP;
     ELSE
         -- A step failed: finish the move or roll it back, as the nodes allow.
         PERFORM sharded_id._move_journal_step(m.move_id, 'recover');
         COMMIT;
-        SELECT * INTO moved, recovery_error FROM sharded_id._move_try_resolve(m.move_id);
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        LOOP
+            SELECT * INTO moved, recovery_error FROM sharded_id._move_try_resolve(m.move_id);
+            EXIT WHEN moved IS NOT NULL OR recovery_error IS NOT NULL;
+            COMMIT;
+            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+            PERFORM sharded_id._move_follow_ops_after_switch(m);
+            COMMIT;
+            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        END LOOP;
     END IF;
     COMMIT;
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     PERFORM sharded_id._remote_close_all('sharded_id_');
     PERFORM sharded_id._unlock_shard(m.shard_id, 'route');
     PERFORM sharded_id._unlock_shard(m.shard_id, 'move');
@@ -2648,6 +2732,9 @@ DECLARE
     first_hint text;
     failures integer := 0;
 BEGIN
+    -- A procedure cannot SET search_path (it COMMITs): pinned here, and
+    -- again after every COMMIT and every CALL, which end the transaction.
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     PERFORM sharded_id._dblink_schema();
     PERFORM sharded_id._remote_close_all('sharded_id_');
     FOR m IN SELECT * FROM sharded_id._moves_unfinished() LOOP
@@ -2655,15 +2742,30 @@ BEGIN
         PERFORM sharded_id._move_claim(m.shard_id);
         PERFORM sharded_id._move_recover_begin(m.move_id);
         COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
         -- A move that cannot be recovered yet stays unfinished; the others
         -- go on, and the call fails at its end with the first one's error.
-        BEGIN
-            moved := sharded_id._move_resolve(m.move_id);
+        LOOP
+            err := NULL;
+            BEGIN
+                moved := sharded_id._move_resolve(m.move_id);
+            EXCEPTION WHEN OTHERS THEN
+                GET STACKED DIAGNOSTICS err = MESSAGE_TEXT, err_state = RETURNED_SQLSTATE,
+                                        err_detail = PG_EXCEPTION_DETAIL, err_hint = PG_EXCEPTION_HINT;
+            END;
+            -- Switched (NULL): committed, the ops tables follow, committed,
+            -- then the cleanup.
+            EXIT WHEN err IS NOT NULL OR moved IS NOT NULL;
+            COMMIT;
+            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+            PERFORM sharded_id._move_follow_ops_after_switch(x) FROM sharded_id.moves x WHERE x.move_id = m.move_id;
+            COMMIT;
+            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        END LOOP;
+        IF err IS NULL THEN
             RAISE NOTICE 'move % of shard %, interrupted at step "%": %', m.move_id, m.shard_id, m.state,
                          CASE WHEN moved THEN 'finished' ELSE 'rolled back' END;
-        EXCEPTION WHEN OTHERS THEN
-            GET STACKED DIAGNOSTICS err = MESSAGE_TEXT, err_state = RETURNED_SQLSTATE,
-                                    err_detail = PG_EXCEPTION_DETAIL, err_hint = PG_EXCEPTION_HINT;
+        ELSE
             failures := failures + 1;
             IF first_err IS NULL THEN
                 first_err := err;
@@ -2673,26 +2775,34 @@ BEGIN
             ELSE
                 RAISE WARNING 'move % of shard % is still unfinished: %', m.move_id, m.shard_id, err;
             END IF;
-        END;
+        END IF;
         COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
         PERFORM sharded_id._remote_close_all('sharded_id_');
         PERFORM sharded_id._unlock_shard(m.shard_id, 'move');
     END LOOP;
     -- Then the deferred cleanups: what finished moves could not drop.
     FOREACH pending IN ARRAY sharded_id._move_pending_cleanups(NULL) LOOP
         shard := sharded_id._move_claim_move(pending);
+        -- The ops tables follow first, committed, so that they never read a
+        -- copy whose drop committed while their switch did not.
+        PERFORM sharded_id._move_follow_ops_after_switch(x) FROM sharded_id.moves x
+        WHERE x.move_id = pending AND x.outcome = 'moved';
+        COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
         IF sharded_id._move_try_deferred_cleanup(pending) THEN
             RAISE NOTICE 'move % of shard %: its deferred cleanup is done', pending, shard;
         END IF;
         COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
         PERFORM sharded_id._remote_close_all('sharded_id_');
         PERFORM sharded_id._unlock_shard(shard, 'move');
     END LOOP;
     IF first_err IS NOT NULL THEN
         RAISE EXCEPTION '%', first_err
             USING ERRCODE = first_state,
-                  DETAIL = concat_ws(' ', nullif(first_detail, ''),
-                                     CASE WHEN failures > 1 THEN format('%s unfinished moves could not be recovered; the warnings name the others.', failures) END),
+                  DETAIL = pg_catalog.concat_ws(' ', nullif(first_detail, ''),
+                                     CASE WHEN failures > 1 THEN pg_catalog.format('%s unfinished moves could not be recovered; the warnings name the others.', failures) END),
                   HINT = coalesce(nullif(first_hint, ''), 'CALL sharded_id.recover_moves() again once the cause is gone.');
     END IF;
 END
@@ -2839,6 +2949,9 @@ DECLARE
     p record;
     total integer;
 BEGIN
+    -- A procedure cannot SET search_path (it COMMITs): pinned here, and
+    -- again after every COMMIT and every CALL, which end the transaction.
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     total := sharded_id._rebalance_begin(nodes, method, dry_run, cluster);
     IF total IS NULL THEN
         RETURN;
@@ -2850,6 +2963,7 @@ BEGIN
         ELSE
             RAISE NOTICE 'move %/%: shard % from node "%" to node "%"', p.move_no, total, p.shard_id, p.source_node, p.target_node;
             CALL sharded_id.move_shard(p.shard_id, p.target_node, method => method, cluster => cluster);
+            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
         END IF;
     END LOOP;
 END
@@ -2886,6 +3000,7 @@ REVOKE EXECUTE ON FUNCTION sharded_id._move_setvals(text, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_switch(sharded_id.moves) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_follow_ops(sharded_id.moves) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_cleanup(sharded_id.moves, boolean) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_ops_stale(sharded_id.moves) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_cleanup_hold(sharded_id.moves, sharded_id.move_cleanup, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_drop_subscription(sharded_id.moves, sharded_id.move_cleanup, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_drop_slot(sharded_id.moves, sharded_id.move_cleanup, text) FROM PUBLIC;

@@ -899,6 +899,8 @@ DECLARE
     batch_start bigint := first_shard;
     batch_end bigint;
 BEGIN
+    -- A procedure cannot SET search_path (it COMMITs): pinned here, and
+    -- again after every COMMIT and every CALL, which end the transaction.
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     IF first_shard IS NULL OR last_shard IS NULL OR batch_size IS NULL THEN
         RAISE EXCEPTION 'shard range and batch size must not be null'
