@@ -71,7 +71,6 @@ declare -A percall=(
     ["next_id, 8192 shards"]="sharded_id.next_id(g % 8192, 'bench.seq')"
     ["next_id, 8192 shards, again (noise floor)"]="sharded_id.next_id(g % 8192, 'bench.seq')"
     ["next_id, 8192 shards, track_stats off"]="sharded_id.next_id(g % 8192, 'bench.seq')"
-    ["next_id, 8192 shards, wal_log_ceiling off"]="sharded_id.next_id(g % 8192, 'bench.seq')"
     ["next_id, one shard"]="sharded_id.next_id(1, 'bench.seq')"
     ["counter next_id(n), 8192 shards"]="sharded_id.next_id(g % 8192)"
     ["counter next_id(n), one shard"]="sharded_id.next_id(3)"
@@ -82,11 +81,9 @@ declare -A percall=(
 )
 declare -A percall_settings=(
     ["next_id, 8192 shards, track_stats off"]="sharded_id.track_stats=off"
-    ["next_id, 8192 shards, wal_log_ceiling off"]="sharded_id.wal_log_ceiling=off"
 )
 names=("nextval" "nextval + shard expression" "next_id, 8192 shards" "next_id, one shard"
     "next_id, 8192 shards, again (noise floor)" "next_id, 8192 shards, track_stats off"
-    "next_id, 8192 shards, wal_log_ceiling off"
     "counter next_id(n), 8192 shards" "counter next_id(n), one shard"
     "next_id(n, seq) over 16 shards" "shard_n.next_id() over 16 shards" "PL/pgSQL original" "gen_random_uuid")
 if want percall; then
