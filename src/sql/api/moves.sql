@@ -3091,7 +3091,7 @@ DECLARE
     refresh text;
     inventory text := format(
         'SELECT format(''%%s|%%s|%%s|%%s|%%s|%%s'', kind, name, owner, acl, details, definition) FROM sharded_id.schema_inventory(%L) '
-        'WHERE NOT (kind = ''constraint'' AND name LIKE ''%%.sharded_id\_moved'')', m.schema_name);
+        'WHERE NOT (kind IN (''constraint'', ''trigger'') AND name LIKE ''%%.sharded_id\_moved'')', m.schema_name);
     on_source text[];
     on_target text[];
     differences text;
