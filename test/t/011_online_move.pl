@@ -184,8 +184,9 @@ $node{node2}->safe_psql('app', 'DROP TRIGGER replica_hook ON shard_0007.photos')
 # 4. Writers that bypass enter_shard during the final freeze, once the
 # source has retired the shard, fail on the retired copy instead of writing
 # a row that would be dropped with it: one that takes its id from the
-# column default, because the source no longer mints for shard 7, and one
-# that brings its own id, on the check constraint.  A lock the test holds
+# column default and one that brings its own id, both on the fence of the
+# retired copy (a statement trigger, which fires before the default would
+# find that the source no longer mints for shard 7).  A lock the test holds
 # on the router's shard map stops the move inside that freeze, at its
 # switch.
 my $user7 = $router->safe_psql('router', 'SELECT user_id FROM demo_users WHERE sharded_id.shard_id(user_id) = 7 LIMIT 1');
@@ -213,7 +214,8 @@ ok(!$explicit->finish, 'the direct writer with its own id fails too');
 $h_in = "COMMIT;\n\\q\n";
 $map_lock->finish;
 ok($mover->finish, 'shard 7 moves once the router is free') or diag($m_err);
-like($d_err, qr/shard 7 is not minted on this server/, 'because the source no longer mints for the shard');
+like($d_err, qr/table shard_0007\.photos is the old copy of a shard that moved away/,
+	'on the fence of the retired copy, before its column default runs');
 is($d_out, '', 'and returns no id');
 like($e_err, qr/table shard_0007\.photos is the old copy of a shard that moved away/, 'on the fence of the retired copy');
 is($node{node1}->safe_psql('app', q{SELECT count(*) FROM shard_0007.photos WHERE caption = 'direct'}), '0',
