@@ -198,29 +198,32 @@ shid_slot_corrupt(int used, int capacity)
 }
 
 /*
- * A full slot whose millisecond lies ahead of the clock (fresh_ms, just
- * read): move it to the next millisecond once the monotonic clock says a
- * millisecond has passed since it last moved on this way, so that it never
- * outruns real time.  True if it moved (or someone else moved it); false
- * if the caller is to wait a little and look again.
+ * A full slot whose millisecond (full_ms) lies ahead of the clock: move it
+ * to the next millisecond once the monotonic clock says a millisecond has
+ * passed since it last moved on this way, so that it never outruns real
+ * time.  Returns 0 if it moved (or someone else moved it or took a value
+ * back), else the microseconds the caller is to sleep before it looks
+ * again.
  */
-static pg_noinline bool
+static pg_noinline int64
 shid_slot_pace(ShidSlot *slot, int64 full_ms, int capacity)
 {
 	int64		mono_us = shid_monotonic_us();
-	bool		moved = false;
+	int64		wait_us = 0;
 
 	SpinLockAcquire(&slot->mutex);
-	if (slot->ms != full_ms || slot->used < capacity)
-		moved = true;
-	else if (mono_us - slot->paced_us >= 1000)
+	if (slot->ms == full_ms && slot->used >= capacity)
 	{
-		shid_slot_reset(slot, full_ms + 1);
-		slot->paced_us = mono_us;
-		moved = true;
+		wait_us = 1000 - (mono_us - slot->paced_us);
+		if (wait_us <= 0)
+		{
+			shid_slot_reset(slot, full_ms + 1);
+			slot->paced_us = mono_us;
+			wait_us = 0;
+		}
 	}
 	SpinLockRelease(&slot->mutex);
-	return moved;
+	return Min(wait_us, 1000);
 }
 
 /*
@@ -310,10 +313,12 @@ shid_slot_claim(ShidSlot *slot, bool counter, int64 wanted, int64 *now_ms,
 		*now_ms = shid_clock_ms();
 		if (*now_ms < full_ms)
 		{
-			while (!shid_slot_pace(slot, full_ms, capacity))
+			int64		pace_us;
+
+			while ((pace_us = shid_slot_pace(slot, full_ms, capacity)) > 0)
 			{
 				CHECK_FOR_INTERRUPTS();
-				SPIN_DELAY();
+				pg_usleep(pace_us);
 			}
 			*now_ms = shid_clock_ms();
 			continue;
