@@ -78,9 +78,12 @@ SET ROLE sid_super;
 SELECT count(sharded_id.create_shard(s)) FROM unnest('{80,81,82}'::int[]) s;
 SELECT sharded_id.retire_shard(80) > 0 AS retired_80;
 RESET ROLE;
-CREATE SCHEMA other_83 AUTHORIZATION sid_other;
-CREATE SCHEMA other_84 AUTHORIZATION sid_other;
+-- The superuser makes the shards and hands their schemas to sid_other (a
+-- superuser's create_shard does not adopt an empty schema that another
+-- role made: below).
 SELECT sharded_id.create_shard(83, 'other_83'), sharded_id.create_shard(84, 'other_84');
+ALTER SCHEMA other_83 OWNER TO sid_other;
+ALTER SCHEMA other_84 OWNER TO sid_other;
 CREATE TABLE public.su_template (id bigint PRIMARY KEY);
 SET ROLE sid_other;
 SELECT sharded_id.retire_shard(83) > 0 AS retired_83;
@@ -257,6 +260,24 @@ SET client_min_messages = warning;
 SELECT sharded_id.create_shard(90);
 SELECT sharded_id.drop_shard(90);
 DELETE FROM sharded_id.retired_shards;
+RESET client_min_messages;
+-- A provisioner makes an empty schema named like shard 31 before a
+-- superuser creates the shard: the superuser's create_shard refuses to
+-- adopt it (42501), so that the provisioner cannot later drop the shard's
+-- tables with its schema, and changes nothing.
+CREATE ROLE sid_planter;
+GRANT sharded_id_provisioner TO sid_planter;
+SET ROLE sid_planter;
+CREATE SCHEMA shard_0031;
+RESET ROLE;
+\set VERBOSITY sqlstate
+SELECT sharded_id.create_shard(31);
+\set VERBOSITY default
+SELECT count(*) AS shard_31 FROM sharded_id.shards WHERE shard_id = 31;
+SELECT count(*) AS objects_in_it FROM pg_class WHERE relnamespace = 'shard_0031'::regnamespace;
+DROP SCHEMA shard_0031;
+DROP ROLE sid_planter;
+SET client_min_messages = warning;
 -- (The update's grants and revocations recorded its grants as the
 -- extension's initial privileges.)
 DROP OWNED BY sid_old_admin;
