@@ -48,6 +48,13 @@ PG_MODULE_MAGIC;
  */
 static char *shid_move_hold_setting = NULL;
 
+/*
+ * sharded_id.move_end_blockers, read by SQL only (_wait_shard_lock,
+ * moves.sql): whether a move's freeze ends the sessions that still hold
+ * the shard's route lock or fence once half its freeze_timeout has passed.
+ */
+static bool shid_move_end_blockers_setting = true;
+
 static shmem_request_hook_type shid_prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type shid_prev_shmem_startup_hook = NULL;
 
@@ -137,6 +144,14 @@ _PG_init(void)
 							   PGC_SUSET,
 							   0,
 							   NULL, NULL, NULL);
+	DefineCustomBoolVariable("sharded_id.move_end_blockers",
+							 "Lets a move's freeze end the sessions that still hold the shard after half its freeze_timeout.",
+							 "As pg_repack does: off makes the freeze wait out its whole timeout and fail instead, ending only sessions idle in a transaction.",
+							 &shid_move_end_blockers_setting,
+							 true,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
 
 	if (!process_shared_preload_libraries_in_progress)
 		return;

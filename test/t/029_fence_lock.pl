@@ -18,6 +18,11 @@
 #    and the move back completes, again with 0 failed writes and no row
 #    lost.  (It has written nothing: an online move's replication slot
 #    waits for every transaction that has an id, before any freeze.)
+# 4. A reader (LOGIN only) that entered the shard and keeps a statement
+#    running (pg_sleep) holds the fence: the freeze ends it once half its
+#    freeze_timeout has passed (sharded_id.move_end_blockers, on by
+#    default), logs so, and the move completes within that timeout with 0
+#    failed writes.
 use strict;
 use warnings;
 use FindBin;
@@ -139,6 +144,28 @@ my $hold = sub {
 	$$in = "SELECT 1;\n\\q\n";
 	eval { $h->finish; };
 	my $to = map_owner($router, 5);
+	is($fence_locks->($_, 'ShareLock') + $fence_locks->($_, 'ExclusiveLock'), 0, 'no fence is left on ' . $_->name)
+	  for values %node;
+}
+
+# 4. A reader that entered the shard and keeps running.
+{
+	my $from = map_owner($router, 5);
+	my $n = $node{$from};
+	my ($h, $in, $out) = $hold->($n, 'mallory', 'sleeping_reader', q{BEGIN; SELECT sharded_id.enter_shard(5);});
+	$$in .= "SELECT pg_sleep(600);\n";
+	$h->pump_nb;
+	ok($n->poll_query_until('app', q{SELECT count(*) = 1 FROM pg_stat_activity
+		WHERE application_name = 'sleeping_reader' AND state = 'active' AND query LIKE '%pg_sleep%'}),
+		'the reader holds the fence of shard 5 in a running statement');
+	my $started = time;
+	move_under_writers($router, \%node, 5, 'a reader running in the shard');
+	cmp_ok(time - $started, '<', 60, 'the move did not wait for the reader\'s statement to end');
+	ok($n->poll_query_until('app', q{SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'sleeping_reader'}),
+		'the freeze ended the reader');
+	ok($n->log_contains(qr/WARNING:  ended session \d+ of role "mallory", which still held the fence of shard 5 after half of/),
+		'the source logged that it ended the reader, naming its role');
+	eval { $h->finish; };
 	is($fence_locks->($_, 'ShareLock') + $fence_locks->($_, 'ExclusiveLock'), 0, 'no fence is left on ' . $_->name)
 	  for values %node;
 }

@@ -287,7 +287,8 @@ BEGIN
     USING conn, format('SET search_path = pg_catalog, pg_temp; SET row_security = off; '
                        'SET application_name = %L; SET tcp_keepalives_idle = 10; '
                        'SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3; '
-                       'SET client_connection_check_interval = ''5s''', conn);
+                       'SET client_connection_check_interval = ''5s''; SET sharded_id.move_end_blockers = %L',
+                       conn, coalesce(current_setting('sharded_id.move_end_blockers', true), 'on'));
 END
 $$;
 
@@ -432,10 +433,14 @@ COMMENT ON FUNCTION sharded_id._unlock_shard(integer, text) IS
 -- a session that has sat idle in a transaction for 500 ms or more while
 -- holding it has no call in flight (PL/Proxy commits each call on its node
 -- when it returns), only the lock: this ends it (pg_terminate_backend),
--- with a warning that names why.  The wait is taken in slices of 100 ms,
--- doubling, so that such a session is found while the writers that queue
--- behind the move wait at most a slice for it.  Fails with 55P03 naming
--- the sessions that still hold the lock.
+-- with a warning that names why.  Once half the timeout has passed, it
+-- ends every session that still holds the lock, as pg_repack ends the
+-- sessions that block it, unless sharded_id.move_end_blockers is off: a
+-- reader that entered the shard, or a role that cannot write to it, can
+-- then neither fail the move nor hold it beyond its timeout.  The wait is
+-- taken in slices of 100 ms, doubling, so that such a session is found
+-- while the writers that queue behind the move wait at most a slice for
+-- it.  Fails with 55P03 naming the sessions that still hold the lock.
 CREATE FUNCTION sharded_id._wait_shard_lock(shard integer, kind text, timeout interval, why text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
@@ -443,6 +448,8 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     deadline timestamptz := clock_timestamp() + timeout;
+    end_after timestamptz := clock_timestamp() + timeout / 2;
+    end_all boolean := coalesce(current_setting('sharded_id.move_end_blockers', true), 'on') <> 'off';
     slice_ms bigint := 100;
     wait_ms bigint;
     saved_lock_timeout text := current_setting('lock_timeout');
@@ -458,22 +465,32 @@ BEGIN
     END IF;
     LOOP
         FOR h IN
-            SELECT a.pid, a.usename, a.application_name, clock_timestamp() - a.state_change AS idle_for
+            SELECT a.pid, a.usename, a.application_name, a.state, a.query,
+                   clock_timestamp() - a.state_change AS idle_for
             FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
             WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
               AND l.classid = class AND l.objid = _wait_shard_lock.shard AND l.objsubid = 3
               AND l.mode = 'ShareLock' AND l.granted AND l.pid <> pg_backend_pid()
-              AND a.state IN ('idle in transaction', 'idle in transaction (aborted)')
-              AND a.state_change < clock_timestamp() - interval '500 ms'
+              AND ((a.state IN ('idle in transaction', 'idle in transaction (aborted)')
+                    AND a.state_change < clock_timestamp() - interval '500 ms')
+                   OR (end_all AND clock_timestamp() >= end_after))
         LOOP
             BEGIN
                 IF pg_terminate_backend(h.pid) THEN
-                    RAISE WARNING 'ended session % of role "%", idle in a transaction for % while it held the % of shard %',
-                                  h.pid, h.usename, date_trunc('second', h.idle_for), noun, shard
-                        USING DETAIL = format('%s; the session''s %s. Application name: "%s".', why,
-                                              CASE kind WHEN 'route' THEN 'routed calls had all returned'
-                                                        ELSE 'statements after it entered the shard had all returned' END,
-                                              h.application_name);
+                    IF h.state IN ('idle in transaction', 'idle in transaction (aborted)') THEN
+                        RAISE WARNING 'ended session % of role "%", idle in a transaction for % while it held the % of shard %',
+                                      h.pid, h.usename, date_trunc('second', h.idle_for), noun, shard
+                            USING DETAIL = format('%s; the session''s %s. Application name: "%s".', why,
+                                                  CASE kind WHEN 'route' THEN 'routed calls had all returned'
+                                                            ELSE 'statements after it entered the shard had all returned' END,
+                                                  h.application_name);
+                    ELSE
+                        RAISE WARNING 'ended session % of role "%", which still held the % of shard % after half of %',
+                                      h.pid, h.usename, noun, shard, timeout
+                            USING DETAIL = format('%s; the session was %s, running: %s. Application name: "%s".', why,
+                                                  h.state, left(h.query, 200), h.application_name),
+                                  HINT = 'SET sharded_id.move_end_blockers = off to have the freeze fail instead.';
+                    END IF;
                 END IF;
             EXCEPTION WHEN insufficient_privilege THEN
                 RAISE WARNING 'could not end session % of role "%", idle in a transaction while it held the % of shard %',
