@@ -23,6 +23,12 @@
 #    freeze_timeout has passed (sharded_id.move_end_blockers, on by
 #    default), logs so, and the move completes within that timeout with 0
 #    failed writes.
+# 5. A LOGIN-only role on the source holds a transaction id, idle in its
+#    transaction: an online move's replication slot waits for it.  With
+#    timeout => '20 s', the move ends that session once half the timeout
+#    has passed, says so, and completes; with sharded_id.move_end_blockers
+#    off, it fails at its timeout naming the session, and leaves no slot
+#    behind.
 use strict;
 use warnings;
 use FindBin;
@@ -168,6 +174,40 @@ my $hold = sub {
 	eval { $h->finish; };
 	is($fence_locks->($_, 'ShareLock') + $fence_locks->($_, 'ExclusiveLock'), 0, 'no fence is left on ' . $_->name)
 	  for values %node;
+}
+
+# 5. An open transaction id on the source, held by a role that cannot write.
+{
+	my $from = map_owner($router, 5);
+	my ($to) = grep { $_ ne $from } sort keys %node;
+	my $n = $node{$from};
+	my $xid_holder = sub {
+		my $name = shift;
+		my ($h, $in, $out) = $hold->($n, 'mallory', $name, q{BEGIN; SELECT txid_current() > 0;});
+		return ($h, $in);
+	};
+	my ($h, $in) = $xid_holder->('xid_holder');
+	my ($ret, $o, $e) = $router->psql('router',
+		"SET sharded_id.move_end_blockers = off; CALL sharded_id.move_shard(5, '$to', method => 'online', timeout => '6 s')");
+	isnt($ret, 0, 'move_end_blockers off: the move fails behind the open transaction id');
+	like($e, qr/the replication slot of move \d+ was not made on node "$from" within 00:00:06/,
+		'and says the slot was not made within its timeout');
+	like($e, qr/role "mallory", idle in transaction/, 'naming the session that held it up');
+	is($n->safe_psql('app', q{SELECT count(*) FROM pg_replication_slots}), 0, 'no slot is left on the source');
+	is($n->safe_psql('app', q{SELECT count(*) FROM pg_stat_activity WHERE application_name = 'xid_holder'}), 1,
+		'and the session is left alone');
+	$router->safe_psql('router', 'CALL sharded_id.recover_moves()');
+	is(map_owner($router, 5), $from, 'the shard stays where it was');
+	my $started = time;
+	($ret, $o, $e) = $router->psql('router', "CALL sharded_id.move_shard(5, '$to', method => 'online', timeout => '20 s')");
+	is($ret, 0, 'by default the move completes') or diag($e);
+	cmp_ok(time - $started, '<', 20, 'within its timeout');
+	like($e, qr/ended 1 session\(s\) on node "$from" whose transactions held up its replication slot/,
+		'after ending the session that held the transaction id, with a warning');
+	ok($n->poll_query_until('app', q{SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'xid_holder'}),
+		'the session is gone');
+	is(map_owner($router, 5), $to, 'the map names the target');
+	eval { $h->finish; };
 }
 
 done_testing();

@@ -1551,7 +1551,98 @@ COMMENT ON FUNCTION sharded_id._move_record_objects(sharded_id.moves) IS
 
 -- create_publication: the shard's tables and the move's marks, and the
 -- slot the subscription reads, on the source.
-CREATE FUNCTION sharded_id._move_create_publication(m sharded_id.moves)
+-- Create the move's replication slot on the source, on its connection
+-- src, within timeout.  A new logical slot waits for every transaction
+-- that holds an xid on the source (in any database) to end, so the call is
+-- sent without waiting (dblink_send_query) and watched: once half the
+-- timeout has passed, the sessions whose transactions began before it and
+-- still hold an xid are ended, with a WARNING naming each, unless
+-- sharded_id.move_end_blockers is off; at the timeout, or when the move is
+-- canceled, the call is canceled on the source (the slot, not yet
+-- persistent, goes with it) and the move fails naming what held it.  A
+-- router that dies instead is noticed by the source's check of its client
+-- (_remote_open), which ends the call there too.
+CREATE FUNCTION sharded_id._move_create_slot(m sharded_id.moves, src text, repl text, timeout interval)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    dblink name;
+    watch text := sharded_id._move_conn(m.move_id, 'slot_watch', m.source_node);
+    started timestamptz := clock_timestamp();
+    deadline timestamptz := clock_timestamp() + timeout;
+    end_after timestamptz := clock_timestamp() + timeout / 2;
+    end_all boolean := coalesce(current_setting('sharded_id.move_end_blockers', true), 'on') <> 'off';
+    busy boolean := true;
+    source_pid integer;
+    ended jsonb;
+    blockers text;
+    result integer;
+    holders text := format(
+        'FROM pg_catalog.pg_stat_activity a WHERE a.backend_xid IS NOT NULL AND a.backend_type = ''client backend'' '
+        'AND a.xact_start < %L::timestamptz AND a.pid <> %%s', clock_timestamp());
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_create_slot');
+    dblink := sharded_id._dblink_schema();
+    source_pid := (sharded_id._remote_json(src, 'SELECT pg_catalog.jsonb_build_object(''pid'', pg_catalog.pg_backend_pid())') ->> 'pid')::integer;
+    holders := format(holders, source_pid);
+    EXECUTE format('SELECT %I.dblink_send_query($1, $2)', dblink)
+    USING src, format('SELECT 1 FROM pg_catalog.pg_create_logical_replication_slot(%L, ''pgoutput'')', repl);
+    BEGIN
+        LOOP
+            EXECUTE format('SELECT %I.dblink_is_busy($1) = 1', dblink) INTO busy USING src;
+            EXIT WHEN NOT busy;
+            IF end_all AND clock_timestamp() >= end_after THEN
+                PERFORM sharded_id._remote_open(watch, m.source_node);
+                ended := sharded_id._remote_json(watch,
+                    'SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(''pid'', a.pid, ''role'', a.usename, '
+                    '''since'', a.xact_start, ''ended'', pg_catalog.pg_terminate_backend(a.pid))) ' || holders);
+                IF ended IS NOT NULL THEN
+                    RAISE WARNING 'move % ended % session(s) on node "%" whose transactions held up its replication slot: %',
+                                  m.move_id, jsonb_array_length(ended), m.source_node, ended
+                        USING HINT = 'SET sharded_id.move_end_blockers = off to have the move fail at its timeout instead.';
+                END IF;
+                end_after := 'infinity';
+            END IF;
+            IF clock_timestamp() >= deadline THEN
+                PERFORM sharded_id._remote_open(watch, m.source_node);
+                blockers := sharded_id._remote_json(watch,
+                    'SELECT pg_catalog.jsonb_build_object(''who'', pg_catalog.string_agg(pg_catalog.format('
+                    '''%s (role "%s", %s since %s)'', a.pid, a.usename, a.state, a.xact_start), '', '')) ' || holders) ->> 'who';
+                RAISE EXCEPTION 'the replication slot of move % was not made on node "%" within %', m.move_id, m.source_node, timeout
+                    USING ERRCODE = 'lock_not_available',
+                          DETAIL = format('A new logical replication slot waits for every transaction that holds a transaction id to end. Sessions in such transactions: %s.',
+                                          coalesce(blockers, 'none left')),
+                          HINT = 'End those transactions, or raise the move''s timeout.';
+            END IF;
+            PERFORM pg_catalog.pg_sleep(0.05);
+        END LOOP;
+    EXCEPTION WHEN OTHERS THEN
+        -- Canceled, timed out or failed: the call ends on the source too.
+        BEGIN
+            IF busy THEN
+                EXECUTE format('SELECT %I.dblink_cancel_query($1)', dblink) USING src;
+            END IF;
+            PERFORM sharded_id._remote_close(src);
+            PERFORM sharded_id._remote_close(watch);
+        EXCEPTION WHEN OTHERS THEN
+            NULL;
+        END;
+        RAISE;
+    END;
+    PERFORM sharded_id._remote_close(watch);
+    -- The result raises the source's error if the call failed; then the
+    -- connection is ready for the next query.
+    EXECUTE format('SELECT r.v FROM %I.dblink_get_result($1) AS r(v integer)', dblink) INTO result USING src;
+    EXECUTE format('SELECT count(*) FROM %I.dblink_get_result($1, false) AS r(v integer)', dblink) INTO result USING src;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_create_slot(sharded_id.moves, text, text, interval) IS
+'internal: create a move''s replication slot on its source within a timeout, ending the transactions that hold it up after half of it';
+
+CREATE FUNCTION sharded_id._move_create_publication(m sharded_id.moves, timeout interval)
 RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
@@ -1564,12 +1655,11 @@ BEGIN
     PERFORM sharded_id._remote_exec(src, format(
         'CREATE PUBLICATION %I FOR TABLES IN SCHEMA %I, TABLE sharded_id.move_marks WHERE (move_id = %s)',
         repl, m.schema_name, m.move_id));
-    PERFORM sharded_id._remote(src, format(
-        'SELECT 1 FROM pg_create_logical_replication_slot(%L, ''pgoutput'')', repl));
+    PERFORM sharded_id._move_create_slot(m, src, repl, timeout);
 END
 $$;
 
-COMMENT ON FUNCTION sharded_id._move_create_publication(sharded_id.moves) IS
+COMMENT ON FUNCTION sharded_id._move_create_publication(sharded_id.moves, interval) IS
 'internal: step create_publication of an online move: its publication and replication slot on the source';
 
 -- subscribe: the schema without rows, and the subscription that fills it,
@@ -1944,7 +2034,7 @@ BEGIN
     END IF;
     CASE step
     WHEN 'record_objects' THEN PERFORM sharded_id._move_record_objects(m);
-    WHEN 'create_publication' THEN PERFORM sharded_id._move_create_publication(m);
+    WHEN 'create_publication' THEN PERFORM sharded_id._move_create_publication(m, timeout);
     WHEN 'subscribe' THEN PERFORM sharded_id._move_subscribe(m);
     WHEN 'copy' THEN PERFORM sharded_id._move_copy(m, timeout);
     WHEN 'catch_up' THEN PERFORM sharded_id._move_wait_lag(m, max_lag, timeout);
@@ -3032,7 +3122,8 @@ REVOKE EXECUTE ON FUNCTION sharded_id._move_resolve(bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_take_back(sharded_id.moves, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_step(bigint, text, bigint, interval, interval) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_record_objects(sharded_id.moves) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION sharded_id._move_create_publication(sharded_id.moves) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_create_publication(sharded_id.moves, interval) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_create_slot(sharded_id.moves, text, text, interval) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_subscribe(sharded_id.moves) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_lost_sync_slots(sharded_id.moves) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_copy(sharded_id.moves, interval) FROM PUBLIC;

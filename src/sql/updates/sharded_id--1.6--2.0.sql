@@ -8,4 +8,8 @@
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 \echo Use "ALTER EXTENSION sharded_id UPDATE TO '2.0'" to load this file. \quit
 
+-- The step that creates a move's publication and slot takes the move's
+-- timeout: the slot's creation is watched and bounded.
+DROP FUNCTION sharded_id._move_create_publication(sharded_id.moves);
+
 -- @functions@
