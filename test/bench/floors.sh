@@ -5,7 +5,8 @@
 #
 #   BASE=1fd722a bash test/bench/floors.sh [OUTPUT.md]
 #
-# It builds and installs this tree (test/setup.sh), builds BASE (default:
+# It builds and installs this tree (test/setup.sh; SKIP_SETUP=1 uses the
+# build already installed), builds BASE (default:
 # the last commit of 1.6) from git and installs its library as
 # sharded_id_base.so beside this one's, then starts two throwaway clusters
 # as the user sharded_id_test: "base" preloads the release's library, "new"

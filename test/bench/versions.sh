@@ -4,7 +4,8 @@
 #
 #   bash test/bench/versions.sh [OUTPUT.md]
 #
-# It builds and installs this tree (test/setup.sh), builds the release
+# It builds and installs this tree (test/setup.sh; SKIP_SETUP=1 uses the
+# build already installed), builds the release
 # before it (BASE, default: the parent of the commit that made the version
 # in development, sharded_id.control's default_version, the default) from git and installs its library as sharded_id_base.so
 # beside this one's, then starts five throwaway clusters as the user
@@ -30,7 +31,7 @@ export PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 test_user=sharded_id_test
 
 if [ "$(id -u)" -eq 0 ]; then
-    bash "$src/test/setup.sh" >/dev/null
+    [ -n "${SKIP_SETUP:-}" ] || bash "$src/test/setup.sh" >/dev/null
     version=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$src/sharded_id.control")
     base=${BASE:-$(git -c safe.directory="$src" -C "$src" rev-parse "$(git -c safe.directory="$src" -C "$src" log --format=%H -1 -G"default_version = '$version'" -- sharded_id.control)^")}
     build=$(mktemp -d /tmp/sharded_id_base.XXXXXX)
