@@ -435,7 +435,9 @@ COMMENT ON FUNCTION sharded_id._unlock_shard(integer, text) IS
 -- when it returns), only the lock: this ends it (pg_terminate_backend),
 -- with a warning that names why.  Once half the timeout has passed, it
 -- ends every session that still holds the lock, as pg_repack ends the
--- sessions that block it, unless sharded_id.move_end_blockers is off: a
+-- sessions that block it (those whose transactions began before the wait:
+-- writers that enter between its slices are let through), unless
+-- sharded_id.move_end_blockers is off: a
 -- reader that entered the shard, or a role that cannot write to it, can
 -- then neither fail the move nor hold it beyond its timeout.  The wait is
 -- taken in slices of 100 ms, doubling, so that such a session is found
@@ -448,6 +450,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     deadline timestamptz := clock_timestamp() + timeout;
+    started timestamptz := clock_timestamp();
     end_after timestamptz := clock_timestamp() + timeout / 2;
     end_all boolean := coalesce(current_setting('sharded_id.move_end_blockers', true), 'on') <> 'off';
     slice_ms bigint := 100;
@@ -473,7 +476,7 @@ BEGIN
               AND l.mode = 'ShareLock' AND l.granted AND l.pid <> pg_backend_pid()
               AND ((a.state IN ('idle in transaction', 'idle in transaction (aborted)')
                     AND a.state_change < clock_timestamp() - interval '500 ms')
-                   OR (end_all AND clock_timestamp() >= end_after))
+                   OR (end_all AND clock_timestamp() >= end_after AND a.xact_start < started))
         LOOP
             BEGIN
                 IF pg_terminate_backend(h.pid) THEN
