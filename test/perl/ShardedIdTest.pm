@@ -327,7 +327,7 @@ sub hold_on
 	my ($router, $key) = @_;
 	$key //= 0;
 	my $h = IPC::Run::start([ 'psql', '-X', '-q', '-d', $router->connstr('router'),
-		'-c', 'SELECT pg_advisory_lock(' . HOLD_CLASS . ", $key)", '-c', 'SELECT pg_sleep(3600)' ],
+		'-c', 'SELECT pg_advisory_lock(' . HOLD_CLASS . ", $key)", '-c', 'SELECT pg_catalog.pg_sleep(3600)' ],
 		'>', \my $o, '2>', \my $e);
 	$holders{ $router->name . "/$key" } = $h;
 	$router->poll_query_until('router', "SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory'
