@@ -643,8 +643,11 @@ COMMENT ON FUNCTION sharded_id._remote_json(text, text) IS
 'internal: the one jsonb value that a query on a dblink connection returns, or NULL when it returns no row';
 
 -- For fault-injection tests: wait while another session holds advisory
--- lock (1936222579, 0) if sharded_id.move_hold names point (a step, after
--- it is journaled, or retired and registered, inside the steps).
+-- lock (1936222579, 0) if sharded_id.move_hold names point: a step, after
+-- it is journaled; retired and registered, inside the steps; in recovery,
+-- recover_switch (before _move_resolve switches the map), recover_switched
+-- (the switch committed) and recover_followed (the ops tables' switch
+-- committed, the cleanup next); the cleanup's own (_move_cleanup_hold).
 CREATE FUNCTION sharded_id._move_hold(point text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
@@ -984,7 +987,9 @@ COMMENT ON FUNCTION sharded_id._move_follow_ops(sharded_id.moves) IS
 -- move's open cleanup connection to the record's node.  Each drops its
 -- object if it is there, so that a cleanup cut short can run again.  Before
 -- each remote statement, a hold point for fault-injection tests
--- (_move_hold): '<verb>_<kind>_<source|target>' (_move_cleanup_hold).
+-- (_move_hold): '<verb>_<kind>_<source|target>' (_move_cleanup_hold); after
+-- the drop of a copy of the schema, which commits on the node at once,
+-- 'dropped_schema_<source|target>'.
 CREATE FUNCTION sharded_id._move_cleanup_hold(m sharded_id.moves, c sharded_id.move_cleanup, verb text)
 RETURNS void
 LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE
@@ -1105,6 +1110,7 @@ BEGIN
     PERFORM sharded_id._remote_exec(conn, format(
         'SET client_min_messages = warning; DO $do$ BEGIN IF NOT EXISTS (SELECT FROM sharded_id.shards WHERE schema_name = %L) '
         'THEN DROP SCHEMA IF EXISTS %I CASCADE; END IF; END $do$', c.object_name, c.object_name));
+    PERFORM sharded_id._move_cleanup_hold(m, c, 'dropped');
 END
 $$;
 
@@ -1508,6 +1514,7 @@ BEGIN
     -- path above).  A cleanup in this transaction would drop the old copy
     -- on the node at once, and a crash of the router before the switch
     -- commits would leave the map naming a copy that is gone.
+    PERFORM sharded_id._move_hold('recover_switch');
     PERFORM sharded_id._move_switch(m);
     RETURN NULL;
 END
@@ -2666,9 +2673,11 @@ BEGIN
             WHILE sharded_id._move_resolve(earlier) IS NULL LOOP
                 COMMIT;
                 PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+                PERFORM sharded_id._move_hold('recover_switched');
                 PERFORM sharded_id._move_follow_ops_after_switch(x) FROM sharded_id.moves x WHERE x.move_id = earlier;
                 COMMIT;
                 PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+                PERFORM sharded_id._move_hold('recover_followed');
             END LOOP;
             COMMIT;
             PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
@@ -2742,9 +2751,11 @@ BEGIN
         WHILE sharded_id._move_resolve(m.move_id) IS NULL LOOP
             COMMIT;
             PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+            PERFORM sharded_id._move_hold('recover_switched');
             PERFORM sharded_id._move_follow_ops_after_switch(m);
             COMMIT;
             PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+            PERFORM sharded_id._move_hold('recover_followed');
         END LOOP;
     ELSE
         -- A step failed: finish the move or roll it back, as the nodes allow.
@@ -2756,9 +2767,11 @@ BEGIN
             EXIT WHEN moved IS NOT NULL OR recovery_error IS NOT NULL;
             COMMIT;
             PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+            PERFORM sharded_id._move_hold('recover_switched');
             PERFORM sharded_id._move_follow_ops_after_switch(m);
             COMMIT;
             PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+            PERFORM sharded_id._move_hold('recover_followed');
         END LOOP;
     END IF;
     COMMIT;
@@ -2868,9 +2881,11 @@ BEGIN
             EXIT WHEN err IS NOT NULL OR moved IS NOT NULL;
             COMMIT;
             PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+            PERFORM sharded_id._move_hold('recover_switched');
             PERFORM sharded_id._move_follow_ops_after_switch(x) FROM sharded_id.moves x WHERE x.move_id = m.move_id;
             COMMIT;
             PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+            PERFORM sharded_id._move_hold('recover_followed');
         END LOOP;
         IF err IS NULL THEN
             RAISE NOTICE 'move % of shard %, interrupted at step "%": %', m.move_id, m.shard_id, m.state,
