@@ -672,8 +672,15 @@ shid_ceiling_redo(XLogReaderState *record)
 	{
 		shid_write_ceiling(ceiling, record->EndRecPtr, info == XLOG_SHID_RESET);
 		pg_atomic_write_u64(&shid_ceiling->ceiling_ms, (uint64) ceiling);
+		/*
+		 * New slots start at the replayed ceiling, a reset's too.  Live, a
+		 * reset starts new slots a lease lower, at the highest slot it kept
+		 * (reset_end): those slots go on above it, up to the ceiling,
+		 * before any later record.  After a crash or a promotion no slot
+		 * is left, so only the ceiling covers what they handed out.
+		 */
 		if (info == XLOG_SHID_RESET)
-			shid_ceiling->floor_ms = ceiling - SHID_LEASE_MS;
+			shid_ceiling->floor_ms = ceiling;
 		else
 			shid_ceiling->floor_ms = Max(shid_ceiling->floor_ms, ceiling);
 	}
