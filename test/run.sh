@@ -129,6 +129,18 @@ elif [ -f "$citus_log" ] && grep -q '^test/t/040_citus\.pl \.* skipped' "$citus_
 else
     echo "Citus skipped: PostgreSQL $shid_citus_major, the major of the build in ../shared/citus, was not tested"
 fi
+# The crash sweep (test/t/034_crash_sweep.pl) needs a server built with
+# injection points (../shared/pg18) and skips itself elsewhere: say where it
+# ran and where it skipped, and why.
+for pg_config in $configs; do
+    major=$(shid_major "$pg_config")
+    tap_log="$logs/pg$major-tap.log"
+    if [ -f "$tap_log" ] && grep -q '^test/t/034_crash_sweep\.pl \.* skipped' "$tap_log"; then
+        echo "Crash sweep skipped on PostgreSQL $major: $(sed -n 's/^test\/t\/034_crash_sweep\.pl \.* skipped: //p' "$tap_log" | head -1)"
+    elif [ -f "$tap_log" ] && grep -q '^test/t/034_crash_sweep\.pl \.* *$' "$tap_log"; then
+        echo "Crash sweep: test/t/034_crash_sweep.pl ran on PostgreSQL $major$(grep -o 'in all: [0-9]* crashes, [0-9]* ids compared' "$tap_log" | head -1 | sed 's/^/, /')"
+    fi
+done
 for major in $(shid_skipped_majors "$configs"); do
     echo "PostgreSQL $major skipped: no test build in ../shared/pg$major"
 done
