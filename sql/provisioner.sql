@@ -275,7 +275,16 @@ SELECT sharded_id.create_shard(31);
 \set VERBOSITY default
 SELECT count(*) AS shard_31 FROM sharded_id.shards WHERE shard_id = 31;
 SELECT count(*) AS objects_in_it FROM pg_class WHERE relnamespace = 'shard_0031'::regnamespace;
-DROP SCHEMA shard_0031;
+-- Nor with an id_seq of the planter's in it, which would otherwise pass
+-- for a schema that create_shard made.
+SET ROLE sid_planter;
+CREATE SEQUENCE shard_0031.id_seq;
+RESET ROLE;
+\set VERBOSITY sqlstate
+SELECT sharded_id.create_shard(31);
+\set VERBOSITY default
+SELECT count(*) AS shard_31 FROM sharded_id.shards WHERE shard_id = 31;
+DROP SCHEMA shard_0031 CASCADE;
 DROP ROLE sid_planter;
 SET client_min_messages = warning;
 -- (The update's grants and revocations recorded its grants as the

@@ -42,7 +42,9 @@
  * Every change follows one order, as core's own state does (the WAL before
  * the data): the record is inserted, the WAL is flushed up to it, the file
  * carrying the record's LSN is written and renamed into place, and only
- * then is the new ceiling published to minters.  So the file is never
+ * then is the new ceiling published to minters (a reset publishes its lower
+ * ceiling right after the flush: lowering early only makes minters raise
+ * it again, under the lock the reset holds).  So the file is never
  * ahead of the WAL on disk, and no id beyond the old ceiling is handed out,
  * in a transaction or copied out, before both hold the new one.  An
  * injection point (compat.h) stands before and after each of those steps,
@@ -582,9 +584,17 @@ shid_ceiling_reset_end(int64 ceiling, int64 floor_ms)
 {
 	XLogRecPtr	lsn = shid_log_ceiling(XLOG_SHID_RESET, ceiling);
 
-	shid_write_ceiling(ceiling, lsn, true);
+	/*
+	 * The lowered ceiling is published once the record is flushed, before
+	 * the file: a minter past it then waits for this lock, and raises it
+	 * again with a record of its own, even if the file write fails (the
+	 * file then keeps the higher, older ceiling, which is safe).  Published
+	 * after the file, a failed write would leave minters under the old
+	 * ceiling logging nothing while standbys and replay hold the reset's.
+	 */
 	pg_atomic_write_u64(&shid_ceiling->ceiling_ms, (uint64) ceiling);
 	shid_ceiling->floor_ms = floor_ms;
+	shid_write_ceiling(ceiling, lsn, true);
 	SHID_INJECTION_POINT("sharded-id-reset-after-publish");
 	LWLockRelease(shid_ceiling->lock);
 	ereport(LOG,
@@ -670,6 +680,8 @@ shid_ceiling_redo(XLogReaderState *record)
 	}
 	if (write)
 	{
+		/* The minimum recovery point first, as in floors.c's redo. */
+		XLogFlush(record->EndRecPtr);
 		shid_write_ceiling(ceiling, record->EndRecPtr, info == XLOG_SHID_RESET);
 		pg_atomic_write_u64(&shid_ceiling->ceiling_ms, (uint64) ceiling);
 		/*

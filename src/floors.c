@@ -690,7 +690,17 @@ shid_shard_change_locked(const ShidShardKey *key, int64 floor_ms, bool lower, in
 	/* Nothing changes, or nothing is to be kept of a shard with no state. */
 	if (memcmp(&before, &after, sizeof(after)) == 0 ||
 		(shid_state_empty(&before) && shid_state_empty(&after)))
+	{
+		/*
+		 * Nothing changes, but what this transaction relies on may still be
+		 * an earlier change that was never synced (one whose transaction
+		 * rolled back, or another's still open): sync it before the commit.
+		 */
+		state = hash_search(shid_states, key, HASH_FIND, NULL);
+		if (state != NULL && (state->flags & SHID_STATE_UNSYNCED))
+			shid_states_changed = true;
 		return;
+	}
 
 	state = hash_search(shid_states, key, HASH_ENTER_NULL, &found);
 	if (state == NULL)
@@ -704,9 +714,10 @@ shid_shard_change_locked(const ShidShardKey *key, int64 floor_ms, bool lower, in
 		after.flags = state->flags;
 	memcpy(state, &after, sizeof(after));
 	shid_state_mark(state);
-	if (shid_state_pending(&after) && !shid_state_pending(&before))
-		shid_floors_shared->unsettled_states++;
+	/* The others settled first: that count leaves this shard out. */
 	(void) shid_settle_states_locked(key);
+	if (shid_state_pending(&after))
+		shid_floors_shared->unsettled_states++;
 }
 
 /* A copy of every state, for floors(); returns how many. */
@@ -767,12 +778,30 @@ shid_floors_redo(XLogReaderState *record, ShidShardState **replayed)
 	memcpy(recs, data, count * sizeof(ShidShardState));
 	*replayed = recs;
 
+	/*
+	 * The xids the states wait on pass to the transaction counter whether
+	 * or not the file holds the record already: the record's own header
+	 * carries only the xid of the backend that synced them.  Only an xid at
+	 * or past the counter moves it.
+	 */
+	for (uint32 i = 0; i < count; i++)
+		if (shid_state_pending(&recs[i]) &&
+			FullTransactionIdFollowsOrEquals(recs[i].xid, ReadNextFullTransactionId()))
+			AdvanceNextFullTransactionIdPastXid(XidFromFullTransactionId(recs[i].xid));
+
 	LWLockAcquire(shid_floors_shared->lock, LW_EXCLUSIVE);
 	if (record->EndRecPtr <= shid_floors_shared->lsn)
 	{
 		LWLockRelease(shid_floors_shared->lock);
 		return 0;
 	}
+	/*
+	 * As for a data page written in recovery: the minimum recovery point
+	 * moves past the record before the file that holds it is written, so
+	 * that no backup of this server, nor this server after a crash, stops
+	 * recovery before a record whose effect the file already holds.
+	 */
+	XLogFlush(record->EndRecPtr);
 	for (uint32 i = 0; i < count; i++)
 	{
 		ShidShardState *rec = &recs[i];
@@ -780,8 +809,6 @@ shid_floors_redo(XLogReaderState *record, ShidShardState **replayed)
 		bool		found;
 
 		rec->flags = 0;
-		if (shid_state_pending(rec))
-			AdvanceNextFullTransactionIdPastXid(XidFromFullTransactionId(rec->xid));
 		if (shid_state_empty(rec))
 		{
 			(void) hash_search(shid_states, &rec->key, HASH_REMOVE, NULL);

@@ -435,8 +435,9 @@ COMMENT ON FUNCTION sharded_id._unlock_shard(integer, text) IS
 -- when it returns), only the lock: this ends it (pg_terminate_backend),
 -- with a warning that names why.  Once half the timeout has passed, it
 -- ends every session that still holds the lock, as pg_repack ends the
--- sessions that block it (those whose transactions began before the wait:
--- writers that enter between its slices are let through), unless
+-- sessions that block it (those whose transactions began before the wait;
+-- a transaction that began after it, entering between its slices, is let
+-- through), unless
 -- sharded_id.move_end_blockers is off: a
 -- reader that entered the shard, or a role that cannot write to it, can
 -- then neither fail the move nor hold it beyond its timeout.  The wait is
@@ -1107,9 +1108,13 @@ AS $$
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_drop_schema');
     PERFORM sharded_id._move_cleanup_hold(m, c, 'drop');
+    -- Bounded: a reader that holds the old copy leaves it for the deferred
+    -- cleanup instead of holding up the move (the connection is closed on
+    -- the error, which rolls the drop back).
     PERFORM sharded_id._remote_exec(conn, format(
-        'SET client_min_messages = warning; DO $do$ BEGIN IF NOT EXISTS (SELECT FROM sharded_id.shards WHERE schema_name = %L) '
-        'THEN DROP SCHEMA IF EXISTS %I CASCADE; END IF; END $do$', c.object_name, c.object_name));
+        'BEGIN; SET LOCAL lock_timeout = ''10s''; SET LOCAL client_min_messages = warning; '
+        'DO $do$ BEGIN IF NOT EXISTS (SELECT FROM sharded_id.shards WHERE schema_name = %L) '
+        'THEN DROP SCHEMA IF EXISTS %I CASCADE; END IF; END $do$; COMMIT', c.object_name, c.object_name));
     PERFORM sharded_id._move_cleanup_hold(m, c, 'dropped');
 END
 $$;
@@ -1589,9 +1594,11 @@ DECLARE
     ended jsonb;
     blockers text;
     result integer;
-    holders text := format(
-        'FROM pg_catalog.pg_stat_activity a WHERE a.backend_xid IS NOT NULL AND a.backend_type = ''client backend'' '
-        'AND a.xact_start < %L::timestamptz AND a.pid <> %%s', clock_timestamp());
+    -- Transactions that began before the slot's call, by the source's own
+    -- clock (the call's query_start there).
+    holders text := 'FROM pg_catalog.pg_stat_activity a WHERE a.backend_xid IS NOT NULL AND a.backend_type = ''client backend'' '
+                    'AND a.xact_start < (SELECT b.query_start FROM pg_catalog.pg_stat_activity b WHERE b.pid = %1$s) '
+                    'AND a.pid <> %1$s';
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_create_slot');
     dblink := sharded_id._dblink_schema();
@@ -1628,7 +1635,7 @@ BEGIN
             END IF;
             PERFORM pg_catalog.pg_sleep(0.05);
         END LOOP;
-    EXCEPTION WHEN OTHERS THEN
+    EXCEPTION WHEN query_canceled OR OTHERS THEN
         -- Canceled, timed out or failed: the call ends on the source too.
         BEGIN
             IF busy THEN
@@ -1636,7 +1643,7 @@ BEGIN
             END IF;
             PERFORM sharded_id._remote_close(src);
             PERFORM sharded_id._remote_close(watch);
-        EXCEPTION WHEN OTHERS THEN
+        EXCEPTION WHEN query_canceled OR OTHERS THEN
             NULL;
         END;
         RAISE;

@@ -539,6 +539,22 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value',
                   DETAIL = format('It holds the template tables %s, which a shard only copies.', templates);
     END IF;
+    -- A schema with no table is adopted only from its owner (or a
+    -- superuser's): one that another role made beforehand (a provisioner, planting shard_0031,
+    -- maybe with an id_seq or a next_id() of its own, for a superuser's
+    -- create_shard) would let that role drop the shard's tables with it,
+    -- retire the shard, or run its code as every writer.
+    IF nsp IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.relnamespace = nsp AND c.relkind IN ('r', 'p'))
+       AND (SELECT n.nspowner FROM pg_namespace n WHERE n.oid = nsp)
+           IS DISTINCT FROM (SELECT r.oid FROM pg_roles r WHERE r.rolname = current_user)
+       AND NOT (SELECT r.rolsuper FROM pg_namespace n JOIN pg_roles r ON r.oid = n.nspowner WHERE n.oid = nsp) THEN
+        RAISE EXCEPTION 'schema "%" belongs to role "%"', schema,
+                        (SELECT pg_get_userbyid(n.nspowner) FROM pg_namespace n WHERE n.oid = nsp)
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = 'A schema without tables that another role made is not adopted as a shard: that role could drop the shard''s tables with it.',
+                  HINT = pg_catalog.format('Drop the schema, or make %I its owner, then create the shard.', current_user);
+    END IF;
     IF nsp IS NULL
        OR EXISTS (SELECT 1 FROM pg_proc p WHERE p.pronamespace = nsp AND p.proname = 'next_id' AND p.pronargs = 0)
        OR EXISTS (SELECT 1 FROM pg_class c WHERE c.relnamespace = nsp AND c.relname = 'id_seq' AND c.relkind = 'S') THEN
@@ -547,18 +563,6 @@ BEGIN
     SELECT array_agg(c.relname::text ORDER BY c.relname) INTO tables
     FROM pg_class c WHERE c.relnamespace = nsp AND c.relkind IN ('r', 'p', 'v', 'm', 'f');
     IF tables IS NULL AND NOT EXISTS (SELECT 1 FROM pg_proc p WHERE p.pronamespace = nsp) THEN
-        -- An empty schema is adopted only from its owner: one that another
-        -- role made beforehand (a provisioner, planting shard_0031 for a
-        -- superuser's create_shard) would let that role drop the shard's
-        -- tables with it, or retire the shard.
-        IF (SELECT n.nspowner FROM pg_namespace n WHERE n.oid = nsp)
-           IS DISTINCT FROM (SELECT r.oid FROM pg_roles r WHERE r.rolname = current_user) THEN
-            RAISE EXCEPTION 'schema "%" belongs to role "%"', schema,
-                            (SELECT pg_get_userbyid(n.nspowner) FROM pg_namespace n WHERE n.oid = nsp)
-                USING ERRCODE = 'insufficient_privilege',
-                      DETAIL = 'An empty schema that another role made is not adopted as a shard: that role could drop the shard''s tables with it.',
-                      HINT = pg_catalog.format('Drop the schema, or make %I its owner, then create the shard.', current_user);
-        END IF;
         RETURN;
     END IF;
     IF tables IS NOT NULL AND EXISTS (SELECT 1 FROM sharded_id.shard_tables)
