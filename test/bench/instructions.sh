@@ -50,7 +50,7 @@ for lib in sharded_id_base sharded_id; do
     printf '%s\n' "CREATE SEQUENCE seq;" "CREATE SCHEMA sharded_id;" \
         "CREATE FUNCTION sharded_id.next_id(integer) RETURNS bigint AS '$lib', 'shid_next_counter_id' LANGUAGE C VOLATILE STRICT;" \
         "CREATE FUNCTION sharded_id.next_id(integer, regclass) RETURNS bigint AS '$lib', 'shid_next_id' LANGUAGE C VOLATILE STRICT;" |
-        "$bindir/postgres" --single -D "$work/$lib" postgres >/dev/null
+        "$bindir/postgres" --single -D "$work/$lib" postgres >/dev/null 2>&1
 done
 
 # The program's instructions for one statement of n calls of expr.
