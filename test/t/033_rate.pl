@@ -260,7 +260,11 @@ sub check_run
 		return;
 	}
 	my $wall = $end - $start;
-	my $r = read_ids([ map { $_->{ids} } @{ $m->{sessions} } ], int($start * 1000) - $epoch_ms - 1000);
+	my @files = map { $_->{ids} } @{ $m->{sessions} };
+	my $r = read_ids(\@files, int($start * 1000) - $epoch_ms - 1000);
+	# A run leaves up to a few hundred MB of ids, several GB if the shard
+	# runs away: what they show is in the note below.
+	unlink @files;
 	my $rate = $r->{n} / $wall;
 	my $limit = $ids_per_ms * 1000 * ($wall + 0.002) / $wall;
 	my $max_sample = (sort { $b <=> $a } @{ $m->{samples} })[0];
@@ -276,7 +280,9 @@ sub check_run
 	is($r->{repeats}, 0, "$name: no id repeats");
 	is($r->{other_shard}, 0, "$name: every id is of shard $shard");
 	cmp_ok(scalar @{ $m->{samples} }, '>', 0, "$name: the newest id was sampled during the run");
-	cmp_ok($max_sample // 0, '>=', $m->{run}{ahead_ms} / 2, "$name: the shard ran ahead of the clock, on its floor")
+	# Sampled every 0.5 s from 1 s ahead, the shard is seen at least a
+	# quarter of that ahead even by sessions that fill few milliseconds.
+	cmp_ok($max_sample // 0, '>=', $m->{run}{ahead_ms} / 4, "$name: the shard ran ahead of the clock, on its floor")
 	  if $m->{run}{ahead_ms};
 	cmp_ok($max_sample // 0, '<=', $max_ahead_ms, "$name: sampled during the run, the newest id is at most 2 s ahead of the clock");
 	cmp_ok($m->{end_ahead}, '<=', $max_ahead_ms, "$name: at the end, the newest id is at most 2 s ahead of the clock");
