@@ -50,8 +50,10 @@ static char *shid_move_hold_setting = NULL;
 
 /*
  * sharded_id.move_end_blockers, read by SQL only (_wait_shard_lock,
- * moves.sql): whether a move's freeze ends the sessions that still hold
- * the shard's route lock or fence once half its freeze_timeout has passed.
+ * _move_create_slot, moves.sql): whether a move ends the sessions that
+ * still hold it up once half its wait has passed.  Any role may set it: it
+ * is read only in the session that moves (a superuser's), and the mover
+ * passes it to its node sessions, whatever role they log in as.
  */
 static bool shid_move_end_blockers_setting = true;
 
@@ -149,7 +151,7 @@ _PG_init(void)
 							 "As pg_repack does: off makes the freeze wait out its whole timeout and fail instead, ending only sessions idle in a transaction.",
 							 &shid_move_end_blockers_setting,
 							 true,
-							 PGC_SUSET,
+							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
 

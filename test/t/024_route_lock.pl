@@ -12,8 +12,11 @@
 #    route(5) and stays idle in its transaction: the move's freeze ends
 #    that session, whose routed calls have all returned, and the move
 #    completes, again with 0 failed writes and no row lost.
-#    A writer whose routed call is still running is waited for, not ended:
-#    past freeze_timeout the move fails (55P03) naming it, and rolls back.
+#    A writer whose routed call is still running: with
+#    sharded_id.move_end_blockers off it is waited for, not ended, and past
+#    freeze_timeout the move fails (55P03) naming it, and rolls back; by
+#    default the freeze ends it once half its freeze_timeout has passed,
+#    says so, and the move completes.
 #    A transaction that called route() cannot be prepared.
 # 3. place_shard holds the shard's route lock, the one route() waits on,
 #    until its transaction ends: route(5) in another session waits for it
@@ -103,9 +106,9 @@ my $move_under_writers = sub { return move_under_writers($router, \%node, 5, $_[
 	is($route_locks->('ShareLock'), 0, 'and no route lock');
 }
 
-# A writer whose routed call is still running is waited for, and not
-# ended: past freeze_timeout the move fails (55P03), naming the session,
-# and rolls back.
+# A writer whose routed call is still running, with move_end_blockers off,
+# is waited for, and not ended: past freeze_timeout the move fails
+# (55P03), naming the session, and rolls back.
 {
 	my $from = map_owner($router, 5);
 	my $to = $from eq 'a' ? 'b' : 'a';
@@ -114,9 +117,10 @@ my $move_under_writers = sub { return move_under_writers($router, \%node, 5, $_[
 	$router->poll_query_until('router', qq{SELECT count(*) = 1 FROM pg_locks l JOIN pg_stat_activity a USING (pid)
 		WHERE l.locktype = 'advisory' AND l.classid = $route_class AND l.objid = 5 AND l.objsubid = $shard_kind AND a.application_name = 'busy_writer'})
 	  or die 'the busy writer did not take the route lock';
-	my ($ret, $stdout, $stderr) = $router->psql('router', "CALL sharded_id.move_shard(5, '$to', freeze_timeout => '2 s')",
+	my ($ret, $stdout, $stderr) = $router->psql('router',
+		"SET sharded_id.move_end_blockers = off; CALL sharded_id.move_shard(5, '$to', freeze_timeout => '2 s')",
 		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
-	isnt($ret, 0, 'a move beside a routed call in flight past freeze_timeout fails');
+	isnt($ret, 0, 'move_end_blockers off: a move beside a routed call in flight past freeze_timeout fails');
 	like($stderr, qr/55P03/, 'with 55P03');
 	like($stderr, qr/the route lock of shard 5 was not free within 00:00:02/, 'at the route lock');
 	like($stderr, qr/role "app_writer", active/, 'naming the session that holds it');
@@ -127,6 +131,27 @@ my $move_under_writers = sub { return move_under_writers($router, \%node, 5, $_[
 	eval { $h->finish; };
 	is($router->safe_psql('router', 'SELECT outcome FROM sharded_id.moves ORDER BY move_id DESC LIMIT 1'), 'rolled back',
 		'the move is journaled as rolled back');
+}
+
+# The same by default: the freeze ends the writer in flight once half its
+# freeze_timeout has passed, and the move completes.
+{
+	my $from = map_owner($router, 5);
+	my $to = $from eq 'a' ? 'b' : 'a';
+	my $h = IPC::Run::start([ 'psql', '-X', '-A', '-t', '-d', $router->connstr('router') . ' user=app_writer application_name=busy_writer',
+		'-c', 'SELECT sharded_id.route(5), pg_sleep(60)' ], '>', \my $o, '2>', \my $e);
+	$router->poll_query_until('router', qq{SELECT count(*) = 1 FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+		WHERE l.locktype = 'advisory' AND l.classid = $route_class AND l.objid = 5 AND l.objsubid = $shard_kind AND a.application_name = 'busy_writer'})
+	  or die 'the busy writer did not take the route lock';
+	my ($ret, $stdout, $stderr) = $router->psql('router', "CALL sharded_id.move_shard(5, '$to', freeze_timeout => '2 s')",
+		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+	is($ret, 0, 'by default the move beside a routed call in flight completes') or diag($stderr);
+	like($stderr, qr/ended session \d+ of role "app_writer", which still held the route lock of shard 5 after half of 00:00:02/,
+		'after ending the session in flight, with a warning naming its role');
+	is(map_owner($router, 5), $to, 'the map names the target');
+	ok($router->poll_query_until('router', q{SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'busy_writer'}),
+		'the session in flight is gone');
+	eval { $h->finish; };
 }
 
 # 3. place_shard takes the lock route() waits on.
