@@ -112,8 +112,7 @@
 /* What a pending change is. */
 #define SHID_CHANGE_RETIRE	SHID_OWNER_RETIRED	/* a retirement */
 #define SHID_CHANGE_OWN		SHID_OWNER_MINTS	/* a take-back */
-#define SHID_CHANGE_RELOG	3	/* rolled back: log "after" before the commit */
-#define SHID_CHANGE_NONE	4	/* rolled back, nothing to do */
+#define SHID_CHANGE_NONE	3	/* rolled back: nothing to do at the end */
 
 /* A change of a shard's ownership, pending until the transaction ends. */
 typedef struct ShidOwnerChange
@@ -252,15 +251,11 @@ shid_owner_undo(int level, bool top)
 			change->level = level - 1;
 			if (kind == SHID_CHANGE_RETIRE || kind == SHID_CHANGE_OWN)
 			{
-				/* Log the state before at commit, unless another
-				 * transaction changed the shard since. */
-				if (shid_shard_restore_owner_locked(&change->after, &change->before))
-				{
-					change->kind = SHID_CHANGE_RELOG;
-					change->after = change->before;
-				}
-				else
-					change->kind = SHID_CHANGE_NONE;
+				/* The state before comes back, unless another transaction
+				 * changed the shard since; the restore is marked for the
+				 * sync before the commit (floors.c). */
+				(void) shid_shard_restore_owner_locked(&change->after, &change->before);
+				change->kind = SHID_CHANGE_NONE;
 			}
 		}
 		if (kind == SHID_CHANGE_RETIRE)
@@ -280,9 +275,6 @@ shid_owner_undo(int level, bool top)
 static void
 shid_owner_relog(void)
 {
-	for (int i = 0; i < shid_nchanges; i++)
-		if (shid_changes[i].kind == SHID_CHANGE_RELOG)
-			shid_changes[i].kind = SHID_CHANGE_NONE;
 	/* Every state the transaction changed, restored ones included. */
 	shid_states_sync_xact(true);
 }
