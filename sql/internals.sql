@@ -29,11 +29,13 @@ FROM internals_fresh WHERE proname LIKE '\_%' AND NOT to_provisioner;
 SELECT string_agg(proname, ' ' ORDER BY proname) AS public_internal_functions
 FROM internals_fresh WHERE proname LIKE '\_%' AND to_public;
 
--- One call per function, with non-null arguments of its types.
+-- One call per function, with non-null arguments of its types (a
+-- variadic one's array passed as such).
 CREATE TEMP TABLE internals_calls AS
 SELECT f.proname, p.oid::regprocedure AS fn,
        format('%s sharded_id.%I(%s)', CASE WHEN p.prokind = 'p' THEN 'CALL' ELSE 'SELECT' END, p.proname,
               coalesce((SELECT string_agg(
+                  CASE WHEN p.provariadic <> 0 AND a.n = p.pronargs THEN 'VARIADIC ' ELSE '' END ||
                   format('%L::%s',
                          CASE WHEN t.typtype = 'c' THEN
                                   '(' || repeat(',', (SELECT count(*)::int - 1 FROM pg_attribute a

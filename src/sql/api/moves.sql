@@ -643,6 +643,62 @@ $$;
 COMMENT ON FUNCTION sharded_id._remote_json(text, text) IS
 'internal: the one jsonb value that a query on a dblink connection returns, or NULL when it returns no row';
 
+-- A step of a move on a node: one call of a function of the node side of
+-- moves (src/sql/api/node.sql), sharded_id.<fn>(args), on connection
+-- conn, each argument sent as a literal (format's %L, NULL as NULL) that
+-- the node casts to the parameter's type.  Returns the call's result as
+-- text.  _node_begin_call opens a transaction on the connection first, in
+-- the same round trip, and leaves it open: the freeze.
+CREATE FUNCTION sharded_id._node_call(conn text, fn text, VARIADIC args text[])
+RETURNS text
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_call');
+    RETURN sharded_id._remote(conn, sharded_id._node_statement(fn, args));
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_call(text, text, text[]) IS
+'internal: call a function of the node side of moves on a dblink connection, its arguments sent as literals, and return its result as text';
+
+CREATE FUNCTION sharded_id._node_begin_call(conn text, fn text, VARIADIC args text[])
+RETURNS text
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_begin_call');
+    RETURN sharded_id._remote(conn, 'BEGIN; ' || sharded_id._node_statement(fn, args));
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_begin_call(text, text, text[]) IS
+'internal: open a transaction on a dblink connection and call a function of the node side of moves in it, in one round trip; the transaction stays open';
+
+-- The statement of a node call: SELECT sharded_id.<fn>('arg', ...).  Only
+-- the node side's functions (_node_...) are called so.
+CREATE FUNCTION sharded_id._node_statement(fn text, args text[])
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_statement');
+    IF fn IS NULL OR fn !~ '^_node_[a-z_]+$' THEN
+        RAISE EXCEPTION '"%" is not a function of the node side of moves', fn
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN format('SELECT sharded_id.%s(%s)', fn,
+                  coalesce((SELECT string_agg(format('%L', a), ', ' ORDER BY n)
+                            FROM unnest(args) WITH ORDINALITY x(a, n)), ''));
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_statement(text, text[]) IS
+'internal: the statement that calls a function of the node side of moves with literal arguments';
+
 -- For fault-injection tests: wait while another session holds advisory
 -- lock (1936222579, 0) if sharded_id.move_hold names point: a step, after
 -- it is journaled; retired and registered, inside the steps; in recovery,
@@ -821,20 +877,14 @@ DECLARE
     max_polls bigint := greatest(1, (extract(epoch FROM timeout) * 1000)::bigint);
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_catch_up');
-    mark := (sharded_id._remote_json(src, format(
-        'INSERT INTO sharded_id.move_marks VALUES (%s, 1) ON CONFLICT (move_id) DO UPDATE SET mark = move_marks.mark + 1 '
-        'RETURNING jsonb_build_object(''mark'', mark)',
-        m.move_id)) ->> 'mark')::bigint;
-    WHILE coalesce((sharded_id._remote_json(tgt, format(
-              'SELECT jsonb_build_object(''mark'', mark) FROM sharded_id.move_marks WHERE move_id = %s', m.move_id))
-              ->> 'mark')::bigint, 0) < mark LOOP
+    mark := sharded_id._node_call(src, '_node_write_mark', m.move_id::text)::bigint;
+    WHILE coalesce(sharded_id._node_call(tgt, '_node_mark', m.move_id::text)::bigint, 0) < mark LOOP
         polls := polls + 1;
         IF polls > max_polls THEN
             RAISE EXCEPTION 'the target did not catch up with the source within %', timeout
                 USING ERRCODE = 'lock_not_available';
         END IF;
-        IF NOT sharded_id._remote_exists(tgt, format(
-               'SELECT FROM pg_subscription WHERE oid = %s AND subenabled', m.sub_oid)) THEN
+        IF NOT coalesce(sharded_id._node_call(tgt, '_node_subscription_enabled', m.sub_oid::text)::boolean, false) THEN
             RAISE EXCEPTION 'the subscription of move % stopped', m.move_id
                 USING ERRCODE = 'object_not_in_prerequisite_state',
                       HINT = 'The target''s server log says why.';
@@ -1013,17 +1063,15 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_drop_subscription');
-    IF NOT sharded_id._remote_exists(conn, format(
-           'SELECT FROM pg_subscription WHERE subname = %L
-            AND subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())', c.object_name)) THEN
+    IF NOT sharded_id._node_call(conn, '_node_has_subscription', c.object_name)::boolean THEN
         RETURN;
     END IF;
     PERFORM sharded_id._move_cleanup_hold(m, c, 'disable');
-    PERFORM sharded_id._remote_exec(conn, format('ALTER SUBSCRIPTION %I DISABLE', c.object_name));
+    PERFORM sharded_id._node_call(conn, '_node_disable_subscription', c.object_name);
     PERFORM sharded_id._move_cleanup_hold(m, c, 'detach');
-    PERFORM sharded_id._remote_exec(conn, format('ALTER SUBSCRIPTION %I SET (slot_name = NONE)', c.object_name));
+    PERFORM sharded_id._node_call(conn, '_node_detach_subscription', c.object_name);
     PERFORM sharded_id._move_cleanup_hold(m, c, 'drop');
-    PERFORM sharded_id._remote_exec(conn, format('DROP SUBSCRIPTION %I', c.object_name));
+    PERFORM sharded_id._node_call(conn, '_node_drop_subscription', c.object_name);
 END
 $$;
 
@@ -1045,12 +1093,7 @@ BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_drop_slot');
     LOOP
         PERFORM sharded_id._move_cleanup_hold(m, c, 'drop');
-        left_slots := (sharded_id._remote_json(conn, format(
-            'WITH s AS (SELECT * FROM pg_replication_slots WHERE slot_name = %L OR (%s <> 0 AND slot_name LIKE %L)), '
-            't AS (SELECT pg_terminate_backend(active_pid) FROM s WHERE active_pid IS NOT NULL), '
-            'd AS (SELECT pg_drop_replication_slot(slot_name) FROM s WHERE NOT active) '
-            'SELECT jsonb_build_object(''left'', (SELECT count(*) FROM s) - (SELECT count(*) FROM d) + 0 * (SELECT count(*) FROM t))',
-            c.object_name, coalesce(m.sub_oid, 0), format('pg\_%s\_sync\_%%', coalesce(m.sub_oid, 0)))) ->> 'left')::bigint;
+        left_slots := sharded_id._node_call(conn, '_node_drop_slots', c.object_name, coalesce(m.sub_oid, 0)::text)::bigint;
         EXIT WHEN left_slots = 0;
         IF clock_timestamp() > deadline THEN
             RAISE EXCEPTION 'could not drop replication slot "%" on node "%"', c.object_name, c.node_name
@@ -1073,7 +1116,7 @@ AS $$
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_drop_publication');
     PERFORM sharded_id._move_cleanup_hold(m, c, 'drop');
-    PERFORM sharded_id._remote_exec(conn, format('DROP PUBLICATION IF EXISTS %I', c.object_name));
+    PERFORM sharded_id._node_call(conn, '_node_drop_publication', c.object_name);
 END
 $$;
 
@@ -1088,7 +1131,7 @@ AS $$
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_drop_mark');
     PERFORM sharded_id._move_cleanup_hold(m, c, 'delete');
-    PERFORM sharded_id._remote_exec(conn, format('DELETE FROM sharded_id.move_marks WHERE move_id = %s', c.object_name::bigint));
+    PERFORM sharded_id._node_call(conn, '_node_delete_mark', c.object_name::bigint::text);
 END
 $$;
 
@@ -1111,10 +1154,7 @@ BEGIN
     -- Bounded: a reader that holds the old copy leaves it for the deferred
     -- cleanup instead of holding up the move (the connection is closed on
     -- the error, which rolls the drop back).
-    PERFORM sharded_id._remote_exec(conn, format(
-        'BEGIN; SET LOCAL lock_timeout = ''10s''; SET LOCAL client_min_messages = warning; '
-        'DO $do$ BEGIN IF NOT EXISTS (SELECT FROM sharded_id.shards WHERE schema_name = %L) '
-        'THEN DROP SCHEMA IF EXISTS %I CASCADE; END IF; END $do$; COMMIT', c.object_name, c.object_name));
+    PERFORM sharded_id._node_call(conn, '_node_drop_copy', c.object_name);
     PERFORM sharded_id._move_cleanup_hold(m, c, 'dropped');
 END
 $$;
@@ -1374,9 +1414,7 @@ BEGIN
         'DROP SCHEMA IF EXISTS %3$I CASCADE; COMMIT',
         m.shard_id, m.schema_name, m.schema_name));
     PERFORM sharded_id._remote_open(src, m.source_node);
-    mark := sharded_id._remote_json(src, format(
-        'SELECT jsonb_build_object(''high_water'', high_water) FROM sharded_id.retired_shards WHERE shard_id = %s', m.shard_id))
-        ->> 'high_water';
+    mark := sharded_id._node_call(src, '_node_retired_high_water', m.shard_id::text);
     PERFORM sharded_id._remote_exec(src, format(
         'BEGIN; SET LOCAL client_min_messages = warning; '
         'SELECT sharded_id._lock_fence(%1$s); '
@@ -1442,12 +1480,10 @@ BEGIN
         RETURN true;
     END IF;
     src := sharded_id._move_open(m, 'source');
-    source_owns := sharded_id._remote_exists(src, format(
-        'SELECT FROM sharded_id.shards WHERE shard_id = %s', m.shard_id));
+    source_owns := sharded_id._node_call(src, '_node_holds_shard', m.shard_id::text)::boolean;
     BEGIN
         tgt := sharded_id._move_open(m, 'target');
-        target_owns := sharded_id._remote_exists(tgt, format(
-            'SELECT FROM sharded_id.shards WHERE shard_id = %s', m.shard_id));
+        target_owns := sharded_id._node_call(tgt, '_node_holds_shard', m.shard_id::text)::boolean;
     EXCEPTION WHEN connection_exception THEN
         -- A target that does not answer cannot own the shard while the
         -- source does (it registers only after the source retires): roll
@@ -1469,9 +1505,7 @@ BEGIN
     -- retired it, and the copy holds what the retired source holds (the
     -- source retires only after the target caught up and replication
     -- stopped).  Otherwise change nothing.
-    retired_by := (sharded_id._remote_json(src, format(
-        'SELECT jsonb_build_object(''move_id'', move_id) FROM sharded_id.move_retirements WHERE shard_id = %s', m.shard_id))
-        ->> 'move_id')::bigint;
+    retired_by := sharded_id._node_call(src, '_node_retired_by', m.shard_id::text)::bigint;
     IF retired_by IS DISTINCT FROM m.move_id THEN
         RAISE EXCEPTION 'move % of shard % can be neither finished nor rolled back: node "%" no longer owns the shard, but the move did not retire it',
                         m.move_id, m.shard_id, m.source_node
@@ -1490,16 +1524,11 @@ BEGIN
         -- shard back.  A target that does not answer keeps the move for
         -- the next try.
         IF m.method = 'online' THEN
-            PERFORM sharded_id._remote_exec(tgt, format(
-                'ALTER SUBSCRIPTION %I DISABLE', 'sharded_id_move_' || m.shard_id))
-            WHERE sharded_id._remote_exists(tgt, format(
-                'SELECT FROM pg_subscription WHERE subname = %L AND subenabled', 'sharded_id_move_' || m.shard_id));
+            PERFORM sharded_id._node_call(tgt, '_node_disable_subscription', 'sharded_id_move_' || m.shard_id, 'true');
         END IF;
         BEGIN
             PERFORM sharded_id._move_compare(m, src, tgt);
-            m.high_water := (sharded_id._remote_json(src, format(
-                'SELECT jsonb_build_object(''high_water'', high_water) FROM sharded_id.retired_shards WHERE shard_id = %s', m.shard_id))
-                ->> 'high_water')::bigint;
+            m.high_water := sharded_id._node_call(src, '_node_retired_high_water', m.shard_id::text)::bigint;
             UPDATE sharded_id.moves x SET high_water = m.high_water WHERE x.move_id = m.move_id;
             PERFORM sharded_id._move_register_target(m);
         EXCEPTION WHEN OTHERS THEN
@@ -1919,8 +1948,8 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_stop_replication');
-    PERFORM sharded_id._remote_exec(sharded_id._move_conn(m.move_id, 'target', m.target_node),
-                                    format('ALTER SUBSCRIPTION %I DISABLE', 'sharded_id_move_' || m.shard_id));
+    PERFORM sharded_id._node_call(sharded_id._move_conn(m.move_id, 'target', m.target_node),
+                                  '_node_disable_subscription', 'sharded_id_move_' || m.shard_id);
 END
 $$;
 
@@ -3143,6 +3172,9 @@ REVOKE EXECUTE ON FUNCTION sharded_id._move_deferred_cleanup(bigint) FROM PUBLIC
 REVOKE EXECUTE ON FUNCTION sharded_id._move_try_deferred_cleanup(bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._remote_exists(text, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._remote_json(text, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._node_call(text, text, text[]) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._node_begin_call(text, text, text[]) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._node_statement(text, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_resolve(bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_take_back(sharded_id.moves, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_step(bigint, text, bigint, interval, interval) FROM PUBLIC;
