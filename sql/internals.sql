@@ -44,6 +44,7 @@ SELECT f.proname, p.oid::regprocedure AS fn,
                               WHEN t.oid = 'bool'::regtype THEN 'false'
                               WHEN t.oid = 'interval'::regtype THEN '1 s'
                               WHEN t.oid = 'regclass'::regtype THEN 'sharded_id.shards'
+                              WHEN t.oid IN ('json'::regtype, 'jsonb'::regtype) THEN '{}'
                               WHEN t.typcategory = 'A' THEN '{}'
                               ELSE 'x' END,
                          format_type(t.oid, NULL)), ', ' ORDER BY a.n)

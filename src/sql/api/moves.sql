@@ -678,7 +678,9 @@ COMMENT ON FUNCTION sharded_id._node_begin_call(text, text, text[]) IS
 'internal: open a transaction on a dblink connection and call a function of the node side of moves in it, in one round trip; the transaction stays open';
 
 -- The statement of a node call: SELECT sharded_id.<fn>('arg', ...).  Only
--- the node side's functions (_node_...) are called so.
+-- functions of the extension are called so: those of the node side of
+-- moves (_node_...), and the node's own that a move reads (schema_ddl,
+-- _schema_fingerprint, _check_floors, ...).
 CREATE FUNCTION sharded_id._node_statement(fn text, args text[])
 RETURNS text
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -686,8 +688,8 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._node_statement');
-    IF fn IS NULL OR fn !~ '^_node_[a-z_]+$' THEN
-        RAISE EXCEPTION '"%" is not a function of the node side of moves', fn
+    IF fn IS NULL OR fn !~ '^_?[a-z][a-z_]*$' THEN
+        RAISE EXCEPTION '"%" is not the name of a function of sharded_id', fn
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     RETURN format('SELECT sharded_id.%s(%s)', fn,
@@ -751,11 +753,7 @@ BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_open_freeze');
     PERFORM sharded_id._remote_close(frz);
     PERFORM sharded_id._remote_open(frz, m.source_node);
-    PERFORM sharded_id._remote_exec(frz, format(
-        'SELECT FROM sharded_id.shards WHERE shard_id = %s; '
-        'SELECT FROM sharded_id._on_schema_tables(%L, ''LOCK TABLE %%s IN ACCESS SHARE MODE''); '
-        'SET lock_timeout = DEFAULT',
-        m.shard_id, m.schema_name));
+    PERFORM sharded_id._node_call(frz, '_node_prepare_freeze', m.shard_id::text, m.schema_name);
     RETURN frz;
 END
 $$;
@@ -774,15 +772,9 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_freeze_source');
-    -- It ends with a command: dblink_exec takes no rows from the last.
-    PERFORM sharded_id._remote_exec(sharded_id._move_conn(m.move_id, 'freeze', m.source_node), format(
-        'BEGIN; SET LOCAL lock_timeout = %1$L; '
-        'SELECT FROM sharded_id._wait_shard_lock(%2$s, ''fence'', %1$L, %4$L); '
-        'SELECT FROM sharded_id.shards WHERE shard_id = %2$s FOR UPDATE; '
-        'SELECT FROM sharded_id._on_schema_tables(%3$L, ''LOCK TABLE %%s IN EXCLUSIVE MODE''); '
-        'SET LOCAL lock_timeout = %1$L',
-        (extract(epoch FROM lock_timeout) * 1000)::bigint || 'ms', m.shard_id, m.schema_name,
-        format('Move %s freezes the shard', m.move_id)));
+    PERFORM sharded_id._node_begin_call(sharded_id._move_conn(m.move_id, 'freeze', m.source_node), '_node_freeze',
+                                        m.shard_id::text, m.schema_name, lock_timeout::text,
+                                        format('Move %s freezes the shard', m.move_id));
 END
 $$;
 
@@ -905,9 +897,8 @@ LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    sql text := format('SELECT sharded_id._schema_fingerprint(%L)', m.schema_name);
-    f_source text := sharded_id._remote(source_conn, sql);
-    f_target text := sharded_id._remote(target_conn, sql);
+    f_source text := sharded_id._node_call(source_conn, '_schema_fingerprint', m.schema_name);
+    f_target text := sharded_id._node_call(target_conn, '_schema_fingerprint', m.schema_name);
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_compare');
     IF f_source IS DISTINCT FROM f_target THEN
@@ -938,36 +929,13 @@ DECLARE
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_register_target');
     -- Nothing mints for the retired copy, so its sequences stay put.
-    PERFORM sharded_id._remote_exec(tgt, format(
-        'BEGIN; SET LOCAL client_min_messages = warning; '
-        'SELECT sharded_id._lock_fence(%2$s); SELECT %4$L::pg_catalog.regnamespace; %1$s '
-        'SELECT sharded_id.create_shard(%2$s, %3$L); '
-        'SELECT sharded_id.raise_floor(s.shard_id, %5$s, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %2$s AND %5$s IS NOT NULL; '
-        'COMMIT',
-        coalesce(sharded_id._move_setvals(src, m.schema_name), ''), m.shard_id, m.schema_name, quote_ident(m.schema_name),
-        coalesce(m.high_water::text, 'NULL')));
+    PERFORM sharded_id._node_call(tgt, '_node_register_shard', m.shard_id::text, m.schema_name,
+                                  sharded_id._node_call(src, '_node_sequence_positions', m.schema_name), m.high_water::text);
 END
 $$;
 
 COMMENT ON FUNCTION sharded_id._move_register_target(sharded_id.moves) IS
 'internal: make a move''s target the owner of the shard, its ids above the source''s high-water mark';
-
--- The source's sequence positions as setval statements for the target.
-CREATE FUNCTION sharded_id._move_setvals(conn text, schema_name name)
-RETURNS text
-LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT sharded_id._superuser_only('sharded_id._move_setvals');
-    SELECT sharded_id._remote(conn, format(
-        'SELECT string_agg(format(''SELECT pg_catalog.setval(%%L, %%s, %%s);'', format(''%%I.%%I'', schemaname, sequencename), '
-        'coalesce(last_value, start_value), CASE WHEN last_value IS NULL THEN ''false'' ELSE ''true'' END), '' '') '
-        'FROM pg_sequences WHERE schemaname = %L',
-        schema_name))
-$$;
-
-COMMENT ON FUNCTION sharded_id._move_setvals(text, name) IS
-'internal: a shard''s sequence positions on a node, as setval calls';
 
 -- Point the router at the shard's new owner, and journal the switch, in one
 -- transaction of the router.  Switches of moves running at once take turns,
@@ -1404,30 +1372,10 @@ BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_take_back');
     PERFORM sharded_id._remote_close(c) FROM unnest(ARRAY[src, tgt]) c;
     PERFORM sharded_id._remote_open(tgt, m.target_node);
-    PERFORM sharded_id._remote_exec(tgt, format(
-        'BEGIN; SET LOCAL client_min_messages = warning; '
-        'SELECT sharded_id._lock_fence(%1$s); '
-        'DO $take_back$ BEGIN '
-        'IF EXISTS (SELECT FROM sharded_id.shards WHERE shard_id = %1$s OR schema_name = %2$L) THEN '
-        'RAISE EXCEPTION ''shard %1$s is registered on the target'' USING ERRCODE = ''object_not_in_prerequisite_state''; '
-        'END IF; END $take_back$; '
-        'DROP SCHEMA IF EXISTS %3$I CASCADE; COMMIT',
-        m.shard_id, m.schema_name, m.schema_name));
+    PERFORM sharded_id._node_call(tgt, '_node_drop_refused_copy', m.shard_id::text, m.schema_name);
     PERFORM sharded_id._remote_open(src, m.source_node);
     mark := sharded_id._node_call(src, '_node_retired_high_water', m.shard_id::text);
-    PERFORM sharded_id._remote_exec(src, format(
-        'BEGIN; SET LOCAL client_min_messages = warning; '
-        'SELECT sharded_id._lock_fence(%1$s); '
-        'DO $take_back$ BEGIN '
-        'IF NOT EXISTS (SELECT FROM sharded_id.move_retirements WHERE shard_id = %1$s AND move_id = %2$s) THEN '
-        'RAISE EXCEPTION ''move %2$s did not retire shard %1$s on the source'' USING ERRCODE = ''object_not_in_prerequisite_state''; '
-        'END IF; END $take_back$; '
-        'SELECT sharded_id._unfence_old_copy(%3$L); '
-        'DELETE FROM sharded_id.move_retirements WHERE shard_id = %1$s AND move_id = %2$s; '
-        'SELECT sharded_id.create_shard(%1$s, %3$L); '
-        'SELECT sharded_id.raise_floor(s.shard_id, %4$s, s.layout) FROM sharded_id.shards s WHERE s.shard_id = %1$s AND %4$s IS NOT NULL; '
-        'COMMIT',
-        m.shard_id, m.move_id, m.schema_name, coalesce(mark, 'NULL')));
+    PERFORM sharded_id._node_call(src, '_node_take_back', m.shard_id::text, m.move_id::text, m.schema_name, mark);
     PERFORM sharded_id._remote_close(c) FROM unnest(ARRAY[src, tgt]) c;
 EXCEPTION WHEN OTHERS THEN
     GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
@@ -1623,27 +1571,20 @@ DECLARE
     ended jsonb;
     blockers text;
     result integer;
-    -- Transactions that began before the slot's call, by the source's own
-    -- clock (the call's query_start there).
-    holders text := 'FROM pg_catalog.pg_stat_activity a WHERE a.backend_xid IS NOT NULL AND a.backend_type = ''client backend'' '
-                    'AND a.xact_start < (SELECT b.query_start FROM pg_catalog.pg_stat_activity b WHERE b.pid = %1$s) '
-                    'AND a.pid <> %1$s';
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_create_slot');
     dblink := sharded_id._dblink_schema();
-    source_pid := (sharded_id._remote_json(src, 'SELECT pg_catalog.jsonb_build_object(''pid'', pg_catalog.pg_backend_pid())') ->> 'pid')::integer;
-    holders := format(holders, source_pid);
+    source_pid := sharded_id._node_call(src, '_node_backend_pid', VARIADIC '{}')::integer;
+    -- Sent without waiting: the call is watched.
     EXECUTE format('SELECT %I.dblink_send_query($1, $2)', dblink)
-    USING src, format('SELECT 1 FROM pg_catalog.pg_create_logical_replication_slot(%L, ''pgoutput'')', repl);
+    USING src, sharded_id._node_statement('_node_create_slot', ARRAY[repl]);
     BEGIN
         LOOP
             EXECUTE format('SELECT %I.dblink_is_busy($1) = 1', dblink) INTO busy USING src;
             EXIT WHEN NOT busy;
             IF end_all AND clock_timestamp() >= end_after THEN
                 PERFORM sharded_id._remote_open(watch, m.source_node);
-                ended := sharded_id._remote_json(watch,
-                    'SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(''pid'', a.pid, ''role'', a.usename, '
-                    '''since'', a.xact_start, ''ended'', pg_catalog.pg_terminate_backend(a.pid))) ' || holders);
+                ended := sharded_id._node_call(watch, '_node_end_slot_blockers', source_pid::text)::jsonb;
                 IF ended IS NOT NULL THEN
                     RAISE WARNING 'move % ended % session(s) on node "%" whose transactions held up its replication slot: %',
                                   m.move_id, jsonb_array_length(ended), m.source_node, ended
@@ -1653,9 +1594,7 @@ BEGIN
             END IF;
             IF clock_timestamp() >= deadline THEN
                 PERFORM sharded_id._remote_open(watch, m.source_node);
-                blockers := sharded_id._remote_json(watch,
-                    'SELECT pg_catalog.jsonb_build_object(''who'', pg_catalog.string_agg(pg_catalog.format('
-                    '''%s (role "%s", %s since %s)'', a.pid, a.usename, a.state, a.xact_start), '', '')) ' || holders) ->> 'who';
+                blockers := sharded_id._node_call(watch, '_node_slot_blockers', source_pid::text);
                 RAISE EXCEPTION 'the replication slot of move % was not made on node "%" within %', m.move_id, m.source_node, timeout
                     USING ERRCODE = 'lock_not_available',
                           DETAIL = format('A new logical replication slot waits for every transaction that holds a transaction id to end. Sessions in such transactions: %s.',
@@ -1698,9 +1637,7 @@ DECLARE
     repl text := 'sharded_id_move_' || m.shard_id;
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_create_publication');
-    PERFORM sharded_id._remote_exec(src, format(
-        'CREATE PUBLICATION %I FOR TABLES IN SCHEMA %I, TABLE sharded_id.move_marks WHERE (move_id = %s)',
-        repl, m.schema_name, m.move_id));
+    PERFORM sharded_id._node_call(src, '_node_create_publication', repl, m.schema_name, m.move_id::text);
     PERFORM sharded_id._move_create_slot(m, src, repl, timeout);
 END
 $$;
@@ -1720,18 +1657,12 @@ DECLARE
     tgt text := sharded_id._move_conn(m.move_id, 'target', m.target_node);
     repl text := 'sharded_id_move_' || m.shard_id;
     ddl text;
+    subscription oid;
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_subscribe');
-    ddl := sharded_id._remote(src, format('SELECT sharded_id._move_schema_ddl(%L)', m.schema_name));
-    PERFORM sharded_id._remote_exec(tgt, format(
-        'BEGIN; SET LOCAL client_min_messages = warning; %s; '
-        'CREATE SUBSCRIPTION %I CONNECTION %L PUBLICATION %I WITH (create_slot = false, slot_name = %L, '
-        'copy_data = true, synchronous_commit = on, disable_on_error = true%s); COMMIT',
-        ddl, repl, sharded_id._move_subscription_connstr(m), repl, repl, sharded_id._move_subscription_options(m)));
-    UPDATE sharded_id.moves x SET sub_oid = (sharded_id._remote_json(tgt, format(
-        'SELECT jsonb_build_object(''oid'', oid) FROM pg_subscription WHERE subname = %L
-         AND subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())', repl)) ->> 'oid')::oid
-    WHERE x.move_id = m.move_id;
+    ddl := sharded_id._node_call(src, '_move_schema_ddl', m.schema_name);
+    subscription := sharded_id._node_call(tgt, '_node_subscribe', ddl, repl, sharded_id._move_subscription_connstr(m), repl)::oid;
+    UPDATE sharded_id.moves x SET sub_oid = subscription WHERE x.move_id = m.move_id;
 END
 $$;
 
@@ -1755,29 +1686,16 @@ DECLARE
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_lost_sync_slots');
     -- {slot name prefix: {"table": name, "alive": worker alive}}
-    syncs := sharded_id._remote_json(tgt, format(
-        'SELECT jsonb_object_agg(format(''pg_%%s_sync_%%s_'', r.srsubid, r.srrelid),
-                                 jsonb_build_object(''table'', r.srrelid::regclass::text,
-                                                    ''alive'', EXISTS (SELECT FROM pg_stat_subscription w
-                                                                       WHERE w.subid = r.srsubid AND w.relid = r.srrelid
-                                                                         AND w.pid IS NOT NULL)))
-         FROM pg_subscription_rel r WHERE r.srsubid = %s AND r.srsubstate = ''f''', m.sub_oid));
+    syncs := sharded_id._node_call(tgt, '_node_sync_tables', m.sub_oid::text)::jsonb;
     IF syncs IS NULL THEN
         RETURN NULL;
     END IF;
     BEGIN
-        lost := sharded_id._remote_json(sharded_id._move_open(m, 'source'), format(
-            'SELECT jsonb_build_object(''missing'', count(*),
-                                       ''dead'', string_agg(j.value->>''table'', '', '' ORDER BY j.value->>''table'')
-                                                 FILTER (WHERE NOT (j.value->>''alive'')::boolean))
-             FROM jsonb_each(%L::jsonb) j
-             WHERE NOT EXISTS (SELECT FROM pg_replication_slots s
-                               WHERE starts_with(s.slot_name, j.key) AND s.wal_status IS DISTINCT FROM ''lost'')',
-            syncs));
+        lost := sharded_id._node_call(sharded_id._move_open(m, 'source'), '_node_lost_sync_slots', syncs::text)::jsonb;
     EXCEPTION WHEN connection_exception OR admin_shutdown OR crash_shutdown OR cannot_connect_now THEN
         RETURN NULL;
     END;
-    RETURN CASE WHEN (lost->>'missing')::bigint > 0 THEN lost END;
+    RETURN lost;
 END
 $$;
 
@@ -1813,12 +1731,7 @@ DECLARE
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_copy');
     LOOP
-        sub := sharded_id._remote_json(tgt, format(
-            'SELECT jsonb_build_object(''enabled'', s.subenabled,
-                                       ''unready'', count(*) FILTER (WHERE r.srsubstate <> ''r''),
-                                       ''finished_copy'', count(*) FILTER (WHERE r.srsubstate = ''f''))
-             FROM pg_subscription s LEFT JOIN pg_subscription_rel r ON r.srsubid = s.oid
-             WHERE s.oid = %s GROUP BY s.subenabled', m.sub_oid));
+        sub := sharded_id._node_call(tgt, '_node_copy_progress', m.sub_oid::text)::jsonb;
         IF sub IS NULL OR NOT (sub->>'enabled')::boolean THEN
             RAISE EXCEPTION 'the subscription of move % stopped during the copy', m.move_id
                 USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -1860,10 +1773,7 @@ DECLARE
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_wait_lag');
     LOOP
-        lag := (sharded_id._remote_json(src, format(
-            'SELECT jsonb_build_object(''lag'', pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint)
-             FROM pg_replication_slots WHERE slot_name = %L',
-            repl)) ->> 'lag')::bigint;
+        lag := sharded_id._node_call(src, '_node_slot_lag', repl)::bigint;
         IF lag IS NULL THEN
             RAISE EXCEPTION 'replication slot "%" is gone from node "%"', repl, m.source_node
                 USING ERRCODE = 'undefined_object';
@@ -1975,30 +1885,21 @@ DECLARE
     tgt text := sharded_id._move_conn(m.move_id, 'target', m.target_node);
     frz text := sharded_id._move_conn(m.move_id, 'freeze', m.source_node);
     ddl text;
-    t record;
     tbl text;
     batch text[];
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_copy_rows');
-    ddl := sharded_id._remote(src, format('SELECT sharded_id._move_schema_ddl(%L)', m.schema_name));
-    PERFORM sharded_id._remote_exec(tgt, format('BEGIN; SET LOCAL client_min_messages = warning; %s; COMMIT', ddl));
-    -- Each table by oid, then its name, quoted on the source.
-    FOR t IN
-        SELECT * FROM unnest(sharded_id._remote_rows(frz, format(
-            'SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-             WHERE n.nspname = %L AND c.relkind = ''r'' ORDER BY c.oid', m.schema_name))) AS rel
+    ddl := sharded_id._node_call(src, '_move_schema_ddl', m.schema_name);
+    PERFORM sharded_id._node_call(tgt, '_node_create_schema', ddl);
+    -- Each table by oid, its name quoted on the source.
+    FOREACH tbl IN ARRAY sharded_id._node_call(frz, '_node_schema_tables', m.schema_name)::text[]
     LOOP
-        tbl := sharded_id._remote(frz, format('SELECT %s::regclass::text', t.rel));
         PERFORM sharded_id._remote_exec(frz, format(
             'DECLARE shid_rows NO SCROLL CURSOR FOR SELECT r FROM sharded_id._table_rows(%L) r', tbl));
         LOOP
             batch := sharded_id._remote_rows(frz, 'FETCH 10000 FROM shid_rows');
             EXIT WHEN batch IS NULL;
-            PERFORM sharded_id._remote_exec(tgt, format(
-                'SET session_replication_role = replica; '
-                'SELECT sharded_id._insert_as_owner(%L, %L::text[]); '
-                'RESET session_replication_role',
-                tbl, batch));
+            PERFORM sharded_id._node_call(tgt, '_node_insert_rows', tbl, batch::text);
         END LOOP;
         PERFORM sharded_id._remote_exec(frz, 'CLOSE shid_rows');
     END LOOP;
@@ -2026,28 +1927,15 @@ AS $$
 DECLARE
     tgt text := sharded_id._move_conn(m.move_id, 'target', m.target_node);
     frz text := sharded_id._move_conn(m.move_id, 'freeze', m.source_node);
-    layout text;
-    mark text;
+    floors jsonb;
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_retire_source');
-    layout := sharded_id._remote_json(frz, format(
-        'SELECT jsonb_build_object(''layout'', layout) FROM sharded_id.shards WHERE shard_id = %s', m.shard_id)) ->> 'layout';
-    PERFORM sharded_id._remote(c, format('SELECT sharded_id._check_floors(%s, %L, %L)', m.shard_id, m.schema_name, layout))
-    FROM unnest(ARRAY[frz, tgt]) c;
-    mark := sharded_id._remote_json(frz, format(
-        'SELECT jsonb_build_object(''high_water'', sharded_id.high_water(%s, %L))', m.shard_id, layout)) ->> 'high_water';
-    IF mark IS NOT NULL THEN
-        PERFORM sharded_id._remote(tgt, format('SELECT sharded_id._check_floor(%s, %s, %L, %L)',
-                                               m.shard_id, mark, layout, format('the source, node "%s",', m.source_node)));
-    END IF;
-    UPDATE sharded_id.moves x SET high_water = (sharded_id._remote_json(frz, format(
-        'SELECT jsonb_build_object(''high_water'', sharded_id.retire_shard(%s))', m.shard_id)) ->> 'high_water')::bigint
+    floors := sharded_id._node_call(frz, '_node_frozen_floors', m.shard_id::text, m.schema_name)::jsonb;
+    PERFORM sharded_id._node_call(tgt, '_node_check_floors', m.shard_id::text, m.schema_name, floors ->> 'layout',
+                                  floors ->> 'high_water', format('the source, node "%s",', m.source_node));
+    UPDATE sharded_id.moves x
+    SET high_water = sharded_id._node_call(frz, '_node_retire', m.shard_id::text, m.move_id::text, m.schema_name)::bigint
     WHERE x.move_id = m.move_id;
-    PERFORM sharded_id._remote_exec(frz, format(
-        'SELECT sharded_id._fence_old_copy(%L); '
-        'INSERT INTO sharded_id.move_retirements AS r (shard_id, move_id) VALUES (%s, %s) '
-        'ON CONFLICT (shard_id) DO UPDATE SET move_id = excluded.move_id, retired_at = excluded.retired_at',
-        m.schema_name, m.shard_id, m.move_id));
     PERFORM sharded_id._remote_exec(frz, 'COMMIT');
     PERFORM sharded_id._remote_close(frz);
     PERFORM sharded_id._move_hold('retired');
@@ -3157,7 +3045,6 @@ REVOKE EXECUTE ON FUNCTION sharded_id._move_schema_ddl(name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_catch_up(sharded_id.moves, interval) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_register_target(sharded_id.moves) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_compare(sharded_id.moves, text, text) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION sharded_id._move_setvals(text, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_switch(sharded_id.moves) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_follow_ops(sharded_id.moves) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_cleanup(sharded_id.moves, boolean) FROM PUBLIC;
@@ -3253,10 +3140,7 @@ LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    refresh text;
-    inventory text := format(
-        'SELECT format(''%%s|%%s|%%s|%%s|%%s|%%s'', kind, name, owner, acl, details, definition) FROM sharded_id.schema_inventory(%L) '
-        'WHERE NOT (kind IN (''constraint'', ''trigger'') AND name LIKE ''%%.sharded_id\_moved'')', m.schema_name);
+    definitions boolean;
     on_source text[];
     on_target text[];
     differences text;
@@ -3268,23 +3152,16 @@ BEGIN
     PERFORM sharded_id._remote_open(src, m.source_node);
     PERFORM sharded_id._remote_open(tgt, m.target_node);
     -- Dropped already, by a cleanup that was cut short before it recorded so.
-    IF NOT sharded_id._remote_exists(src, format('SELECT FROM pg_namespace WHERE nspname = %L', m.schema_name)) THEN
+    IF NOT sharded_id._node_call(src, '_node_has_schema', m.schema_name)::boolean THEN
         RETURN;
     END IF;
-    refresh := sharded_id._remote(src, format(
-        'SELECT string_agg(s, ''; '') FROM sharded_id.schema_ddl(%L) s WHERE s LIKE ''REFRESH MATERIALIZED VIEW %%''',
-        m.schema_name));
-    IF refresh IS NOT NULL THEN
-        PERFORM sharded_id._remote_exec(tgt, refresh);
-    END IF;
+    PERFORM sharded_id._node_call(tgt, '_node_refresh_views', m.schema_name);
     -- Servers of two majors may print one definition two ways: then the
     -- objects, owners, privileges and flags are compared, not the hashes.
-    IF sharded_id._remote_json(src, 'SELECT jsonb_build_object(''major'', current_setting(''server_version_num'')::integer / 10000)')
-       IS DISTINCT FROM sharded_id._remote_json(tgt, 'SELECT jsonb_build_object(''major'', current_setting(''server_version_num'')::integer / 10000)') THEN
-        inventory := replace(inventory, ', definition)', ', '''')');
-    END IF;
-    on_source := coalesce(sharded_id._remote_rows(src, inventory), '{}');
-    on_target := coalesce(sharded_id._remote_rows(tgt, inventory), '{}');
+    definitions := sharded_id._node_call(src, '_node_server_major', VARIADIC '{}')
+                   IS NOT DISTINCT FROM sharded_id._node_call(tgt, '_node_server_major', VARIADIC '{}');
+    on_source := coalesce(sharded_id._node_call(src, '_node_inventory', m.schema_name, definitions::text)::text[], '{}');
+    on_target := coalesce(sharded_id._node_call(tgt, '_node_inventory', m.schema_name, definitions::text)::text[], '{}');
     SELECT string_agg(d, '; ' ORDER BY d) INTO differences FROM (
         (SELECT 'only on the source: ' || x AS d FROM unnest(on_source) x EXCEPT SELECT 'only on the source: ' || x FROM unnest(on_target) x)
         UNION ALL
@@ -3320,34 +3197,6 @@ $$;
 
 COMMENT ON FUNCTION sharded_id._move_subscription_connstr(sharded_id.moves) IS
 'internal: the connection string a move''s subscription uses to reach the source, without its secrets';
-
--- Options of the move's subscription beyond the fixed ones: from
--- PostgreSQL 16 on, the apply runs as the subscription's owner, as on 15,
--- and not as each table's owner, who may not even reach the schema.
-CREATE FUNCTION sharded_id._move_subscription_options(m sharded_id.moves)
-RETURNS text
-LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    PERFORM sharded_id._superuser_only('sharded_id._move_subscription_options');
-    -- From 16 on, the apply and the table sync write as each table's
-    -- owner (run_as_owner = false, the default, said here so that no
-    -- default changes it): a schema's owner's code never runs with the
-    -- subscription owner's rights.  Before 16 there is no such option,
-    -- and move_shard refuses (_move_check_online_owners) a shard whose
-    -- code a role that is not a superuser controls.
-    IF (sharded_id._remote_json(sharded_id._move_conn(m.move_id, 'target', m.target_node),
-                                'SELECT jsonb_build_object(''version'', current_setting(''server_version_num'')::integer)')
-        ->> 'version')::integer >= 160000 THEN
-        RETURN ', run_as_owner = false';
-    END IF;
-    RETURN '';
-END
-$$;
-
-COMMENT ON FUNCTION sharded_id._move_subscription_options(sharded_id.moves) IS
-'internal: the options of a move''s subscription that depend on the target''s version: run_as_owner = false from PostgreSQL 16 on';
 
 -- An online move to a node before PostgreSQL 16, whose subscription applies
 -- and copies rows as its owner (the mover, a superuser usually): every
@@ -3422,7 +3271,6 @@ COMMENT ON FUNCTION sharded_id._move_check_online_owners(text, text, integer, na
 'internal: refuses (42501) an online move to a node before PostgreSQL 16 of a shard whose schema, or an object in it, a role that is not a superuser owns, or where such a role may create objects';
 
 REVOKE EXECUTE ON FUNCTION sharded_id._move_subscription_connstr(sharded_id.moves) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION sharded_id._move_subscription_options(sharded_id.moves) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_check_online_owners(text, text, integer, name, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_check_schema(text, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_check_copy(sharded_id.moves) FROM PUBLIC;

@@ -455,3 +455,605 @@ REVOKE EXECUTE ON FUNCTION sharded_id._node_drop_copy(name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._node_holds_shard(integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._node_retired_by(integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._node_retired_high_water(integer) FROM PUBLIC;
+
+-- The freeze, on the source.  Before it: the shard's catalog row read and
+-- its tables locked in ACCESS SHARE, in this call's own transaction, so
+-- that the freeze finds its catalogs cached and writers wait for neither;
+-- the session's lock_timeout back to its default.  Locks: ACCESS SHARE on
+-- sharded_id.shards and on the shard's tables, until the call returns.
+CREATE FUNCTION sharded_id._node_prepare_freeze(shard_id integer, schema_name name)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_prepare_freeze');
+    PERFORM FROM sharded_id.shards s WHERE s.shard_id = _node_prepare_freeze.shard_id;
+    PERFORM sharded_id._on_schema_tables(schema_name, 'LOCK TABLE %s IN ACCESS SHARE MODE');
+    RESET lock_timeout;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_prepare_freeze(integer, name) IS
+'internal: on a move''s source, read what its freeze will read, before the freeze; superusers only';
+
+-- The freeze itself, in the transaction the router opened for it
+-- (_node_begin_call), which holds its locks until the router commits the
+-- retirement or ends the connection: the shard's fence in exclusive mode
+-- (_wait_shard_lock, within lock_timeout, ending the sessions that hold it
+-- idle in a transaction, or past half of it), its row of sharded_id.shards
+-- FOR UPDATE, and its tables in EXCLUSIVE mode; lock_timeout stays set for
+-- the rest of the transaction.  why names the move in the warnings.
+CREATE FUNCTION sharded_id._node_freeze(shard_id integer, schema_name name, lock_timeout interval, why text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    timeout_ms text := (EXTRACT(epoch FROM lock_timeout) * 1000)::bigint || 'ms';
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_freeze');
+    PERFORM pg_catalog.set_config('lock_timeout', timeout_ms, true);
+    PERFORM sharded_id._wait_shard_lock(shard_id, 'fence', lock_timeout, why);
+    PERFORM FROM sharded_id.shards s WHERE s.shard_id = _node_freeze.shard_id FOR UPDATE;
+    PERFORM sharded_id._on_schema_tables(schema_name, 'LOCK TABLE %s IN EXCLUSIVE MODE');
+    PERFORM pg_catalog.set_config('lock_timeout', timeout_ms, true);
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_freeze(integer, name, interval, text) IS
+'internal: on a move''s source, in the freezing transaction: the shard''s fence, catalog row and tables locked against writers; superusers only';
+
+-- In the freezing transaction, on the source: the floor checks of
+-- move_shard again (sharded_id._check_floors), where no row of the shard
+-- changes any more, and what the target must check in turn: the shard's
+-- layout and high-water mark, as {"layout", "high_water"}.  Locks: none
+-- beyond the freeze's.
+CREATE FUNCTION sharded_id._node_frozen_floors(shard_id integer, schema_name name)
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    layout text;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_frozen_floors');
+    layout := (SELECT s.layout FROM sharded_id.shards s WHERE s.shard_id = _node_frozen_floors.shard_id);
+    PERFORM sharded_id._check_floors(shard_id, schema_name, layout);
+    RETURN pg_catalog.jsonb_build_object('layout', layout, 'high_water', sharded_id.high_water(shard_id, layout));
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_frozen_floors(integer, name) IS
+'internal: on a move''s source, in its freeze: check the shard''s floors again and return its layout and high-water mark; superusers only';
+
+-- On the target, before the source retires: its copy's rows and the
+-- source's high-water mark (when not NULL) must be ids a floor may be
+-- raised over.  source names the source in the error.  Locks: ACCESS
+-- SHARE on the copy's tables.
+CREATE FUNCTION sharded_id._node_check_floors(shard_id integer, schema_name name, layout text, high_water bigint, source text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_check_floors');
+    PERFORM sharded_id._check_floors(shard_id, schema_name, layout);
+    IF high_water IS NOT NULL THEN
+        PERFORM sharded_id._check_floor(shard_id, high_water, layout, source);
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_check_floors(integer, name, text, bigint, text) IS
+'internal: on a move''s target, fail unless the floor may be raised over its copy''s ids and the source''s high-water mark; superusers only';
+
+-- The retirement, in the freezing transaction on the source: the shard
+-- retired (retire_shard), the old copy fenced against every write
+-- (_fence_old_copy), and the move that retired it recorded
+-- (sharded_id.move_retirements); returns the high-water mark.  The router
+-- commits it.  Locks: the shard's catalog rows; SHARE ROW EXCLUSIVE on the
+-- old copy's tables (CREATE TRIGGER), which the freeze's EXCLUSIVE covers.
+CREATE FUNCTION sharded_id._node_retire(shard_id integer, move_id bigint, schema_name name)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    high_water bigint;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_retire');
+    high_water := sharded_id.retire_shard(shard_id);
+    PERFORM sharded_id._fence_old_copy(schema_name);
+    INSERT INTO sharded_id.move_retirements AS r (shard_id, move_id)
+    VALUES (_node_retire.shard_id, _node_retire.move_id)
+    ON CONFLICT ON CONSTRAINT move_retirements_pkey DO UPDATE SET move_id = excluded.move_id, retired_at = excluded.retired_at;
+    RETURN high_water;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_retire(integer, bigint, name) IS
+'internal: on a move''s source, in its freeze: retire the shard, fence its old copy and record the move that retired it; returns the high-water mark; superusers only';
+
+-- On the source: the positions of a shard schema's sequences, as
+-- [{"sequence", "value", "called"}], for the target (nothing mints for a
+-- retired copy, so they stay put).  Locks: none.
+CREATE FUNCTION sharded_id._node_sequence_positions(schema_name name)
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_sequence_positions');
+    RETURN coalesce((SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+                                'sequence', q.sequencename, 'value', coalesce(q.last_value, q.start_value),
+                                'called', q.last_value IS NOT NULL) ORDER BY q.sequencename)
+                     FROM pg_catalog.pg_sequences q WHERE q.schemaname = _node_sequence_positions.schema_name),
+                    '[]');
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_sequence_positions(name) IS
+'internal: the positions of a shard schema''s sequences, for a move''s target; superusers only';
+
+-- The registration, on the target, in one transaction: the shard's fence
+-- (which a rollback of the move waits for, _node_drop_refused_copy), its
+-- copy's sequences set to the source's positions, create_shard, and the
+-- floor over the source's high-water mark (when not NULL).  Locks: the
+-- fence in exclusive mode and create_shard's, until the call returns.
+CREATE FUNCTION sharded_id._node_register_shard(shard_id integer, schema_name name, sequences jsonb, high_water bigint)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_register_shard');
+    IF shard_id IS NULL OR schema_name IS NULL THEN
+        RAISE EXCEPTION 'a shard and its schema are needed to register it' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM pg_catalog.set_config('client_min_messages', 'warning', true);
+    PERFORM sharded_id._lock_fence(shard_id);
+    PERFORM pg_catalog.quote_ident(schema_name)::pg_catalog.regnamespace;
+    PERFORM pg_catalog.setval(pg_catalog.format('%I.%I', schema_name, q.v ->> 'sequence')::pg_catalog.regclass,
+                              (q.v ->> 'value')::bigint, (q.v ->> 'called')::boolean)
+    FROM pg_catalog.jsonb_array_elements(coalesce(sequences, '[]')) q(v);
+    PERFORM sharded_id.create_shard(shard_id, schema_name);
+    PERFORM sharded_id.raise_floor(s.shard_id, _node_register_shard.high_water, s.layout)
+    FROM sharded_id.shards s WHERE s.shard_id = _node_register_shard.shard_id AND _node_register_shard.high_water IS NOT NULL;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_register_shard(integer, name, jsonb, bigint) IS
+'internal: on a move''s target, register the shard: its sequences at the source''s positions, its floor over the source''s high-water mark; superusers only';
+
+-- A move rolled back after its source retired the shard.  On the target
+-- first, in one transaction: the shard's fence (so that a registration of
+-- the move, which holds it, is waited for), the shard still not registered
+-- here, and the move's copy dropped.  Locks: the fence in exclusive mode,
+-- ACCESS EXCLUSIVE on the copy's objects.
+CREATE FUNCTION sharded_id._node_drop_refused_copy(shard_id integer, schema_name name)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_drop_refused_copy');
+    PERFORM pg_catalog.set_config('client_min_messages', 'warning', true);
+    PERFORM sharded_id._lock_fence(shard_id);
+    IF EXISTS (SELECT FROM sharded_id.shards s
+               WHERE s.shard_id = _node_drop_refused_copy.shard_id OR s.schema_name = _node_drop_refused_copy.schema_name) THEN
+        RAISE EXCEPTION 'shard % is registered on the target', shard_id USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    EXECUTE pg_catalog.format('DROP SCHEMA IF EXISTS %I CASCADE', schema_name);
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_drop_refused_copy(integer, name) IS
+'internal: on the target of a move rolled back after its source retired the shard, drop the move''s copy, unless the shard is registered there; superusers only';
+
+-- Then on the source, in one transaction, only if this move retired the
+-- shard here: the old copy's fence off, the retirement's record deleted,
+-- create_shard's take-back (floors over the rows, which the freeze checked
+-- and the fence kept) and the floor over its own high-water mark (when not
+-- NULL).  Locks: the fence in exclusive mode, ACCESS EXCLUSIVE on the
+-- copy's tables (DROP TRIGGER), create_shard's.
+CREATE FUNCTION sharded_id._node_take_back(shard_id integer, move_id bigint, schema_name name, high_water bigint)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_take_back');
+    IF shard_id IS NULL OR move_id IS NULL OR schema_name IS NULL THEN
+        RAISE EXCEPTION 'a shard, its move and its schema are needed to take it back' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM pg_catalog.set_config('client_min_messages', 'warning', true);
+    PERFORM sharded_id._lock_fence(shard_id);
+    IF NOT EXISTS (SELECT FROM sharded_id.move_retirements r
+                   WHERE r.shard_id = _node_take_back.shard_id AND r.move_id = _node_take_back.move_id) THEN
+        RAISE EXCEPTION 'move % did not retire shard % on the source', move_id, shard_id
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    PERFORM sharded_id._unfence_old_copy(schema_name);
+    DELETE FROM sharded_id.move_retirements r
+    WHERE r.shard_id = _node_take_back.shard_id AND r.move_id = _node_take_back.move_id;
+    PERFORM sharded_id.create_shard(shard_id, schema_name);
+    PERFORM sharded_id.raise_floor(s.shard_id, _node_take_back.high_water, s.layout)
+    FROM sharded_id.shards s WHERE s.shard_id = _node_take_back.shard_id AND _node_take_back.high_water IS NOT NULL;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_take_back(integer, bigint, name, bigint) IS
+'internal: on the source of a move rolled back after it retired the shard, take the shard back: the old copy''s fence off, the shard registered again above its high-water mark; superusers only';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._node_prepare_freeze(integer, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._node_freeze(integer, name, interval, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._node_frozen_floors(integer, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._node_check_floors(integer, name, text, bigint, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._node_retire(integer, bigint, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._node_sequence_positions(name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._node_register_shard(integer, name, jsonb, bigint) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._node_drop_refused_copy(integer, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._node_take_back(integer, bigint, name, bigint) FROM PUBLIC;
+
+-- An online move's replication, on the source: its publication (the
+-- shard's tables and the move's own catch-up marks) and its slot.  Locks:
+-- CREATE PUBLICATION's SHARE UPDATE EXCLUSIVE on the shard's tables.
+CREATE FUNCTION sharded_id._node_create_publication(publication name, schema_name name, move_id bigint)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_create_publication');
+    EXECUTE pg_catalog.format('CREATE PUBLICATION %I FOR TABLES IN SCHEMA %I, TABLE sharded_id.move_marks WHERE (move_id = %s)',
+                              publication, schema_name, move_id);
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_create_publication(name, name, bigint) IS
+'internal: on a move''s source, the publication of the shard''s tables and of the move''s catch-up marks; superusers only';
+
+-- The slot, which waits for every transaction that holds an xid on the
+-- server to end (the router watches the call, _node_slot_blockers).
+-- Locks: none but the slot's own.
+CREATE FUNCTION sharded_id._node_create_slot(slot name)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_create_slot');
+    PERFORM pg_catalog.pg_create_logical_replication_slot(slot, 'pgoutput');
+    RETURN 1;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_create_slot(name) IS
+'internal: on a move''s source, the logical replication slot of the move; superusers only';
+
+-- This session's backend, whose call the router watches.  Locks: none.
+CREATE FUNCTION sharded_id._node_backend_pid()
+RETURNS integer
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_backend_pid');
+    RETURN pg_catalog.pg_backend_pid();
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_backend_pid() IS
+'internal: the backend of a move''s session on a node, whose slot creation the router watches; superusers only';
+
+-- The transactions that hold up the slot that backend slot_pid creates:
+-- those of client backends that hold an xid and began before its call, by
+-- this server's clock.  _node_slot_blockers names them, as text (NULL:
+-- none); _node_end_slot_blockers ends them (pg_terminate_backend) and
+-- returns them as [{"pid", "role", "since", "ended"}] (NULL: none).
+-- Locks: none.
+CREATE FUNCTION sharded_id._node_slot_blockers(slot_pid integer)
+RETURNS text
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_slot_blockers');
+    RETURN (SELECT pg_catalog.string_agg(pg_catalog.format('%s (role "%s", %s since %s)', a.pid, a.usename, a.state, a.xact_start), ', ')
+            FROM pg_catalog.pg_stat_activity a
+            WHERE a.backend_xid IS NOT NULL AND a.backend_type = 'client backend'
+              AND a.xact_start < (SELECT b.query_start FROM pg_catalog.pg_stat_activity b WHERE b.pid = slot_pid)
+              AND a.pid <> slot_pid);
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_slot_blockers(integer) IS
+'internal: on a move''s source, the sessions whose transactions hold up the slot a backend creates; superusers only';
+
+CREATE FUNCTION sharded_id._node_end_slot_blockers(slot_pid integer)
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_end_slot_blockers');
+    RETURN (SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('pid', a.pid, 'role', a.usename, 'since', a.xact_start,
+                                                                      'ended', pg_catalog.pg_terminate_backend(a.pid)))
+            FROM pg_catalog.pg_stat_activity a
+            WHERE a.backend_xid IS NOT NULL AND a.backend_type = 'client backend'
+              AND a.xact_start < (SELECT b.query_start FROM pg_catalog.pg_stat_activity b WHERE b.pid = slot_pid)
+              AND a.pid <> slot_pid);
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_end_slot_blockers(integer) IS
+'internal: on a move''s source, end the sessions whose transactions hold up the slot a backend creates, and name them; superusers only';
+
+-- The slot's lag on the source, in bytes (NULL: no such slot).  Locks:
+-- none.
+CREATE FUNCTION sharded_id._node_slot_lag(slot name)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_slot_lag');
+    RETURN (SELECT pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), r.confirmed_flush_lsn)::bigint
+            FROM pg_catalog.pg_replication_slots r WHERE r.slot_name = slot);
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_slot_lag(name) IS
+'internal: how many bytes of WAL a replication slot (a move''s, on its source) has yet to confirm, or NULL; superusers only';
+
+-- On the target: a shard schema made from the source's statements
+-- (_move_schema_ddl), its tables empty, in the call's transaction.
+-- Locks: those of the statements, on the new objects.
+CREATE FUNCTION sharded_id._node_create_schema(ddl text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_create_schema');
+    PERFORM pg_catalog.set_config('client_min_messages', 'warning', true);
+    EXECUTE ddl;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_create_schema(text) IS
+'internal: on a move''s target, make the shard''s schema, without rows, from the source''s statements; superusers only';
+
+-- An online move's subscribe step, on the target, in one transaction: the
+-- schema (_node_create_schema) and the subscription that fills it, from
+-- the move's slot, which the source made; returns the subscription's oid.
+-- From PostgreSQL 16 on, the apply and the table sync write as each
+-- table's owner (run_as_owner = false, the default, said here so that no
+-- default changes it); before 16 there is no such option, and move_shard
+-- refuses (_move_check_online_owners) a shard whose code a role that is
+-- not a superuser controls.  Locks: those of the schema's statements, and
+-- of CREATE SUBSCRIPTION.
+CREATE FUNCTION sharded_id._node_subscribe(ddl text, subscription name, connstr text, publication name)
+RETURNS oid
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_subscribe');
+    PERFORM sharded_id._node_create_schema(ddl);
+    EXECUTE pg_catalog.format(
+        'CREATE SUBSCRIPTION %I CONNECTION %L PUBLICATION %I WITH (create_slot = false, slot_name = %L, '
+        'copy_data = true, synchronous_commit = on, disable_on_error = true%s)',
+        subscription, connstr, publication, subscription,
+        CASE WHEN pg_catalog.current_setting('server_version_num')::integer >= 160000 THEN ', run_as_owner = false' ELSE '' END);
+    RETURN (SELECT s.oid FROM pg_catalog.pg_subscription s
+            WHERE s.subname = _node_subscribe.subscription
+              AND s.subdbid = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database()));
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_subscribe(text, name, text, name) IS
+'internal: on a move''s target, the empty schema and the subscription that fills it; returns the subscription''s oid; superusers only';
+
+-- The copy's progress on the target: {"enabled", "unready",
+-- "finished_copy"} of a subscription (NULL: no such subscription).
+-- Locks: none.
+CREATE FUNCTION sharded_id._node_copy_progress(sub_oid oid)
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_copy_progress');
+    RETURN (SELECT pg_catalog.jsonb_build_object('enabled', s.subenabled,
+                                                 'unready', count(*) FILTER (WHERE r.srsubstate <> 'r'),
+                                                 'finished_copy', count(*) FILTER (WHERE r.srsubstate = 'f'))
+            FROM pg_catalog.pg_subscription s LEFT JOIN pg_catalog.pg_subscription_rel r ON r.srsubid = s.oid
+            WHERE s.oid = sub_oid GROUP BY s.subenabled);
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_copy_progress(oid) IS
+'internal: on a move''s target, whether its subscription is enabled and how many of its tables are not ready, or have finished their copy only; superusers only';
+
+-- On the target: the tables of a subscription whose copy is done
+-- (FINISHEDCOPY), as {slot name prefix: {"table", "alive": a sync worker
+-- runs for it}} (NULL: none).  On the source: those of them whose sync
+-- slot is gone or lost, as {"missing": how many, "dead": those with no
+-- worker alive, by name} (NULL: none missing).  Locks: none.
+CREATE FUNCTION sharded_id._node_sync_tables(sub_oid oid)
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_sync_tables');
+    RETURN (SELECT pg_catalog.jsonb_object_agg(
+                       pg_catalog.format('pg_%s_sync_%s_', r.srsubid, r.srrelid),
+                       pg_catalog.jsonb_build_object('table', r.srrelid::pg_catalog.regclass::text,
+                                                     'alive', EXISTS (SELECT FROM pg_catalog.pg_stat_subscription w
+                                                                      WHERE w.subid = r.srsubid AND w.relid = r.srrelid
+                                                                        AND w.pid IS NOT NULL)))
+            FROM pg_catalog.pg_subscription_rel r WHERE r.srsubid = sub_oid AND r.srsubstate = 'f');
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_sync_tables(oid) IS
+'internal: on a move''s target, the tables of its subscription that finished their copy, by the prefix of their sync slot''s name; superusers only';
+
+CREATE FUNCTION sharded_id._node_lost_sync_slots(syncs jsonb)
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    lost jsonb;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_lost_sync_slots');
+    lost := (SELECT pg_catalog.jsonb_build_object(
+                        'missing', count(*),
+                        'dead', pg_catalog.string_agg(j.value ->> 'table', ', ' ORDER BY j.value ->> 'table')
+                                FILTER (WHERE NOT (j.value ->> 'alive')::boolean))
+             FROM pg_catalog.jsonb_each(syncs) j
+             WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_replication_slots s
+                               WHERE pg_catalog.starts_with(s.slot_name, j.key) AND s.wal_status IS DISTINCT FROM 'lost'));
+    RETURN CASE WHEN (lost ->> 'missing')::bigint > 0 THEN lost END;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_lost_sync_slots(jsonb) IS
+'internal: on a move''s source, which of the target''s copied tables have lost their sync slot, and which of those no worker syncs; superusers only';
+
+-- A move by dump, on the target: rows of a table, read on the source,
+-- written as its owner (_insert_as_owner) with the session in replica mode
+-- for the call's transaction, as logical replication and pg_restore
+-- --disable-triggers write.  Locks: ROW EXCLUSIVE on the table.
+CREATE FUNCTION sharded_id._node_insert_rows(tbl text, batch text[])
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_insert_rows');
+    PERFORM pg_catalog.set_config('session_replication_role', 'replica', true);
+    PERFORM sharded_id._insert_as_owner(tbl, batch);
+    PERFORM pg_catalog.set_config('session_replication_role', 'origin', true);
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_insert_rows(text, text[]) IS
+'internal: on the target of a move by dump, write a batch of a table''s rows as the table''s owner, in replica mode; superusers only';
+
+-- A move by dump, on the source, in its freeze: the shard's tables (not
+-- partitioned ones), by oid, as quoted names.  Locks: none beyond the
+-- freeze's.
+CREATE FUNCTION sharded_id._node_schema_tables(schema_name name)
+RETURNS text[]
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_schema_tables');
+    RETURN ARRAY(SELECT c.oid::pg_catalog.regclass::text FROM pg_catalog.pg_class c
+                 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                 WHERE n.nspname = _node_schema_tables.schema_name AND c.relkind = 'r' ORDER BY c.oid);
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_schema_tables(name) IS
+'internal: the tables of a shard schema by oid, as quoted names (a move by dump); superusers only';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._node_create_publication(name, name, bigint) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._node_create_slot(name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._node_backend_pid() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._node_slot_blockers(integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._node_end_slot_blockers(integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._node_slot_lag(name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._node_create_schema(text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._node_subscribe(text, name, text, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._node_copy_progress(oid) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._node_sync_tables(oid) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._node_lost_sync_slots(jsonb) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._node_insert_rows(text, text[]) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._node_schema_tables(name) FROM PUBLIC;
+
+-- The check of a moved shard's new copy, before the old one is dropped
+-- (_move_check_copy): whether the schema is here; its materialized views
+-- refreshed (on the target, now that their tables hold every row); its
+-- inventory (schema_inventory) as kind|name|owner|privileges|details|
+-- definition lines, but for the fence of an old copy (the sharded_id_moved
+-- constraint of 1.6, or trigger), and without definitions when the two
+-- servers are of different majors, which may print one definition two
+-- ways; and this server's major.  Locks: the refresh's, ACCESS EXCLUSIVE
+-- on each materialized view; otherwise none.
+CREATE FUNCTION sharded_id._node_has_schema(schema_name name)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_has_schema');
+    RETURN EXISTS (SELECT FROM pg_catalog.pg_namespace n WHERE n.nspname = _node_has_schema.schema_name);
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_has_schema(name) IS
+'internal: whether this node has a schema of a name (a copy of a moved shard); superusers only';
+
+CREATE FUNCTION sharded_id._node_refresh_views(schema_name name)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r text;
+    n integer := 0;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_refresh_views');
+    FOR r IN SELECT s FROM sharded_id.schema_ddl(schema_name) s WHERE s LIKE 'REFRESH MATERIALIZED VIEW %' LOOP
+        EXECUTE r;
+        n := n + 1;
+    END LOOP;
+    RETURN n;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_refresh_views(name) IS
+'internal: refresh the materialized views of a shard schema (a move''s new copy); superusers only';
+
+CREATE FUNCTION sharded_id._node_inventory(schema_name name, definitions boolean)
+RETURNS text[]
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_inventory');
+    RETURN ARRAY(SELECT pg_catalog.format('%s|%s|%s|%s|%s|%s', i.kind, i.name, i.owner, i.acl, i.details,
+                                          CASE WHEN definitions THEN i.definition ELSE '' END)
+                 FROM sharded_id.schema_inventory(schema_name) i
+                 WHERE NOT (i.kind IN ('constraint', 'trigger') AND i.name LIKE '%.sharded\_id\_moved'));
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_inventory(name, boolean) IS
+'internal: a shard schema''s inventory as lines, but for an old copy''s fence, with or without definitions (a move''s check of its new copy); superusers only';
+
+CREATE FUNCTION sharded_id._node_server_major()
+RETURNS integer
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_server_major');
+    RETURN pg_catalog.current_setting('server_version_num')::integer / 10000;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_server_major() IS
+'internal: the major version of this node''s server; superusers only';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._node_has_schema(name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._node_refresh_views(name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._node_inventory(name, boolean) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._node_server_major() FROM PUBLIC;

@@ -12,4 +12,11 @@
 -- timeout: the slot's creation is watched and bounded.
 DROP FUNCTION sharded_id._move_create_publication(sharded_id.moves);
 
+-- A move's target reads the source's sequence positions as data, and sets
+-- them itself (_node_sequence_positions, _node_register_shard).
+DROP FUNCTION sharded_id._move_setvals(text, name);
+-- The target chooses its subscription's options by its own version
+-- (_node_subscribe).
+DROP FUNCTION sharded_id._move_subscription_options(sharded_id.moves);
+
 -- @functions@
