@@ -6,7 +6,11 @@
 -- CALL sharded_id.move_shard(shard, node) on the router moves a logical
 -- shard to another data node; CALL sharded_id.rebalance() plans and runs
 -- the moves that even the shards out.  They drive the nodes through dblink
--- (contrib), which must be installed on the router.  Every step is written
+-- (contrib), which must be installed on the router: each step a move takes
+-- on a node is one call of a function of the node side of moves
+-- (src/sql/api/node.sql), its arguments sent as literals (_node_call), but
+-- for transaction control, the dump method's cursor and the check of the
+-- nodes' version of sharded_id.  Every step is written
 -- to sharded_id.move_steps, and committed, before it is taken; every object
 -- a move creates on a node is written to sharded_id.move_cleanup before it
 -- is created.  A move that fails, or whose router, source or target crashes,
@@ -679,8 +683,8 @@ COMMENT ON FUNCTION sharded_id._node_begin_call(text, text, text[]) IS
 
 -- The statement of a node call: SELECT sharded_id.<fn>('arg', ...).  Only
 -- functions of the extension are called so: those of the node side of
--- moves (_node_...), and the node's own that a move reads (schema_ddl,
--- _schema_fingerprint, _check_floors, ...).
+-- moves (_node_...), and the node's own that a move reads
+-- (_move_schema_ddl, _schema_fingerprint, _check_floor).
 CREATE FUNCTION sharded_id._node_statement(fn text, args text[])
 RETURNS text
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -2103,8 +2107,7 @@ DECLARE
     schema name;
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_check_source_holds');
-    schema := sharded_id._remote_json(src, format(
-        'SELECT jsonb_build_object(''schema_name'', schema_name) FROM sharded_id.shards WHERE shard_id = %s', shard_id)) ->> 'schema_name';
+    schema := sharded_id._node_call(src, '_node_shard_schema', shard_id::text);
     IF schema IS NULL THEN
         RAISE EXCEPTION 'node "%" does not hold shard %', source, shard_id
             USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -2125,9 +2128,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_check_target_free');
-    IF sharded_id._remote_exists(tgt, format(
-           'SELECT FROM sharded_id.shards WHERE shard_id = %s OR schema_name = %L UNION ALL SELECT FROM pg_namespace WHERE nspname = %L',
-           shard_id, schema, schema)) THEN
+    IF sharded_id._node_call(tgt, '_node_holds_shard_or_schema', shard_id::text, schema)::boolean THEN
         RAISE EXCEPTION 'node "%" already holds shard % or a schema "%"', target_node, shard_id, schema
             USING ERRCODE = 'duplicate_object';
     END IF;
@@ -2150,16 +2151,12 @@ DECLARE
     n record;
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_check_row_security');
-    tables := sharded_id._remote_json(src, format(
-        'SELECT jsonb_build_object(''tables'', string_agg(format(''%%I'', c.relname), '', '' ORDER BY c.relname))
-         FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
-         WHERE s.nspname = %L AND c.relkind IN (''r'', ''p'') AND c.relrowsecurity', schema)) ->> 'tables';
+    tables := sharded_id._node_call(src, '_node_row_security_tables', schema);
     IF tables IS NULL THEN
         RETURN;
     END IF;
     FOR n IN SELECT * FROM (VALUES (1, source, src), (2, target_node, tgt)) v(k, node, conn) ORDER BY k LOOP
-        IF NOT sharded_id._remote_exists(n.conn,
-               'SELECT FROM pg_roles WHERE rolname = current_user AND (rolsuper OR rolbypassrls)') THEN
+        IF NOT sharded_id._node_call(n.conn, '_node_bypasses_row_security', VARIADIC '{}')::boolean THEN
             RAISE EXCEPTION 'the role that moves shard % on node "%" cannot bypass row security', shard_id, n.node
                 USING ERRCODE = 'insufficient_privilege',
                       DETAIL = format('Tables of schema "%s" have row security: %s. A move copies and compares every row, which row security would filter.', schema, tables),
@@ -2184,8 +2181,7 @@ DECLARE
     wal_level text;
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_choose_method');
-    wal_level := sharded_id._remote_json(src,
-        'SELECT jsonb_build_object(''wal_level'', current_setting(''wal_level''))') ->> 'wal_level';
+    wal_level := sharded_id._node_call(src, '_node_wal_level', VARIADIC '{}');
     IF method IS NULL THEN
         method := CASE WHEN wal_level = 'logical' THEN 'online' ELSE 'dump' END;
         IF method = 'dump' THEN
@@ -2216,13 +2212,7 @@ DECLARE
     tables text;
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_check_replica_identity');
-    tables := sharded_id._remote_json(src, format(
-        'SELECT jsonb_build_object(''tables'', string_agg(format(''%%I'', c.relname), '', '' ORDER BY c.relname))
-         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-         WHERE n.nspname = %L AND c.relkind = ''r''
-           AND (c.relpersistence <> ''p'' OR c.relreplident = ''n''
-                OR (c.relreplident = ''d'' AND NOT EXISTS (SELECT FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)))',
-        schema)) ->> 'tables';
+    tables := sharded_id._node_call(src, '_node_tables_without_identity', schema);
     IF tables IS NOT NULL THEN
         RAISE EXCEPTION 'an online move needs a primary key or replica identity on every logged table'
             USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -2248,13 +2238,9 @@ DECLARE
     s jsonb;
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_check_floors');
-    s := sharded_id._remote_json(src, format(
-        'SELECT jsonb_build_object(''checked'', sharded_id._check_floors(s.shard_id, s.schema_name, s.layout) IS NULL,
-                                   ''high_water'', sharded_id.high_water(s.shard_id, s.layout), ''layout'', s.layout)
-         FROM sharded_id.shards s WHERE s.shard_id = %s', shard_id));
-    PERFORM sharded_id._remote(tgt, format(
-        'SELECT sharded_id._check_floor(%s, %s, %L, %L)', shard_id, coalesce(s ->> 'high_water', 'NULL'),
-        s ->> 'layout', format('the source, node "%s",', source)));
+    s := sharded_id._node_call(src, '_node_floors', shard_id::text)::jsonb;
+    PERFORM sharded_id._node_call(tgt, '_check_floor', shard_id::text, s ->> 'high_water', s ->> 'layout',
+                                  format('the source, node "%s",', source));
 END
 $$;
 
@@ -2905,7 +2891,7 @@ BEGIN
         BEGIN
             PERFORM sharded_id._remote_open(sharded_id._move_conn(NULL, 'plan', s.node_name), s.node_name);
             methods := methods || jsonb_build_object(s.node_name,
-                CASE WHEN sharded_id._remote(sharded_id._move_conn(NULL, 'plan', s.node_name), 'SHOW wal_level') = 'logical'
+                CASE WHEN sharded_id._node_call(sharded_id._move_conn(NULL, 'plan', s.node_name), '_node_wal_level', VARIADIC '{}') = 'logical'
                      THEN 'online' ELSE 'dump' END);
             PERFORM sharded_id._remote_close(sharded_id._move_conn(NULL, 'plan', s.node_name));
         EXCEPTION WHEN OTHERS THEN
@@ -3122,7 +3108,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_check_schema');
-    PERFORM sharded_id._remote(conn, format('SELECT count(*) FROM sharded_id.schema_ddl(%L)', schema_name));
+    PERFORM sharded_id._node_call(conn, '_node_schema_ddl_count', schema_name);
 END
 $$;
 
@@ -3216,44 +3202,19 @@ DECLARE
     bad jsonb;
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_check_online_owners');
-    IF (sharded_id._remote_json(tgt, 'SELECT jsonb_build_object(''version'', current_setting(''server_version_num'')::integer)')
-        ->> 'version')::integer >= 160000 THEN
+    IF sharded_id._node_call(tgt, '_node_server_version', VARIADIC '{}')::integer >= 160000 THEN
         RETURN;
     END IF;
     -- (object, role) of the schema, its relations, types, functions and
     -- operators, and the roles that may create objects in it; then those
     -- of them whose role is not a superuser on the source.
-    found := sharded_id._remote_json(src, format($q$
-        WITH nsp AS (SELECT oid, nspowner, nspacl FROM pg_namespace WHERE nspname = %1$L),
-        o AS (
-            SELECT 0 AS k, format('schema %%I', %1$L) AS obj, nsp.nspowner AS owner FROM nsp
-            UNION ALL
-            SELECT 1, format('%%s %%s', CASE c.relkind WHEN 'r' THEN 'table' WHEN 'p' THEN 'table' WHEN 'i' THEN 'index'
-                                                       WHEN 'I' THEN 'index' WHEN 'S' THEN 'sequence' WHEN 'v' THEN 'view'
-                                                       WHEN 'm' THEN 'materialized view' ELSE 'relation' END, c.oid::regclass),
-                   c.relowner FROM pg_class c, nsp WHERE c.relnamespace = nsp.oid
-            UNION ALL
-            SELECT 2, format('type %%s', t.oid::regtype), t.typowner FROM pg_type t, nsp
-            WHERE t.typnamespace = nsp.oid AND t.typrelid = 0 AND t.typelem = 0
-            UNION ALL
-            SELECT 3, format('function %%s', p.oid::regprocedure), p.proowner FROM pg_proc p, nsp WHERE p.pronamespace = nsp.oid
-            UNION ALL
-            SELECT 4, format('operator %%s', r.oid::regoperator), r.oprowner FROM pg_operator r, nsp WHERE r.oprnamespace = nsp.oid
-            UNION ALL
-            SELECT 5, format('the CREATE privilege on schema %%I', %1$L), a.grantee
-            FROM nsp, aclexplode(nsp.nspacl) a WHERE a.privilege_type = 'CREATE')
-        SELECT coalesce(jsonb_agg(jsonb_build_object('role', coalesce(r.rolname, 'PUBLIC'), 'object', o.obj,
-                                                     'superuser', coalesce(r.rolsuper, false)) ORDER BY o.k, o.obj), '[]')
-        FROM o LEFT JOIN pg_roles r ON r.oid = o.owner$q$, schema_name));
+    found := sharded_id._node_call(src, '_node_schema_roles', schema_name)::jsonb;
     SELECT array_agg(DISTINCT f ->> 'role') INTO owners FROM jsonb_array_elements(found) f;
     bad := (SELECT f FROM jsonb_array_elements(found) WITH ORDINALITY x(f, n) WHERE NOT (f ->> 'superuser')::boolean ORDER BY n LIMIT 1);
     IF bad IS NULL THEN
         -- Each role a superuser on the source: on the target too?
         bad := (SELECT f FROM jsonb_array_elements(found) WITH ORDINALITY x(f, n)
-                WHERE f ->> 'role' = (
-                    SELECT sharded_id._remote_json(tgt, format(
-                        'SELECT jsonb_build_object(''role'', min(u.r)) FROM unnest(%L::text[]) u(r) LEFT JOIN pg_roles x ON x.rolname = u.r
-                         WHERE x.rolsuper IS NOT TRUE', owners)) ->> 'role')
+                WHERE f ->> 'role' = sharded_id._node_call(tgt, '_node_first_non_superuser', owners::text)
                 ORDER BY n LIMIT 1);
     END IF;
     IF bad IS NOT NULL THEN

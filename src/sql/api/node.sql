@@ -1057,3 +1057,189 @@ REVOKE EXECUTE ON FUNCTION sharded_id._node_has_schema(name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._node_refresh_views(name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._node_inventory(name, boolean) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._node_server_major() FROM PUBLIC;
+
+-- The checks before a move starts (_move_plan), on the source and the
+-- target.  They read catalogs only, with the caller's rights, and are not
+-- for superusers only: a mover that logs in to a node as a role that is
+-- not a superuser gets through them to the check that refuses it with the
+-- reason (row security), or to the first step that needs a superuser.
+-- Locks: ACCESS SHARE on the tables read, until the call returns.
+
+-- The schema of a shard this node registers, or NULL.
+CREATE FUNCTION sharded_id._node_shard_schema(shard_id integer)
+RETURNS name
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT s.schema_name FROM sharded_id.shards s WHERE s.shard_id = _node_shard_schema.shard_id
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_shard_schema(integer) IS
+'internal: the schema of a shard this node registers, or NULL (a move''s check of its source)';
+
+-- Whether this node holds a shard, or a shard or schema of a name.
+CREATE FUNCTION sharded_id._node_holds_shard_or_schema(shard_id integer, schema_name name)
+RETURNS boolean
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT EXISTS (SELECT FROM sharded_id.shards s
+                   WHERE s.shard_id = _node_holds_shard_or_schema.shard_id
+                      OR s.schema_name = _node_holds_shard_or_schema.schema_name)
+        OR EXISTS (SELECT FROM pg_catalog.pg_namespace n WHERE n.nspname = _node_holds_shard_or_schema.schema_name)
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_holds_shard_or_schema(integer, name) IS
+'internal: whether this node holds a shard, or a shard or a schema of a name (a move''s check of its target)';
+
+-- The tables of a schema with row security, quoted, in name order, or
+-- NULL; and whether the caller bypasses row security here.
+CREATE FUNCTION sharded_id._node_row_security_tables(schema_name name)
+RETURNS text
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT pg_catalog.string_agg(pg_catalog.quote_ident(c.relname), ', ' ORDER BY c.relname)
+    FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace s ON s.oid = c.relnamespace
+    WHERE s.nspname = _node_row_security_tables.schema_name AND c.relkind IN ('r', 'p') AND c.relrowsecurity
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_row_security_tables(name) IS
+'internal: the tables of a schema with row security, or NULL (a move''s check)';
+
+CREATE FUNCTION sharded_id._node_bypasses_row_security()
+RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT EXISTS (SELECT FROM pg_catalog.pg_roles r
+                   WHERE r.rolname = CURRENT_USER AND (r.rolsuper OR r.rolbypassrls))
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_bypasses_row_security() IS
+'internal: whether the caller is a superuser or bypasses row security on this node (a move''s check)';
+
+-- This server's wal_level and version (server_version_num).
+CREATE FUNCTION sharded_id._node_wal_level()
+RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT pg_catalog.current_setting('wal_level')
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_wal_level() IS
+'internal: this node''s wal_level, which decides whether a shard may move online from it';
+
+CREATE FUNCTION sharded_id._node_server_version()
+RETURNS integer
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT pg_catalog.current_setting('server_version_num')::integer
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_server_version() IS
+'internal: this node''s server_version_num (a move''s checks of what its target supports)';
+
+-- The logged tables of a schema that an online move cannot replicate
+-- (unlogged or temporary, or with no replica identity), quoted, in name
+-- order, or NULL.
+CREATE FUNCTION sharded_id._node_tables_without_identity(schema_name name)
+RETURNS text
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT pg_catalog.string_agg(pg_catalog.quote_ident(c.relname), ', ' ORDER BY c.relname)
+    FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname = _node_tables_without_identity.schema_name AND c.relkind = 'r'
+      AND (c.relpersistence <> 'p' OR c.relreplident = 'n'
+           OR (c.relreplident = 'd' AND NOT EXISTS (SELECT FROM pg_catalog.pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)))
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_tables_without_identity(name) IS
+'internal: the tables of a schema that an online move cannot replicate, or NULL (a move''s check)';
+
+-- On the source: the shard's floors checked (sharded_id._check_floors,
+-- with the caller's rights), and its layout and high-water mark, as
+-- {"layout", "high_water"}, for the target's check; NULL when the node
+-- does not register the shard.
+CREATE FUNCTION sharded_id._node_floors(shard_id integer)
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN (SELECT pg_catalog.jsonb_build_object('checked', sharded_id._check_floors(s.shard_id, s.schema_name, s.layout) IS NULL,
+                                                 'high_water', sharded_id.high_water(s.shard_id, s.layout), 'layout', s.layout)
+            FROM sharded_id.shards s WHERE s.shard_id = _node_floors.shard_id);
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_floors(integer) IS
+'internal: check a shard''s floors on this node and return its layout and high-water mark (a move''s check of its source)';
+
+-- Whether schema_ddl can give a schema back as statements: how many, or
+-- its error (0A000, naming the object it cannot make).
+CREATE FUNCTION sharded_id._node_schema_ddl_count(schema_name name)
+RETURNS bigint
+LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT count(*) FROM sharded_id.schema_ddl(schema_name)
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_schema_ddl_count(name) IS
+'internal: how many statements schema_ddl gives a schema back as, or its error (a move''s check)';
+
+-- An online move to a node before PostgreSQL 16 (_move_check_online_owners):
+-- on the source, the (object, role) pairs of a schema, its relations,
+-- types, functions and operators, and the roles that may create objects
+-- in it, as [{"role", "object", "superuser"}]; on the target, the first
+-- of some roles that is not a superuser there (or does not exist), or
+-- NULL.
+CREATE FUNCTION sharded_id._node_schema_roles(schema_name name)
+RETURNS jsonb
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH nsp AS (SELECT n.oid, n.nspowner, n.nspacl FROM pg_catalog.pg_namespace n WHERE n.nspname = _node_schema_roles.schema_name),
+    o AS (
+        SELECT 0 AS k, pg_catalog.format('schema %I', _node_schema_roles.schema_name) AS obj, nsp.nspowner AS owner FROM nsp
+        UNION ALL
+        SELECT 1, pg_catalog.format('%s %s', CASE c.relkind WHEN 'r' THEN 'table' WHEN 'p' THEN 'table' WHEN 'i' THEN 'index'
+                                                           WHEN 'I' THEN 'index' WHEN 'S' THEN 'sequence' WHEN 'v' THEN 'view'
+                                                           WHEN 'm' THEN 'materialized view' ELSE 'relation' END,
+                                    c.oid::pg_catalog.regclass),
+               c.relowner FROM pg_catalog.pg_class c, nsp WHERE c.relnamespace = nsp.oid
+        UNION ALL
+        SELECT 2, pg_catalog.format('type %s', t.oid::pg_catalog.regtype), t.typowner FROM pg_catalog.pg_type t, nsp
+        WHERE t.typnamespace = nsp.oid AND t.typrelid = 0 AND t.typelem = 0
+        UNION ALL
+        SELECT 3, pg_catalog.format('function %s', p.oid::pg_catalog.regprocedure), p.proowner FROM pg_catalog.pg_proc p, nsp
+        WHERE p.pronamespace = nsp.oid
+        UNION ALL
+        SELECT 4, pg_catalog.format('operator %s', r.oid::pg_catalog.regoperator), r.oprowner FROM pg_catalog.pg_operator r, nsp
+        WHERE r.oprnamespace = nsp.oid
+        UNION ALL
+        SELECT 5, pg_catalog.format('the CREATE privilege on schema %I', _node_schema_roles.schema_name), a.grantee
+        FROM nsp, pg_catalog.aclexplode(nsp.nspacl) a WHERE a.privilege_type = 'CREATE')
+    SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('role', coalesce(r.rolname, 'PUBLIC'), 'object', o.obj,
+                                                                       'superuser', coalesce(r.rolsuper, false)) ORDER BY o.k, o.obj), '[]')
+    FROM o LEFT JOIN pg_catalog.pg_roles r ON r.oid = o.owner
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_schema_roles(name) IS
+'internal: the roles that own a schema or an object in it, or may create in it, and whether each is a superuser here (a move''s check)';
+
+CREATE FUNCTION sharded_id._node_first_non_superuser(roles text[])
+RETURNS text
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT min(u.r) FROM pg_catalog.unnest(roles) u(r) LEFT JOIN pg_catalog.pg_roles x ON x.rolname = u.r
+    WHERE x.rolsuper IS NOT TRUE
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_first_non_superuser(text[]) IS
+'internal: the first of some roles that is not a superuser on this node, or NULL (a move''s check)';
