@@ -735,7 +735,9 @@ COMMENT ON FUNCTION sharded_id._move_freeze_source(sharded_id.moves, interval) I
 
 -- On the source: schema_ddl's statements as one text for the target, in
 -- an order that runs no code of the schema's owner with the mover's rights:
--- the objects made, then their owners (ALTER ... OWNER TO), so that every
+-- the objects made and the sequences linked to their columns (OWNED BY,
+-- which needs the sequence and the table to have one owner), then their
+-- owners (ALTER ... OWNER TO; a linked sequence follows its table), so that every
 -- index is made as its table's owner (CREATE INDEX runs its expressions and
 -- predicate as the owner in core) and every function of the schema already
 -- has its owner when an index calls it; then the primary keys and unique
@@ -762,6 +764,7 @@ BEGIN
     RETURN (SELECT string_agg(y.s, E';\n' ORDER BY y.rank, y.n)
             FROM (SELECT x.s, x.n,
                          CASE WHEN x.n < first THEN 0
+                              WHEN x.s ~ '^ALTER SEQUENCE \S.* OWNED BY \S' AND x.s !~ E'\n' THEN 0
                               WHEN x.s ~ '^ALTER [A-Z ]+ \S.* OWNER TO ("[^"]*"|[^ ]+)$' AND x.s !~ E'\n' THEN 1
                               WHEN x.s ~ '^ALTER TABLE \S.* ADD CONSTRAINT ("([^"]|"")*"|\S+) (PRIMARY KEY|UNIQUE)[ (]' THEN 2
                               WHEN x.s ~ '^ALTER TABLE \S.* ADD CONSTRAINT ("([^"]|"")*"|\S+) FOREIGN KEY[ (]' THEN 3
