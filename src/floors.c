@@ -139,12 +139,15 @@ shid_floors_shmem_size(int max_shards)
 
 /*
  * Does a state say anything?  One that does not is not kept.  A shard
- * whose owner this server decided keeps its state, taken back or not.
+ * whose owner this server decided keeps its state, taken back or not, and
+ * so does one that a database claimed (a floor, or a first mint with no
+ * state: owner.c), which names that database.
  */
 static inline bool
 shid_state_empty(const ShidShardState *state)
 {
-	return state->floor_ms == 0 && !shid_state_owner_known(state);
+	return state->floor_ms == 0 && !shid_state_owner_known(state) &&
+		!OidIsValid(state->database);
 }
 
 /* Do two states say the same of the shard's ownership? */
@@ -570,6 +573,14 @@ shid_settle_states(void)
 	if (shid_floors_shared->unsettled_states > 0 && shid_settle_states_locked(NULL) > 0)
 		shid_states_sync_locked();
 	LWLockRelease(shid_floors_shared->lock);
+}
+
+/* How many shards have a state.  The caller holds the floors lock. */
+long
+shid_states_count_locked(void)
+{
+	Assert(LWLockHeldByMe(shid_floors_shared->lock));
+	return hash_get_num_entries(shid_states);
 }
 
 /* Copy the shard's state into *state; false if it has none.  The caller

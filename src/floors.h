@@ -101,6 +101,7 @@ extern Size shid_floors_shmem_size(int max_shards);
 extern void shid_floors_shmem_init(int max_shards, LWLock *lock);
 extern bool shid_shard_state(const ShidShardKey *key, ShidShardState *state);
 extern bool shid_shard_state_retired(const ShidShardState *state);
+extern long shid_states_count_locked(void);
 extern bool shid_shard_state_locked(const ShidShardKey *key, ShidShardState *state);
 extern bool shid_shard_restore_owner_locked(const ShidShardState *expect,
 											const ShidShardState *restore);

@@ -428,6 +428,8 @@ shid_owned_slot(const ShidLayout *layout, int32 shard)
  * The shard's slot, made if need be, once the caller's checks passed.  A
  * new slot stores what shid_owned_slot learnt, unless a retirement stored
  * its state first; the claim reads that state under the slot's spinlock.
+ * A new slot of a shard with no state also claims the shard for this
+ * database (shid_owner_claim).
  */
 static inline ShidSlot *
 shid_mint_slot(const ShidLayout *layout, int32 shard, ShidSlot *slot)
@@ -436,6 +438,7 @@ shid_mint_slot(const ShidLayout *layout, int32 shard, ShidSlot *slot)
 	{
 		slot = shid_lookup_slot(layout, shard, SHID_SLOT_MINT);
 		(void) shid_slot_set_owner(slot, SHID_OWNER_MINTS, true);
+		shid_owner_claim(&slot->key);
 	}
 	return slot;
 }

@@ -182,7 +182,9 @@ shid_refuse_state_elsewhere(const ShidShardState *state, const char *action)
  * states are shared by the databases of a server, catalogs are not: so no
  * database's catalog lets its provisioner stop, take or move the floor of
  * another database's shard.  A shard with no state is free to any
- * database.  Nothing to check where sharded_id is not preloaded.
+ * database; its first mint gives it one that names the minting database
+ * (owner.c, shid_owner_claim).  Nothing to check where sharded_id is not
+ * preloaded.
  *
  * Locks: the floors lock, shared, while it copies the state.
  */
