@@ -13,3 +13,19 @@
 DROP FUNCTION sharded_id._move_create_publication(sharded_id.moves);
 
 -- @functions@
+
+-- Old copies that an earlier version fenced: a move's source kept its old
+-- copy of a shard, until the cleanup dropped it, behind a CHECK (false) NOT
+-- VALID constraint named sharded_id_moved on every table, which stopped
+-- INSERT and UPDATE but let DELETE and TRUNCATE through.  Each schema with
+-- such a constraint gets 2.0's fence, which refuses every write with 40001
+-- (_fence_old_copy), unless it has it; the constraint stays until the copy
+-- is dropped, or a take-back removes both (_unfence_old_copy).
+SELECT sharded_id._fence_old_copy(n.nspname)
+FROM pg_catalog.pg_namespace n
+WHERE EXISTS (SELECT FROM pg_catalog.pg_constraint k
+              WHERE k.connamespace OPERATOR(pg_catalog.=) n.oid AND k.contype OPERATOR(pg_catalog.=) 'c'
+                AND k.conname OPERATOR(pg_catalog.=) 'sharded_id_moved')
+  AND NOT EXISTS (SELECT FROM pg_catalog.pg_trigger g JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) g.tgrelid
+                  WHERE c.relnamespace OPERATOR(pg_catalog.=) n.oid AND g.tgname OPERATOR(pg_catalog.=) 'sharded_id_moved')
+ORDER BY n.nspname;
