@@ -710,7 +710,11 @@ COMMENT ON FUNCTION sharded_id._move_open_freeze(sharded_id.moves) IS
 -- Freeze writes to the shard on the source, on the move's freeze
 -- connection (_move_open_freeze), in one round trip: a transaction holding
 -- the fence that enter_shard waits on, the shard's catalog row and its
--- tables.  Closing the connection ends the freeze.
+-- tables.  Closing the connection ends the freeze, and so does the source
+-- if the router leaves it idle in the transaction for twice lock_timeout
+-- (the move's freeze_timeout, which bounds each of its waits) and 10 s
+-- more: a router that hangs, or whose host vanished, leaves the shard
+-- writable on the source again within that, not after TCP gives up.
 CREATE FUNCTION sharded_id._move_freeze_source(m sharded_id.moves, lock_timeout interval)
 RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
@@ -720,13 +724,14 @@ BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_freeze_source');
     -- It ends with a command: dblink_exec takes no rows from the last.
     PERFORM sharded_id._remote_exec(sharded_id._move_conn(m.move_id, 'freeze', m.source_node), format(
-        'BEGIN; SET LOCAL lock_timeout = %1$L; '
+        'BEGIN; SET LOCAL lock_timeout = %1$L; SET LOCAL idle_in_transaction_session_timeout = %5$L; '
         'SELECT FROM sharded_id._wait_shard_lock(%2$s, ''fence'', %1$L, %4$L); '
         'SELECT FROM sharded_id.shards WHERE shard_id = %2$s FOR UPDATE; '
         'SELECT FROM sharded_id._on_schema_tables(%3$L, ''LOCK TABLE %%s IN EXCLUSIVE MODE''); '
         'SET LOCAL lock_timeout = %1$L',
         (extract(epoch FROM lock_timeout) * 1000)::bigint || 'ms', m.shard_id, m.schema_name,
-        format('Move %s freezes the shard', m.move_id)));
+        format('Move %s freezes the shard', m.move_id),
+        (extract(epoch FROM lock_timeout) * 2000 + 10000)::bigint || 'ms'));
 END
 $$;
 
