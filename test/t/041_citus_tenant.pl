@@ -203,6 +203,23 @@ is($coord->safe_psql('postgres', q{SELECT string_agg(s, ',') FROM sharded_id.cit
 is($state, '42501', 'citus_distribute_shards() is refused again: shard 2 is the one left');
 is($distributed->(), 'shard_0001,shard_0003,shard_0004', 'shard_0002 stays a schema of the coordinator');
 
+my @open = split /\n/, $coord->safe_psql('postgres', q{SELECT shard_id || ': ' || reason FROM sharded_id.citus_open_shards()});
+is(scalar(grep { !/^2: / } @open), 0, 'citus_open_shards names shard 2 and no other shard');
+for my $reason ('role tenant owns the schema', 'role tenant owns table shard_0002.planted',
+	'constraint planted_check on table shard_0002.planted uses function spy.seen(text), owned by role tenant',
+	'default value for column d of table shard_0002.planted uses function spy.seen(text), owned by role tenant',
+	'default value for column g of table shard_0002.planted uses function spy.seen_i(text), owned by role tenant',
+	'index shard_0002.planted_a_idx uses function spy.seen_i(text), owned by role tenant',
+	'index shard_0002.planted_seen_i_idx uses function spy.seen_i(text), owned by role tenant',
+	'trigger planted on table shard_0002.planted uses function spy.trg(), owned by role tenant')
+{
+	ok((grep { $_ eq "2: $reason" } @open), "citus_open_shards: $reason");
+}
+is(scalar(@open), 8, 'and nothing else (' . scalar(@open) . ' reasons)') or diag(join("\n", @open));
+is($coord->safe_psql('postgres', q{
+	SELECT has_function_privilege('public', 'sharded_id.citus_open_shards(integer, integer)', 'EXECUTE')}),
+	'f', 'citus_open_shards is not for PUBLIC');
+
 # --- The README's move block, as a superuser.
 ($state, $err) = attempt($coord, $move_block);
 is($state, 'none', "the README's move block runs: citus_schema_move of shard_0001 and a rebalance") or diag($err);
