@@ -15,8 +15,8 @@
 -- role that distributes or moves it (citus_schema_distribute,
 -- citus_schema_move, citus_rebalance_start: COPY into the new shard on the
 -- node that receives it), which runs the tables' CHECK constraints and
--- generated columns, and any trigger there, with that role's rights.  Reads
--- the catalogs only: no row of any table.
+-- generated columns with that role's rights.  Reads the catalogs only: no
+-- row of any table.
 --
 CREATE FUNCTION sharded_id.citus_open_shards(first_shard integer DEFAULT NULL,
                                             last_shard integer DEFAULT NULL)
