@@ -16,7 +16,9 @@
 #    citus_distribute_shards with 42501, naming the schema and its owner;
 #    nothing is distributed, not even the superuser's shards.  The shards
 #    that a superuser owns are then distributed (citus_distribute_shards
-#    with a range), and shard 2 alone is refused again.
+#    with a range), and shard 2 alone is refused again.  citus_open_shards
+#    names shard 2 only, with every reason: its owner, its table, and each
+#    piece of code that uses the owner's functions.
 #  - The README's move block (citus_schema_move, citus_rebalance_start), as
 #    a superuser: no planted code ran as a superuser on any node, and the
 #    owner is a superuser nowhere.
