@@ -231,11 +231,13 @@ shid_slot_pace(ShidSlot *slot, int64 full_ms, int capacity)
  * ownership change ended: the server's state of the shard decides, or, for
  * a shard whose owner the server never decided, the shard catalog of this
  * database, which a restore of a whole database brings along (owner.c).
+ * A shard that mints here with no state is claimed for this database.
  */
 static pg_noinline void
 shid_slot_learn_owner(ShidSlot *slot, const ShidLayout *layout)
 {
-	(void) shid_owner_learn(slot, &slot->key, layout);
+	if (!shid_owner_learn(slot, &slot->key, layout) && slot->owner == SHID_OWNER_MINTS)
+		shid_owner_claim(&slot->key);
 }
 
 /*

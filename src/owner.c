@@ -464,14 +464,19 @@ shid_owner_learn(ShidSlot *slot, const ShidShardKey *key, const ShidLayout *layo
  * still read as before), so that a provisioner of another database cannot
  * create and retire the shard there and stop this database's next_id
  * server-wide (privs.c refuses it, naming this database); a superuser
- * still can.  A shard with a state, whatever it says, keeps it.  Claims take at most half
- * of sharded_id.max_shards states, so that the rest stays for the shards
- * that shard catalogs create and retire: past that, a shard mints
- * unclaimed, as before.  Off next_id's fast path: once per shard and
- * start-up, then a shared-lock lookup.
+ * still can.  A shard with a state, whatever it says, keeps it.
+ *
+ * Only a role that an administrator let mint claims (privs.c,
+ * shid_may_claim): a superuser, a provisioner, or a role granted counter
+ * mode's next_id(integer); not any role with a temporary sequence.  Claims
+ * take at most a quarter of sharded_id.max_shards states, so that the rest
+ * stays for the shards that shard catalogs create and retire: past that, a
+ * shard mints unclaimed, as before.  Called when a mint makes the shard's
+ * slot or learns that the slot's shard mints here, off next_id's fast
+ * path: once per shard and start-up, then a shared-lock lookup.
  *
  * Locks: the floors lock, shared to look, then exclusively to decide and
- * sync (floors.c).
+ * sync (floors.c); none while the catalogs are read.
  */
 void
 shid_owner_claim(const ShidShardKey *key)
@@ -482,13 +487,13 @@ shid_owner_claim(const ShidShardKey *key)
 	LWLockAcquire(shid_floors_shared->lock, LW_SHARED);
 	known = shid_shard_state_locked(key, &state);
 	LWLockRelease(shid_floors_shared->lock);
-	if (known)
+	if (known || !shid_may_claim())
 		return;
 	LWLockAcquire(shid_floors_shared->lock, LW_EXCLUSIVE);
 	if (!shid_shard_state_locked(key, &state) &&
-		shid_states_count_locked() < shid_max_shards / 2)
+		shid_claims_count_locked() < shid_max_shards / 4)
 	{
-		shid_shard_change_locked(key, 0, false, SHID_KEEP_OWNER);
+		shid_shard_change_locked(key, 0, false, SHID_CLAIM);
 		shid_states_sync_locked();
 	}
 	LWLockRelease(shid_floors_shared->lock);

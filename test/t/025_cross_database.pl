@@ -120,6 +120,27 @@ my $mint_a = sub {
 	is($code, 'ok', "$what: a's bare next_id(50) mints") or diag($err);
 };
 
+# No claim by a role that an administrator did not let mint: mallory, a
+# plain role, mints for shard 60 in a with a temporary sequence of its own
+# (seed mode); prov may still make shard 60 in b, and drops it again.
+$node->safe_psql('postgres', 'CREATE ROLE mallory LOGIN');
+$node->safe_psql('a', q{CREATE TEMP SEQUENCE s; SELECT sharded_id.next_id(60, 's') > 0;}, extra_params => [ '-U', 'mallory' ]);
+{
+	my ($code, $err) = $run->('b', 'SELECT sharded_id.create_shard(60) IS NOT NULL', 'prov');
+	is($code, 'ok', 'a plain role\'s mints with a temporary sequence claim nothing: prov makes shard 60 in b') or diag($err);
+	($code, $err) = $run->('b', 'SELECT sharded_id.drop_shard(60)', 'prov');
+	is($code, 'ok', 'and drops it') or diag($err);
+}
+# A slot that an administrative call made first (prov's high_water(61) in
+# b) still claims shard 61 for a at a's first mint.
+$node->safe_psql('b', 'SELECT sharded_id.high_water(61)', extra_params => [ '-U', 'prov' ]);
+$node->safe_psql('a', 'SELECT sharded_id.next_id(61) > 0');
+{
+	my ($code, $err) = $run->('b', 'SELECT sharded_id.create_shard(61)', 'prov');
+	is($code, '42501', 'a slot made by high_water first: a\'s first mint claims shard 61, prov\'s create_shard(61) in b is refused');
+	like($err, qr/belongs to database "a", which mints the shard's ids with no shard catalog entry/, 'the error says why');
+}
+
 my $floors = $snapshot->();
 my $b_catalog = $b_snapshot->();
 my $check = sub {
