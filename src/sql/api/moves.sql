@@ -707,14 +707,42 @@ $$;
 COMMENT ON FUNCTION sharded_id._move_open_freeze(sharded_id.moves) IS
 'internal: open a new freeze connection of a move to its source';
 
+-- How long the source lets the freeze's transaction sit idle before it
+-- ends the session, and with it the freeze: a router that hangs inside the
+-- freeze, or whose host vanished, leaves the shard writable on the source
+-- again within that, not after TCP gives up.  Online, the router waits
+-- inside the freeze only for the catch-up and the route lock, each bounded
+-- by freeze_timeout: twice that and 10 s more.  By dump, the copy and the
+-- comparison run inside the freeze, the source idle while the target
+-- writes a batch or reads its copy: the move's timeout, at least as much.
+-- Set on the freeze connection before the freeze (_move_set_freeze_idle).
+CREATE FUNCTION sharded_id._move_set_freeze_idle(m sharded_id.moves, timeout interval, freeze_timeout interval)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    online_limit interval := freeze_timeout * 2 + interval '10 s';
+    idle interval := CASE WHEN m.method = 'online' THEN online_limit ELSE greatest(timeout, online_limit) END;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_set_freeze_idle');
+    PERFORM sharded_id._remote_exec(sharded_id._move_conn(m.move_id, 'freeze', m.source_node),
+        format('SET idle_in_transaction_session_timeout = %L',
+               ceil(extract(epoch FROM idle) * 1000)::bigint || 'ms'));
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_set_freeze_idle(sharded_id.moves, interval, interval) IS
+'internal: on a move''s freeze connection, how long the source lets the freeze sit idle before it ends it: twice freeze_timeout and 10 s online, the move''s timeout (at least that) by dump';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._move_set_freeze_idle(sharded_id.moves, interval, interval) FROM PUBLIC;
+
 -- Freeze writes to the shard on the source, on the move's freeze
 -- connection (_move_open_freeze), in one round trip: a transaction holding
 -- the fence that enter_shard waits on, the shard's catalog row and its
 -- tables.  Closing the connection ends the freeze, and so does the source
--- if the router leaves it idle in the transaction for twice lock_timeout
--- (the move's freeze_timeout, which bounds each of its waits) and 10 s
--- more: a router that hangs, or whose host vanished, leaves the shard
--- writable on the source again within that, not after TCP gives up.
+-- once the router leaves the transaction idle for longer than the move
+-- allows (_move_freeze_idle_limit).
 CREATE FUNCTION sharded_id._move_freeze_source(m sharded_id.moves, lock_timeout interval)
 RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
@@ -724,14 +752,13 @@ BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_freeze_source');
     -- It ends with a command: dblink_exec takes no rows from the last.
     PERFORM sharded_id._remote_exec(sharded_id._move_conn(m.move_id, 'freeze', m.source_node), format(
-        'BEGIN; SET LOCAL lock_timeout = %1$L; SET LOCAL idle_in_transaction_session_timeout = %5$L; '
+        'BEGIN; SET LOCAL lock_timeout = %1$L; '
         'SELECT FROM sharded_id._wait_shard_lock(%2$s, ''fence'', %1$L, %4$L); '
         'SELECT FROM sharded_id.shards WHERE shard_id = %2$s FOR UPDATE; '
         'SELECT FROM sharded_id._on_schema_tables(%3$L, ''LOCK TABLE %%s IN EXCLUSIVE MODE''); '
         'SET LOCAL lock_timeout = %1$L',
         (extract(epoch FROM lock_timeout) * 1000)::bigint || 'ms', m.shard_id, m.schema_name,
-        format('Move %s freezes the shard', m.move_id),
-        (extract(epoch FROM lock_timeout) * 2000 + 10000)::bigint || 'ms'));
+        format('Move %s freezes the shard', m.move_id)));
 END
 $$;
 
@@ -1876,6 +1903,7 @@ DECLARE
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_compare_frozen');
     PERFORM sharded_id._move_open_freeze(m);
+    PERFORM sharded_id._move_set_freeze_idle(m, timeout, freeze_timeout);
     snaps := ARRAY[sharded_id._move_open(m, 'snap_source'), sharded_id._move_open(m, 'snap_target')];
     PERFORM sharded_id._remote_exec(c, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY') FROM unnest(snaps) c;
     PERFORM sharded_id._move_catch_up(m, timeout);
@@ -1904,6 +1932,7 @@ AS $$
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_freeze');
     PERFORM sharded_id._move_open_freeze(m);
+    PERFORM sharded_id._move_set_freeze_idle(m, timeout, freeze_timeout);
     IF m.method = 'online' THEN
         PERFORM sharded_id._move_catch_up(m, timeout);
     END IF;
