@@ -240,6 +240,7 @@ for my $how (qw(cancel terminate))
 	$router->safe_psql('router', "SELECT pg_${how}_backend($pid)");
 	eval { $mover->finish; };
 	ok(time - $t0 < 15, "$how: the move ends within 15 s") or diag($err);
+	like($err, $how eq 'cancel' ? qr/cancel/i : qr/terminat|closed the connection/i, "$how: the move says how it ended");
 	ok($n->poll_query_until('app', q{SELECT count(*) = 0 FROM pg_stat_activity
 		WHERE query LIKE '%pg_create_logical_replication_slot%' AND pid <> pg_backend_pid()}),
 		"$how: no call on the source still waits to make the slot");
@@ -256,6 +257,10 @@ for my $how (qw(cancel terminate))
 	is(map_owner($router, 5), $from, "$how: the shard stays where it was");
 	is($router->safe_psql('router', 'SELECT count(*) FROM sharded_id.moves WHERE finished_at IS NULL'), '0',
 		"$how: no move is left unfinished");
+	is($node{$to}->safe_psql('app', 'SELECT count(*) FROM pg_subscription') . '/'
+		  . $n->safe_psql('app', 'SELECT count(*) FROM pg_publication') . '/'
+		  . $n->safe_psql('app', 'SELECT count(*) FROM pg_replication_slots'), '0/0/0',
+		"$how: no subscription, publication or slot is left");
 }
 
 done_testing();
