@@ -123,8 +123,36 @@ GRANT EXECUTE ON FUNCTION sharded_id.next_id(integer) TO upgrade_writer;
 SELECT count(*) > 30 AS recipe_functions FROM pg_proc p
 WHERE p.pronamespace = 'sharded_id'::regnamespace AND has_function_privilege('upgrade_app15', p.oid, 'EXECUTE')
   AND NOT has_function_privilege('public', p.oid, 'EXECUTE');
+-- An old copy of a shard that moved away, fenced as 1.5 and 1.6 did: a
+-- CHECK (false) NOT VALID constraint on each table that is not a partition
+-- (partitions inherit it).  Beside it, a table of another schema with
+-- another constraint of that name, which the update leaves alone.
+SELECT sharded_id.create_shard(4090, 'old_copy') IS NOT NULL AS created;
+CREATE TABLE public.not_a_copy (id bigint CONSTRAINT sharded_id_moved CHECK (id > 0));
+CREATE TABLE old_copy.t (id bigint PRIMARY KEY, v text);
+CREATE TABLE old_copy.p (id bigint, v text) PARTITION BY RANGE (id);
+CREATE TABLE old_copy.p1 PARTITION OF old_copy.p FOR VALUES FROM (0) TO (100);
+INSERT INTO old_copy.t VALUES (1, 'kept'), (2, 'kept');
+INSERT INTO old_copy.p VALUES (1, 'kept');
+SELECT sharded_id.retire_shard(4090) IS NOT NULL AS retired;
+SELECT sharded_id._on_schema_tables('old_copy', 'ALTER TABLE %s ADD CONSTRAINT sharded_id_moved CHECK (false) NOT VALID');
+DELETE FROM old_copy.t WHERE id = 2;
 ALTER EXTENSION sharded_id UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'sharded_id';
+-- The update fences it as 2.0 does: every write is refused, DELETE and
+-- TRUNCATE too, on partitions as well, and every row stays.
+\set VERBOSITY sqlstate
+DELETE FROM old_copy.t;
+TRUNCATE old_copy.t;
+DELETE FROM old_copy.p1;
+UPDATE old_copy.p SET v = 'changed';
+INSERT INTO old_copy.t VALUES (3, 'new');
+\set VERBOSITY default
+SELECT (SELECT count(*) FROM old_copy.t) AS t_rows, (SELECT count(*) FROM old_copy.p) AS p_rows;
+INSERT INTO public.not_a_copy VALUES (1);
+SELECT count(*) AS triggers_elsewhere FROM pg_trigger WHERE tgname = 'sharded_id_moved' AND tgrelid = 'public.not_a_copy'::regclass;
+DROP TABLE public.not_a_copy;
+DROP SCHEMA IF EXISTS old_copy CASCADE;
 -- Beyond PUBLIC's: counter mode's next_id functions only.
 SELECT r.rolname, p.oid::regprocedure AS still_executable
 FROM pg_proc p, pg_roles r

@@ -69,6 +69,16 @@ PG_FUNCTION_INFO_V1(funcname)
 #endif
 
 /*
+ * May the role execute the function?  pg_proc_aclcheck up to PostgreSQL 15,
+ * object_aclcheck from 16 on.
+ */
+#if PG_VERSION_NUM < 160000
+#define shid_proc_aclcheck(proc, role) pg_proc_aclcheck((proc), (role), ACL_EXECUTE)
+#else
+#define shid_proc_aclcheck(proc, role) object_aclcheck(ProcedureRelationId, (proc), (role), ACL_EXECUTE)
+#endif
+
+/*
  * The oldest transaction whose status the commit log still holds: in
  * ShmemVariableCache up to PostgreSQL 16, in TransamVariables from 17 on.
  * Read under XactTruncationLock.

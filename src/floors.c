@@ -139,12 +139,15 @@ shid_floors_shmem_size(int max_shards)
 
 /*
  * Does a state say anything?  One that does not is not kept.  A shard
- * whose owner this server decided keeps its state, taken back or not.
+ * whose owner this server decided keeps its state, taken back or not, and
+ * so does one that a database claimed (a floor, or a first mint with no
+ * state: owner.c), which names that database.
  */
 static inline bool
 shid_state_empty(const ShidShardState *state)
 {
-	return state->floor_ms == 0 && !shid_state_owner_known(state);
+	return state->floor_ms == 0 && !shid_state_owner_known(state) &&
+		!OidIsValid(state->database);
 }
 
 /* Do two states say the same of the shard's ownership? */
@@ -572,6 +575,22 @@ shid_settle_states(void)
 	LWLockRelease(shid_floors_shared->lock);
 }
 
+/* How many states are claims.  The caller holds the floors lock. */
+long
+shid_claims_count_locked(void)
+{
+	HASH_SEQ_STATUS scan;
+	ShidShardState *state;
+	long		claims = 0;
+
+	Assert(LWLockHeldByMe(shid_floors_shared->lock));
+	hash_seq_init(&scan, shid_states);
+	while ((state = hash_seq_search(&scan)) != NULL)
+		if (shid_state_claim(state))
+			claims++;
+	return claims;
+}
+
 /* Copy the shard's state into *state; false if it has none.  The caller
  * holds the floors lock. */
 bool
@@ -658,16 +677,17 @@ shid_shard_change_locked(const ShidShardKey *key, int64 floor_ms, bool lower, in
 	if (lower || floor_ms > after.floor_ms)
 		after.floor_ms = Max(floor_ms, 0);
 	/* The first floor of a shard with no state names this database. */
-	if (shid_state_empty(&before))
+	if (shid_state_empty(&before) && after.floor_ms > 0)
 		after.database = MyDatabaseId;
 	if (owner != SHID_KEEP_OWNER)
 		after.database = MyDatabaseId;
+	/* A claim (SHID_CLAIM) names the database alone. */
 	if (owner == SHID_RETIRE_SETTLED)
 	{
 		after.retired = after.prev_retired = 1;
 		after.xid = SHID_XID_SETTLED;
 	}
-	else if (owner != SHID_KEEP_OWNER)
+	else if (owner == SHID_OWN || owner == SHID_RETIRE)
 	{
 		FullTransactionId top = GetTopFullTransactionId();
 
@@ -679,7 +699,7 @@ shid_shard_change_locked(const ShidShardKey *key, int64 floor_ms, bool lower, in
 		after.retired = (owner == SHID_RETIRE);
 		after.xid = top;
 	}
-	else if (shid_state_pending(&after) &&
+	else if (owner == SHID_KEEP_OWNER && shid_state_pending(&after) &&
 			 shid_xid_committed(after.xid) >= 0)
 	{
 		/* The last change has settled: keep only its outcome. */

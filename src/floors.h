@@ -79,6 +79,13 @@ shid_state_owner_known(const ShidShardState *state)
 	return state->retired || state->prev_retired || FullTransactionIdIsValid(state->xid);
 }
 
+/* A claim: a state that names a database and says nothing else (owner.c). */
+static inline bool
+shid_state_claim(const ShidShardState *state)
+{
+	return state->floor_ms == 0 && !shid_state_owner_known(state) && OidIsValid(state->database);
+}
+
 /* The floors' shared state besides their hash table (floors.c). */
 typedef struct ShidFloorsShared
 {
@@ -96,11 +103,13 @@ extern PGDLLIMPORT ShidFloorsShared *shid_floors_shared;
 #define SHID_OWN			0
 #define SHID_RETIRE			1
 #define SHID_RETIRE_SETTLED	2	/* retire unconditionally, at once */
+#define SHID_CLAIM			3	/* name this database, decide nothing (owner.c) */
 
 extern Size shid_floors_shmem_size(int max_shards);
 extern void shid_floors_shmem_init(int max_shards, LWLock *lock);
 extern bool shid_shard_state(const ShidShardKey *key, ShidShardState *state);
 extern bool shid_shard_state_retired(const ShidShardState *state);
+extern long shid_claims_count_locked(void);
 extern bool shid_shard_state_locked(const ShidShardKey *key, ShidShardState *state);
 extern bool shid_shard_restore_owner_locked(const ShidShardState *expect,
 											const ShidShardState *restore);

@@ -231,11 +231,13 @@ shid_slot_pace(ShidSlot *slot, int64 full_ms, int capacity)
  * ownership change ended: the server's state of the shard decides, or, for
  * a shard whose owner the server never decided, the shard catalog of this
  * database, which a restore of a whole database brings along (owner.c).
+ * A shard that mints here with no state is claimed for this database.
  */
 static pg_noinline void
 shid_slot_learn_owner(ShidSlot *slot, const ShidLayout *layout)
 {
-	(void) shid_owner_learn(slot, &slot->key, layout);
+	if (!shid_owner_learn(slot, &slot->key, layout) && slot->owner == SHID_OWNER_MINTS)
+		shid_owner_claim(&slot->key);
 }
 
 /*
@@ -428,6 +430,8 @@ shid_owned_slot(const ShidLayout *layout, int32 shard)
  * The shard's slot, made if need be, once the caller's checks passed.  A
  * new slot stores what shid_owned_slot learnt, unless a retirement stored
  * its state first; the claim reads that state under the slot's spinlock.
+ * A new slot of a shard with no state also claims the shard for this
+ * database (shid_owner_claim).
  */
 static inline ShidSlot *
 shid_mint_slot(const ShidLayout *layout, int32 shard, ShidSlot *slot)
@@ -436,6 +440,7 @@ shid_mint_slot(const ShidLayout *layout, int32 shard, ShidSlot *slot)
 	{
 		slot = shid_lookup_slot(layout, shard, SHID_SLOT_MINT);
 		(void) shid_slot_set_owner(slot, SHID_OWNER_MINTS, true);
+		shid_owner_claim(&slot->key);
 	}
 	return slot;
 }

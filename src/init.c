@@ -57,6 +57,20 @@ static char *shid_move_hold_setting = NULL;
  */
 static bool shid_move_end_blockers_setting = true;
 
+/*
+ * sharded_id.library_version: the version of the extension this library was
+ * built for, read only by the install and update scripts.  Their first
+ * statement compares it with their own version, so that a server still
+ * running an older library (installed files, no restart) refuses the new SQL
+ * with a hint to restart instead of the loader's "could not find function".
+ * A library without it (1.6 and earlier) is older than any script that reads
+ * it.  The test build of test/t/041_library_version.pl overrides it.
+ */
+#ifndef SHID_LIBRARY_VERSION
+#define SHID_LIBRARY_VERSION "2.0"
+#endif
+static char *shid_library_version_setting = NULL;
+
 static shmem_request_hook_type shid_prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type shid_prev_shmem_startup_hook = NULL;
 
@@ -134,6 +148,16 @@ _PG_init(void)
 	 * Loaded without shared_preload_libraries, the module still provides the
 	 * decoders; next_id refuses to run (see shid_require_shared_state).
 	 */
+	/* Defined whenever the library loads, preloaded or not. */
+	DefineCustomStringVariable("sharded_id.library_version",
+							   "Shows the version of the sharded_id library this server has loaded.",
+							   "The install and update scripts refuse to run over an older library: restart the server after installing a new version.",
+							   &shid_library_version_setting,
+							   SHID_LIBRARY_VERSION,
+							   PGC_INTERNAL,
+							   GUC_NOT_IN_SAMPLE | GUC_DISALLOW_IN_FILE,
+							   NULL, NULL, NULL);
+
 	/*
 	 * Read by sharded_id.move_shard on a router, which need not preload the
 	 * module; defined either way, so that a preloaded router accepts it.

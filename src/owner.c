@@ -88,7 +88,10 @@
  * by privs.c and again here under the floors lock (shid_owner_change):
  * so no database's catalog, nor its provisioner, makes another database's
  * shard refuse.  Superusers may move a shard between databases.  next_id
- * does not read the database.
+ * does not read the database.  A shard that a database mints for with no
+ * state (a bare next_id(shard), no create_shard) is claimed by that
+ * database at its first mint since start-up (shid_owner_claim): another
+ * database's provisioner cannot then create and retire it.
  *
  *-------------------------------------------------------------------------
  */
@@ -450,6 +453,50 @@ shid_owner_learn(ShidSlot *slot, const ShidShardKey *key, const ShidLayout *layo
 	if (made && slot == NULL)
 		shid_slot_follow_state(&state);
 	return retired;
+}
+
+/*
+ * The first mint of a shard since start-up (its new slot, made once the
+ * caller's checks passed), where the server keeps no state of the shard: a
+ * bare next_id(shard) of a database with no shard catalog entry for it.
+ * The server records, durably and at once, a state that names this
+ * database and decides nothing else (no floor, no owner: the catalog is
+ * still read as before), so that a provisioner of another database cannot
+ * create and retire the shard there and stop this database's next_id
+ * server-wide (privs.c refuses it, naming this database); a superuser
+ * still can.  A shard with a state, whatever it says, keeps it.
+ *
+ * Only a role that an administrator let mint claims (privs.c,
+ * shid_may_claim): a superuser, a provisioner, or a role granted counter
+ * mode's next_id(integer); not any role with a temporary sequence.  Claims
+ * take at most a quarter of sharded_id.max_shards states, so that the rest
+ * stays for the shards that shard catalogs create and retire: past that, a
+ * shard mints unclaimed, as before.  Called when a mint makes the shard's
+ * slot or learns that the slot's shard mints here, off next_id's fast
+ * path: once per shard and start-up, then a shared-lock lookup.
+ *
+ * Locks: the floors lock, shared to look, then exclusively to decide and
+ * sync (floors.c); none while the catalogs are read.
+ */
+void
+shid_owner_claim(const ShidShardKey *key)
+{
+	ShidShardState state;
+	bool		known;
+
+	LWLockAcquire(shid_floors_shared->lock, LW_SHARED);
+	known = shid_shard_state_locked(key, &state);
+	LWLockRelease(shid_floors_shared->lock);
+	if (known || !shid_may_claim())
+		return;
+	LWLockAcquire(shid_floors_shared->lock, LW_EXCLUSIVE);
+	if (!shid_shard_state_locked(key, &state) &&
+		shid_claims_count_locked() < shid_max_shards / 4)
+	{
+		shid_shard_change_locked(key, 0, false, SHID_CLAIM);
+		shid_states_sync_locked();
+	}
+	LWLockRelease(shid_floors_shared->lock);
 }
 
 /*

@@ -25,6 +25,7 @@
 extern void shid_owner_init(void);
 extern void shid_owner_change(ShidSlot *slot, const ShidShardKey *key,
 							  const ShidLayout *layout, int owner);
+extern void shid_owner_claim(const ShidShardKey *key);
 extern bool shid_owner_learn(ShidSlot *slot, const ShidShardKey *key,
 							 const ShidLayout *layout);
 

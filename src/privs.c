@@ -52,6 +52,7 @@
 #include "access/htup_details.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
 #include "compat.h"
@@ -61,6 +62,7 @@
 #include "layout.h"
 #include "miscadmin.h"
 #include "owner_read.h"
+#include "parser/parse_func.h"
 #include "privs.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -133,6 +135,33 @@ shid_role_name(Oid role)
 	return name ? name : psprintf("%u", role);
 }
 
+/*
+ * May the current role claim a shard for this database at its first mint
+ * (owner.c, shid_owner_claim)?  A superuser, a member of the provisioner
+ * role, or a role that may call counter mode's next_id(integer), which
+ * PUBLIC may not: a role an administrator let mint.  Not any role that can
+ * call seed mode's next_id with a sequence of its own (a temporary one
+ * will do), which could otherwise claim every shard number of the server
+ * and stop every other database's provisioner.  Reads the catalogs.
+ */
+bool
+shid_may_claim(void)
+{
+	Oid			user = GetUserId();
+	Oid			provisioner;
+	Oid			argtypes[1] = {INT4OID};
+	Oid			next_id;
+
+	if (superuser())
+		return true;
+	provisioner = get_role_oid(SHID_PROVISIONER_ROLE, true);
+	if (OidIsValid(provisioner) && has_privs_of_role(user, provisioner))
+		return true;
+	next_id = LookupFuncName(list_make2(makeString("sharded_id"), makeString("next_id")),
+							 1, argtypes, true);
+	return OidIsValid(next_id) && shid_proc_aclcheck(next_id, user) == ACLCHECK_OK;
+}
+
 /* A role that is not a superuser must have the provisioner role's rights. */
 static void
 shid_require_provisioner(Oid user, int32 shard, const char *action)
@@ -164,6 +193,9 @@ shid_refuse_state_elsewhere(const ShidShardState *state, const char *action)
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 			 errmsg("permission denied to %s shard %d", action, state->key.shard),
+			 dbname && shid_state_claim(state) ?
+			 errdetail("This server's state of shard %d of layout \"%s\" belongs to database \"%s\", which mints the shard's ids with no shard catalog entry for it.",
+					   state->key.shard, lname, dbname) :
 			 dbname ? errdetail("This server's state of shard %d of layout \"%s\" belongs to database \"%s\", where it was last created, retired or taken back.",
 								state->key.shard, lname, dbname) :
 			 OidIsValid(state->database) ?
@@ -182,7 +214,9 @@ shid_refuse_state_elsewhere(const ShidShardState *state, const char *action)
  * states are shared by the databases of a server, catalogs are not: so no
  * database's catalog lets its provisioner stop, take or move the floor of
  * another database's shard.  A shard with no state is free to any
- * database.  Nothing to check where sharded_id is not preloaded.
+ * database; its first mint gives it one that names the minting database
+ * (owner.c, shid_owner_claim).  Nothing to check where sharded_id is not
+ * preloaded.
  *
  * Locks: the floors lock, shared, while it copies the state.
  */

@@ -20,6 +20,7 @@
 extern void shid_require_shard_owner(int32 shard, const char *layout, const char *action);
 extern void shid_require_take_back(int32 shard, const char *layout);
 extern void shid_require_state_here(int32 shard, const char *layout, const char *action);
+extern bool shid_may_claim(void);
 extern void shid_refuse_state_elsewhere(const ShidShardState *state, const char *action);
 
 /*

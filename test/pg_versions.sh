@@ -42,7 +42,7 @@ shid_test_build_installer() {
     echo "$shid_shared/pg$1/install.sh"
 }
 
-# Citus, a test dependency for test/t/040_citus.pl: its build in
+# Citus, a test dependency for test/t/040_citus.pl and 041_citus_tenant.pl: its build in
 # ../shared/citus is for this major only.
 shid_citus_major=18
 

@@ -118,17 +118,19 @@ for pg_config in $configs; do
     done
 done
 
-# Citus: test/t/040_citus.pl runs in the TAP suite of the major Citus's
-# build is for, and skips itself (skip_all, not counted) elsewhere.  What
-# it did is read from that suite's log.
+# Citus: test/t/040_citus.pl and test/t/041_citus_tenant.pl run in the TAP
+# suite of the major Citus's build is for, and skip themselves (skip_all, not
+# counted) elsewhere.  What each did is read from that suite's log.
 citus_log="$logs/pg$shid_citus_major-tap.log"
-if [ -f "$citus_log" ] && grep -q '^test/t/040_citus\.pl \.* *$' "$citus_log"; then
-    echo "Citus: test/t/040_citus.pl ran on PostgreSQL $shid_citus_major (../shared/citus)"
-elif [ -f "$citus_log" ] && grep -q '^test/t/040_citus\.pl \.* skipped' "$citus_log"; then
-    echo "Citus skipped: $(sed -n 's/^test\/t\/040_citus\.pl \.* skipped: //p' "$citus_log" | head -1)"
-else
-    echo "Citus skipped: PostgreSQL $shid_citus_major, the major of the build in ../shared/citus, was not tested"
-fi
+for citus_test in 040_citus 041_citus_tenant; do
+    if [ -f "$citus_log" ] && grep -q "^test/t/$citus_test\.pl \.* *\$" "$citus_log"; then
+        echo "Citus: test/t/$citus_test.pl ran on PostgreSQL $shid_citus_major (../shared/citus)"
+    elif [ -f "$citus_log" ] && grep -q "^test/t/$citus_test\.pl \.* skipped" "$citus_log"; then
+        echo "Citus skipped: test/t/$citus_test.pl: $(sed -n "s/^test\/t\/$citus_test\.pl \.* skipped: //p" "$citus_log" | head -1)"
+    else
+        echo "Citus skipped: test/t/$citus_test.pl: PostgreSQL $shid_citus_major, the major of the build in ../shared/citus, was not tested"
+    fi
+done
 # The crash sweep (test/t/034_crash_sweep.pl) needs a server built with
 # injection points (../shared/pg18) and skips itself elsewhere: say where it
 # ran and where it skipped, and why.

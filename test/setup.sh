@@ -37,7 +37,7 @@ for pg_config in $(shid_pg_configs); do
         bash "$installer" >/dev/null
     fi
     # Citus into the same tree (its install.sh runs the major's first), for
-    # test/t/040_citus.pl.
+    # test/t/040_citus.pl and 041_citus_tenant.pl.
     citus=$(shid_citus_installer "$major")
     if [ -n "$citus" ]; then
         bash "$citus" >/dev/null

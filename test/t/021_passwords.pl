@@ -121,8 +121,10 @@ $router->safe_psql('router', q{CALL sharded_id.move_shard(3, 'node1', method => 
 is(map_owner($router, 3), 'node1',
 	'online move: the map names node1');
 my $node1_log = substr(slurp_file($node{node1}->logfile), $log_from);
-like($node1_log, qr/CREATE SUBSCRIPTION sharded_id_move_3 CONNECTION '[^']*passfile=/,
-	'online move: the target ran the CREATE SUBSCRIPTION, naming the password file');
+# The target makes the subscription in the move's call of
+# sharded_id._node_subscribe(ddl, subscription, connstr, publication).
+like($node1_log, qr/sharded_id\._node_subscribe\(.*, 'sharded_id_move_3', '[^']*passfile=[^']*', 'sharded_id_move_3'\)/s,
+	'online move: the target made the subscription, its connection string naming the password file');
 unlike($node1_log, qr/\Q$password\E/, 'and no statement on the target held the password');
 is($node{node1}->safe_psql('app', q{SELECT count(*) FROM pg_subscription}), '0', 'online move: no subscription is left');
 

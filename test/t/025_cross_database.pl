@@ -12,7 +12,10 @@
 # the take-back create_shard(7) of a's retirement, where b's catalog says
 # prov retired 7.  Each gets 42501 naming database a, in its own session
 # and again in one session that retries after each failure, also after a
-# restart and a crash.  Throughout, a mints for 5 with no repeated id, and
+# restart and a crash.  So does create_shard(50), which b's catalog would
+# let prov retire next: a mints for shard 50 with a bare next_id(50) and no
+# shard catalog entry, and its first mint claimed the shard for a.  Throughout, a mints for 5
+# with no repeated id, and for 50, and
 # floors() and a's catalogs read as before.  A shard created in a database
 # that was then dropped is refused to prov as well.  A promoted standby
 # keeps each state's database.  A file of states of version 1 (no
@@ -45,6 +48,9 @@ $node->safe_psql('a', q{
 	SELECT sharded_id.add_table('tpl.t');
 	SELECT count(sharded_id.create_shard(s)) FROM unnest('{5,6,7,9}'::int[]) s;
 	SELECT sharded_id.retire_shard(7);
+	-- Shard 50: a bare next_id, with no shard catalog entry.
+	CREATE TABLE bare (id bigint PRIMARY KEY DEFAULT sharded_id.next_id(50), v text);
+	INSERT INTO bare (v) VALUES ('first');
 });
 # b: the template and two schemas belong to prov; b's catalog lists shard 5
 # in one of them and says that prov retired shard 7, as a superuser's
@@ -98,6 +104,7 @@ my @attacks = (
 	[ 'raise_floor(5) 23 h ahead', "SELECT sharded_id.raise_floor(5, $ahead)" ],
 	[ 'drop_shard(5)', 'SELECT sharded_id.drop_shard(5)' ],
 	[ 'take-back create_shard(7) of a\'s retirement', 'SELECT sharded_id.create_shard(7)' ],
+	[ 'create_shard(50), a\'s bare next_id', 'SELECT sharded_id.create_shard(50)' ],
 );
 
 my $minted = 0;
@@ -109,7 +116,30 @@ my $mint_a = sub {
 	is($node->safe_psql('a', q{
 		SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || count(*) FILTER (WHERE sharded_id.shard_id(id) = 5)
 		FROM shard_0005.t}), "$minted $minted $minted", "$what: a's ids of shard 5 carry shard 5, none repeated");
+	($code, $err) = $run->('a', q{INSERT INTO bare (v) VALUES ('x')});
+	is($code, 'ok', "$what: a's bare next_id(50) mints") or diag($err);
 };
+
+# No claim by a role that an administrator did not let mint: mallory, a
+# plain role, mints for shard 60 in a with a temporary sequence of its own
+# (seed mode); prov may still make shard 60 in b, and drops it again.
+$node->safe_psql('postgres', 'CREATE ROLE mallory LOGIN');
+$node->safe_psql('a', q{CREATE TEMP SEQUENCE s; SELECT sharded_id.next_id(60, 's') > 0;}, extra_params => [ '-U', 'mallory' ]);
+{
+	my ($code, $err) = $run->('b', 'SELECT sharded_id.create_shard(60) IS NOT NULL', 'prov');
+	is($code, 'ok', 'a plain role\'s mints with a temporary sequence claim nothing: prov makes shard 60 in b') or diag($err);
+	($code, $err) = $run->('b', 'SELECT sharded_id.drop_shard(60)', 'prov');
+	is($code, 'ok', 'and drops it') or diag($err);
+}
+# A slot that an administrative call made first (prov's high_water(61) in
+# b) still claims shard 61 for a at a's first mint.
+$node->safe_psql('b', 'SELECT sharded_id.high_water(61)', extra_params => [ '-U', 'prov' ]);
+$node->safe_psql('a', 'SELECT sharded_id.next_id(61) > 0');
+{
+	my ($code, $err) = $run->('b', 'SELECT sharded_id.create_shard(61)', 'prov');
+	is($code, '42501', 'a slot made by high_water first: a\'s first mint claims shard 61, prov\'s create_shard(61) in b is refused');
+	like($err, qr/belongs to database "a", which mints the shard's ids with no shard catalog entry/, 'the error says why');
+}
 
 my $floors = $snapshot->();
 my $b_catalog = $b_snapshot->();

@@ -1,11 +1,16 @@
 # test/t/028_readme.pl
 #
-# Every SQL and shell block of README.md runs as written.  Each block has a
-# hidden line before it, <!-- run: CONTEXT -->, that names where it runs:
+# Every SQL and shell block of README.md runs as written, and so does every
+# block of doc/sharded_id-scaling-out.md that has a run line (its recipes,
+# moved there from the README; they run after the README's).  Each block has
+# a hidden line before it, <!-- run: CONTEXT -->, that names where it runs:
 #
 #   build      a build or test command, run by .ci/run itself: the test
 #              checks that each script it names exists
 #   fresh      a new database of a single server, as superuser
+#   ids        the database ids of that server, as superuser: the README's
+#              first steps, ids alone; the role app exists, with no grant,
+#              before the block that grants it
 #   app        the quick start's database app (one server), as superuser
 #   admin      database app, as superuser, with the role app_admin created
 #              first and made the owner of the application's templates (the
@@ -21,7 +26,9 @@
 #
 # A block with no such line, or a context the test does not know, fails the
 # test: no block of the README goes unrun.  Around the blocks the test checks
-# what they claim: the quick start's ids decode to the shard that holds them,
+# what they claim: ids alone mint distinct ids of shard 1 into an ordinary
+# table, and the role app inserts after the README's grants and not before
+# them; the quick start's ids decode to the shard that holds them,
 # the grants let app_admin provision, the move and the restore leave shard 5
 # minting on the node the map names and nowhere else, and no id repeats.
 use strict;
@@ -35,15 +42,30 @@ use Test::More;
 
 my $readme = slurp_file("$FindBin::RealBin/../../README.md");
 
-my @blocks;
-while ($readme =~ /(?:^<!--[ \t]*run:[ \t]*(\w+)[ \t]*-->[ \t]*\n)?^```(sql|sh)\n(.*?)^```[ \t]*$/msg)
+sub blocks_of
 {
-	push @blocks, { context => $1, lang => $2, body => $3 };
+	my ($doc, $text) = @_;
+	my @found;
+	while ($text =~ /(?:^<!--[ \t]*run:[ \t]*(\w+)[ \t]*-->[ \t]*\n)?^```(sql|sh)\n(.*?)^```[ \t]*$/msg)
+	{
+		push @found, { doc => $doc, context => $1, lang => $2, body => $3 };
+	}
+	return @found;
 }
+my @blocks = blocks_of('README', $readme);
 ok(scalar(@blocks) >= 10, scalar(@blocks) . ' SQL and shell blocks in README.md');
 my @unmarked = grep { !defined $_->{context} } @blocks;
 is(scalar(@unmarked), 0, 'every SQL and shell block says where it runs')
   or diag(join("\n---\n", map { $_->{body} } @unmarked));
+my @ids_alone = grep { ($_->{context} // '') eq 'ids' } @blocks;
+my @contexts = map { $_->{context} // 'none' } @blocks;
+my ($first_run) = grep { $_ ne 'build' } @contexts;
+ok(scalar(@ids_alone) >= 3 && $contexts[0] eq 'build' && $first_run eq 'ids',
+	'the README opens with its set-up commands, then runs ids alone first (' . scalar(@ids_alone) . ' blocks)');
+my @scaling = grep { defined $_->{context} }
+  blocks_of('scaling-out', slurp_file("$FindBin::RealBin/../../doc/sharded_id-scaling-out.md"));
+ok(scalar(@scaling) >= 5, scalar(@scaling) . ' blocks of doc/sharded_id-scaling-out.md with a run line');
+push @blocks, @scaling;
 
 # One server for the single-server blocks.
 my $single = sharded_node('single');
@@ -72,7 +94,7 @@ for my $i (0 .. $#blocks)
 {
 	my $b = $blocks[$i];
 	my $ctx = $b->{context} // 'none';
-	my $name = "README block " . ($i + 1) . " ($ctx)";
+	my $name = "$b->{doc} block " . ($i + 1) . " ($ctx)";
 	my ($server, $db);
 	if ($ctx eq 'fresh')
 	{
@@ -90,6 +112,22 @@ for my $i (0 .. $#blocks)
 	{
 		ok(-f "$FindBin::RealBin/040_citus.pl", "$name: run by test/t/040_citus.pl on a Citus cluster");
 		next;
+	}
+	elsif ($ctx eq 'ids')
+	{
+		if (!$single->safe_psql('postgres', q{SELECT count(*) FROM pg_database WHERE datname = 'ids'}))
+		{
+			$single->safe_psql('postgres', 'CREATE DATABASE ids; CREATE ROLE app LOGIN');
+		}
+		if ($b->{body} =~ /GRANT EXECUTE ON FUNCTION sharded_id\.next_id\(integer\) TO app/)
+		{
+			# The table's rights alone are not enough: counter mode needs its grant.
+			my ($r, $o, $e) = $single->psql('ids',
+				q{GRANT SELECT, INSERT ON photos TO app; SET ROLE app; INSERT INTO photos (caption) VALUES ('denied')});
+			isnt($r, 0, 'with the table rights alone, app cannot insert into photos');
+			like($e, qr/permission denied for function next_id/, '... for want of the grant on next_id(integer)');
+		}
+		($server, $db) = ($single, 'ids');
 	}
 	elsif ($ctx eq 'app') { ($server, $db) = ($single, 'app'); }
 	elsif ($ctx eq 'admin')
@@ -135,6 +173,26 @@ for my $i (0 .. $#blocks)
 	is($ret, 0, "$name runs") or diag("$b->{body}\n$err");
 
 	# What the blocks claim.
+	if ($ctx eq 'ids' && $b->{body} =~ /CREATE TABLE photos/)
+	{
+		is($single->safe_psql('ids', q{
+			SELECT count(DISTINCT id) FILTER (WHERE sharded_id.shard_id(id) = 1 AND sharded_id.created_at(id) <= now())
+			FROM photos}), '2', 'ids alone: two distinct ids of shard 1, made before now');
+	}
+	if ($ctx eq 'ids' && $b->{body} =~ /GRANT EXECUTE ON FUNCTION sharded_id\.next_id\(integer\) TO app/)
+	{
+		my ($r, $o, $e) = $single->psql('ids',
+			q{SET ROLE app; INSERT INTO photos (caption) VALUES ('granted') RETURNING sharded_id.shard_id(id)});
+		is($r, 0, 'after the README grants, app inserts into photos') or diag($e);
+		is($o, '1', '... an id of shard 1');
+	}
+	if ($ctx eq 'ids' && $b->{body} =~ /insta5/)
+	{
+		is($single->safe_psql('ids', q{
+			INSERT INTO insta5.our_table (caption) VALUES ('seed') RETURNING sharded_id.shard_id(id) = 5
+			  AND sharded_id.seq_id(id) = (SELECT last_value FROM insta5.table_id_seq) % 1024}), 't',
+			'seed mode: shard 5, the low bits from the sequence');
+	}
 	if ($ctx eq 'app' && $b->{body} =~ /create_shards/)
 	{
 		is($single->safe_psql('app', q{

@@ -29,6 +29,11 @@
 #    has passed, says so, and completes; with sharded_id.move_end_blockers
 #    off, it fails at its timeout naming the session, and leaves no slot
 #    behind.
+# 6. A move canceled, then one terminated, while its slot waits for such a
+#    transaction (move_end_blockers off, timeout 10 min): it ends at once,
+#    no call on the source still waits, and no slot appears once the
+#    transaction ends.  1.6's cancel did nothing, and after a terminate the
+#    source made the slot when the transaction ended.
 use strict;
 use warnings;
 use FindBin;
@@ -208,6 +213,55 @@ my $hold = sub {
 		'the session is gone');
 	is(map_owner($router, 5), $to, 'the map names the target');
 	eval { $h->finish; };
+}
+
+# 6. A move canceled, then one terminated, while its replication slot waits
+# for an open transaction id on the source (sharded_id.move_end_blockers
+# off, a long timeout): each ends at once, and nothing of it still waits on
+# the source: once the session that held the transaction id ends, no slot
+# appears.
+for my $how (qw(cancel terminate))
+{
+	my $from = map_owner($router, 5);
+	my ($to) = grep { $_ ne $from } sort keys %node;
+	my $n = $node{$from};
+	my ($h, $in) = $hold->($n, 'mallory', "xid_holder_$how", q{BEGIN; SELECT txid_current() > 0;});
+	my ($out, $err) = ('', '');
+	my $mover = IPC::Run::start([ 'psql', '-X', '-q', '-d', $router->connstr('router') . " application_name=slot_mover",
+			'-c', 'SET sharded_id.move_end_blockers = off',
+			'-c', "CALL sharded_id.move_shard(5, '$to', method => 'online', timeout => '10 min')" ],
+		'>', \$out, '2>', \$err);
+	# The source's call that makes the slot (sharded_id._node_create_slot)
+	# waits for the transaction id.
+	$n->poll_query_until('app', q{SELECT count(*) = 1 FROM pg_stat_activity
+		WHERE query LIKE '%sharded\_id.\_node\_create\_slot(%' AND wait_event_type = 'Lock'
+		  AND pid <> pg_backend_pid()}) or die "$how: the slot's creation does not wait: $err";
+	my $pid = $router->safe_psql('router', q{SELECT pid FROM pg_stat_activity WHERE application_name = 'slot_mover'});
+	my $t0 = time;
+	$router->safe_psql('router', "SELECT pg_${how}_backend($pid)");
+	eval { $mover->finish; };
+	ok(time - $t0 < 15, "$how: the move ends within 15 s") or diag($err);
+	like($err, $how eq 'cancel' ? qr/cancel/i : qr/terminat|closed the connection/i, "$how: the move says how it ended");
+	ok($n->poll_query_until('app', q{SELECT count(*) = 0 FROM pg_stat_activity
+		WHERE query LIKE '%sharded\_id.\_node\_create\_slot(%' AND pid <> pg_backend_pid()}),
+		"$how: no call on the source still waits to make the slot");
+	is($n->safe_psql('app', "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'xid_holder_$how'"), 1,
+		"$how: while the session holding the transaction id is still open");
+	$n->safe_psql('app', "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'xid_holder_$how'");
+	eval { $h->finish; };
+	$n->poll_query_until('app', "SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'xid_holder_$how'")
+	  or die "$how: the holder stays";
+	is($n->safe_psql('app', q{SELECT count(*) FROM pg_replication_slots}), 0,
+		"$how: once it ended, no slot is made on the source");
+	my ($ret, $o, $e) = $router->psql('router', 'CALL sharded_id.recover_moves()');
+	is($ret, 0, "$how: recover_moves runs") or diag($e);
+	is(map_owner($router, 5), $from, "$how: the shard stays where it was");
+	is($router->safe_psql('router', 'SELECT count(*) FROM sharded_id.moves WHERE finished_at IS NULL'), '0',
+		"$how: no move is left unfinished");
+	is($node{$to}->safe_psql('app', 'SELECT count(*) FROM pg_subscription') . '/'
+		  . $n->safe_psql('app', 'SELECT count(*) FROM pg_publication') . '/'
+		  . $n->safe_psql('app', 'SELECT count(*) FROM pg_replication_slots'), '0/0/0',
+		"$how: no subscription, publication or slot is left");
 }
 
 done_testing();

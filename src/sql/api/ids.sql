@@ -3,6 +3,36 @@
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 \echo Use "CREATE EXTENSION sharded_id" to load this file. \quit
 
+-- A server that still runs an older library, installed files and no
+-- restart, would fail below with the loader's "could not find function":
+-- refuse first, with the restart in the hint.  The library says its version
+-- in sharded_id.library_version (1.6 and earlier do not have it); the
+-- version of this script is pg_extension's, which CREATE EXTENSION and each
+-- step of ALTER EXTENSION UPDATE set before they run a script.  A library
+-- that is not loaded yet in this session is loaded, from the new files, by
+-- the first C function below.  Every update runs it too, before its
+-- functions.
+-- @update@
+DO $check$
+DECLARE
+    lib text := pg_catalog.current_setting('sharded_id.library_version', true);
+    ext text := (SELECT e.extversion FROM pg_catalog.pg_extension e
+                 WHERE e.extname OPERATOR(pg_catalog.=) 'sharded_id');
+BEGIN
+    IF EXISTS (SELECT FROM pg_catalog.pg_settings s WHERE s.name OPERATOR(pg_catalog.~~) 'sharded\_id.%')
+       AND (lib IS NULL
+            OR pg_catalog.string_to_array(lib, '.')::integer[] OPERATOR(pg_catalog.<)
+               pg_catalog.string_to_array(ext, '.')::integer[])
+    THEN
+        RAISE EXCEPTION 'the sharded_id library loaded by this server is older than the extension''s scripts'
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = pg_catalog.format('The server runs the sharded_id library of version %s, loaded when it started; the scripts are of version %s.',
+                                             coalesce(lib, '1.6 or earlier'), ext),
+                  HINT = 'Restart the server after installing a new version of sharded_id (where it is not in shared_preload_libraries, open a new session), then run the command again.';
+    END IF;
+END
+$check$;
+
 --
 -- Minting ids.  This file opens the install script that make assembles
 -- from src/sql/api/ (see the Makefile): ids, decoders, shards, node, router.

@@ -765,10 +765,40 @@ $$;
 COMMENT ON FUNCTION sharded_id._move_open_freeze(sharded_id.moves) IS
 'internal: open a new freeze connection of a move to its source';
 
+-- How long the source lets the freeze's transaction sit idle before it
+-- ends the session, and with it the freeze: a router that hangs inside the
+-- freeze, or whose host vanished, leaves the shard writable on the source
+-- again within that, not after TCP gives up.  Online, the router waits
+-- inside the freeze only for the catch-up and the route lock, each bounded
+-- by freeze_timeout: twice that and 10 s more.  By dump, the copy and the
+-- comparison run inside the freeze, the source idle while the target
+-- writes a batch or reads its copy: the move's timeout, at least as much.
+-- Set on the freeze connection before the freeze (_move_set_freeze_idle).
+CREATE FUNCTION sharded_id._move_set_freeze_idle(m sharded_id.moves, timeout interval, freeze_timeout interval)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    online_limit interval := freeze_timeout * 2 + interval '10 s';
+    idle interval := CASE WHEN m.method = 'online' THEN online_limit ELSE greatest(timeout, online_limit) END;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_set_freeze_idle');
+    PERFORM sharded_id._node_call(sharded_id._move_conn(m.move_id, 'freeze', m.source_node), '_node_set_idle_limit', idle::text);
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_set_freeze_idle(sharded_id.moves, interval, interval) IS
+'internal: on a move''s freeze connection, how long the source lets the freeze sit idle before it ends it: twice freeze_timeout and 10 s online, the move''s timeout (at least that) by dump';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._move_set_freeze_idle(sharded_id.moves, interval, interval) FROM PUBLIC;
+
 -- Freeze writes to the shard on the source, on the move's freeze
 -- connection (_move_open_freeze), in one round trip: a transaction holding
 -- the fence that enter_shard waits on, the shard's catalog row and its
--- tables.  Closing the connection ends the freeze.
+-- tables.  Closing the connection ends the freeze, and so does the source
+-- once the router leaves the transaction idle for longer than the move
+-- allows (_move_set_freeze_idle).
 CREATE FUNCTION sharded_id._move_freeze_source(m sharded_id.moves, lock_timeout interval)
 RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
@@ -787,7 +817,9 @@ COMMENT ON FUNCTION sharded_id._move_freeze_source(sharded_id.moves, interval) I
 
 -- On the source: schema_ddl's statements as one text for the target, in
 -- an order that runs no code of the schema's owner with the mover's rights:
--- the objects made, then their owners (ALTER ... OWNER TO), so that every
+-- the objects made and the sequences linked to their columns (OWNED BY,
+-- which needs the sequence and the table to have one owner), then their
+-- owners (ALTER ... OWNER TO; a linked sequence follows its table), so that every
 -- index is made as its table's owner (CREATE INDEX runs its expressions and
 -- predicate as the owner in core) and every function of the schema already
 -- has its owner when an index calls it; then the primary keys and unique
@@ -814,6 +846,7 @@ BEGIN
     RETURN (SELECT string_agg(y.s, E';\n' ORDER BY y.rank, y.n)
             FROM (SELECT x.s, x.n,
                          CASE WHEN x.n < first THEN 0
+                              WHEN x.s ~ '^ALTER SEQUENCE \S.* OWNED BY \S' AND x.s !~ E'\n' THEN 0
                               WHEN x.s ~ '^ALTER [A-Z ]+ \S.* OWNER TO ("[^"]*"|[^ ]+)$' AND x.s !~ E'\n' THEN 1
                               WHEN x.s ~ '^ALTER TABLE \S.* ADD CONSTRAINT ("([^"]|"")*"|\S+) (PRIMARY KEY|UNIQUE)[ (]' THEN 2
                               WHEN x.s ~ '^ALTER TABLE \S.* ADD CONSTRAINT ("([^"]|"")*"|\S+) FOREIGN KEY[ (]' THEN 3
@@ -1811,6 +1844,7 @@ DECLARE
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_compare_frozen');
     PERFORM sharded_id._move_open_freeze(m);
+    PERFORM sharded_id._move_set_freeze_idle(m, timeout, freeze_timeout);
     snaps := ARRAY[sharded_id._move_open(m, 'snap_source'), sharded_id._move_open(m, 'snap_target')];
     PERFORM sharded_id._remote_exec(c, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY') FROM unnest(snaps) c;
     PERFORM sharded_id._move_catch_up(m, timeout);
@@ -1839,6 +1873,7 @@ AS $$
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_freeze');
     PERFORM sharded_id._move_open_freeze(m);
+    PERFORM sharded_id._move_set_freeze_idle(m, timeout, freeze_timeout);
     IF m.method = 'online' THEN
         PERFORM sharded_id._move_catch_up(m, timeout);
     END IF;

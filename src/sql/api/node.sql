@@ -177,7 +177,8 @@ COMMENT ON FUNCTION sharded_id.enter_shard(integer) IS
 -- in its own transaction, but for the steps of a move's freeze, which run
 -- in the freezing transaction the router opens (_node_freeze) and commits.
 -- Superusers only, as the rest of a move's work on a node: the mover logs
--- in to the nodes as a superuser.
+-- in to the nodes as a superuser; but for the checks before a move starts,
+-- which read catalogs with the caller's rights (at the end).
 --
 
 -- Catch-up marks (sharded_id.move_marks).  On the source: the move's mark
@@ -476,6 +477,27 @@ $$;
 
 COMMENT ON FUNCTION sharded_id._node_prepare_freeze(integer, name) IS
 'internal: on a move''s source, read what its freeze will read, before the freeze; superusers only';
+
+-- Before the freeze, on its connection: how long the source lets the
+-- session sit idle in a transaction (idle_in_transaction_session_timeout,
+-- for the session) before it ends it, and the freeze with it
+-- (_move_set_freeze_idle).  Locks: none.
+CREATE FUNCTION sharded_id._node_set_idle_limit(idle interval)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_set_idle_limit');
+    PERFORM pg_catalog.set_config('idle_in_transaction_session_timeout',
+                                  pg_catalog.ceil(EXTRACT(epoch FROM idle) * 1000)::bigint || 'ms', false);
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_set_idle_limit(interval) IS
+'internal: on a move''s freeze connection, how long the session may sit idle in a transaction before the source ends it; superusers only';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._node_set_idle_limit(interval) FROM PUBLIC;
 
 -- The freeze itself, in the transaction the router opened for it
 -- (_node_begin_call), which holds its locks until the router commits the

@@ -20,3 +20,36 @@ DROP FUNCTION sharded_id._move_setvals(text, name);
 DROP FUNCTION sharded_id._move_subscription_options(sharded_id.moves);
 
 -- @functions@
+
+-- Old copies that an earlier version fenced: a move's source kept its old
+-- copy of a shard, until the cleanup dropped it, behind a CHECK (false) NOT
+-- VALID constraint named sharded_id_moved on every table, which stopped
+-- INSERT and UPDATE but let DELETE and TRUNCATE through (the retirement
+-- took the shard's catalog row, so the table's constraint is what names an
+-- old copy).  Each table that carries that very constraint, not a
+-- temporary one, gets 2.0's fence, which refuses every write with 40001
+-- (the trigger of _fence_old_copy); a trigger of that name there is
+-- replaced.  No other table is touched: only a table's owner adds a
+-- constraint to it, so no role fences another's table.  The constraint stays until the copy is dropped,
+-- or a take-back removes both (_unfence_old_copy).
+DO $fence$
+DECLARE
+    t record;
+BEGIN
+    FOR t IN
+        SELECT c.oid::pg_catalog.regclass AS rel
+        FROM pg_catalog.pg_class c
+        JOIN pg_catalog.pg_constraint k ON k.conrelid OPERATOR(pg_catalog.=) c.oid
+        WHERE c.relkind IN ('r', 'p') AND c.relpersistence OPERATOR(pg_catalog.<>) 't'
+          AND k.contype OPERATOR(pg_catalog.=) 'c' AND NOT k.convalidated
+          AND k.conname OPERATOR(pg_catalog.=) 'sharded_id_moved'
+          AND pg_catalog.pg_get_constraintdef(k.oid) OPERATOR(pg_catalog.=) 'CHECK (false) NOT VALID'
+        ORDER BY 1
+    LOOP
+        EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS sharded_id_moved ON %s', t.rel);
+        EXECUTE pg_catalog.format('CREATE TRIGGER sharded_id_moved BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s '
+                                  'FOR EACH STATEMENT EXECUTE FUNCTION sharded_id._refuse_old_copy()', t.rel);
+        EXECUTE pg_catalog.format('ALTER TABLE %s ENABLE ALWAYS TRIGGER sharded_id_moved', t.rel);
+    END LOOP;
+END
+$fence$;
