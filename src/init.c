@@ -64,7 +64,7 @@ static bool shid_move_end_blockers_setting = true;
  * running an older library (installed files, no restart) refuses the new SQL
  * with a hint to restart instead of the loader's "could not find function".
  * A library without it (1.6 and earlier) is older than any script that reads
- * it.  The test build of test/t/041_library_version.pl overrides it.
+ * it.  The test build of test/t/043_library_version.pl overrides it.
  */
 #ifndef SHID_LIBRARY_VERSION
 #define SHID_LIBRARY_VERSION "2.0"
@@ -184,7 +184,7 @@ _PG_init(void)
 
 	DefineCustomIntVariable("sharded_id.max_shards",
 							"Sets how many shards, over all layouts, next_id can keep state for.",
-							"Each shard in use takes about 600 bytes of shared memory.",
+							"Each shard in use takes about 720 bytes of shared memory.",
 							&shid_max_shards,
 							16384,
 							1,
