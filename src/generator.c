@@ -457,6 +457,9 @@ shid_mint_slot(const ShidLayout *layout, int32 shard, ShidSlot *slot)
 static pg_noinline void
 shid_cover_shard_slow(ShidSlot *slot, int64 ms, int64 floor_ms, uint32 generation)
 {
+	/* On Citus, no id lies past the node's minter lease (citus.c). */
+	if (unlikely(shid_citus_leasing))
+		shid_citus_cover(ms + SHID_LEASE_MS);
 	if (floor_ms > 0 && ms > shid_clock_ms() + SHID_LEASE_MS)
 		(void) shid_set_shard_floor(slot, ms + SHID_LEASE_MS, false, &generation, false, true);
 	else if (shid_cover_slow(ms, generation))
