@@ -25,7 +25,7 @@ CREATE TABLE sharded_id.citus_minters (
 );
 
 COMMENT ON TABLE sharded_id.citus_minters IS
-'on a Citus coordinator: the minter number leased to each node (node_key: system identifier, host and port), the settings it mints with, and the end of its lease in Unix ms; superseded once another node took the number over';
+'on a Citus coordinator: the minter number leased to each node (node_key: system identifier, host and port), the settings it mints with, and the end of its lease in Unix ms; superseded once another server took over its number or its address';
 
 REVOKE ALL ON sharded_id.citus_minters FROM PUBLIC;
 
@@ -74,6 +74,24 @@ BEGIN
                   DETAIL = 'The coordinator''s pg_dist_node has no active primary of that group, name and port: the node was removed or disabled, and may not mint sharded ids.',
                   HINT = 'Add the node again with citus_add_node, or mint elsewhere.';
     END IF;
+
+    -- One server per address: another one that still holds a lease for it
+    -- waits out its lease; one whose lease ended gives up its number.
+    SELECT * INTO other FROM sharded_id.citus_minters m
+    WHERE m.node_key <> citus_lease_minter.node_key AND NOT m.superseded
+      AND m.node_name = citus_lease_minter.node_name AND m.node_port = citus_lease_minter.node_port
+      AND m.expires_ms >= now_ms;
+    IF FOUND THEN
+        RAISE EXCEPTION 'another server holds the minter lease of Citus node %:% until %',
+                        node_name, node_port, pg_catalog.to_timestamp(other.expires_ms / 1000.0)
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = format('Server %s leased minter number %s at this address; a server that replaces it mints once that lease has ended.',
+                                  pg_catalog.split_part(other.node_key, ':', 1), other.minter),
+                  HINT = 'Try again after the end of that lease.';
+    END IF;
+    UPDATE sharded_id.citus_minters m SET superseded = true
+    WHERE m.node_key <> citus_lease_minter.node_key AND NOT m.superseded
+      AND m.node_name = citus_lease_minter.node_name AND m.node_port = citus_lease_minter.node_port;
 
     -- The coordinator's settings are the cluster's.
     cluster_stripes := current_setting('sharded_id.stripes')::integer;

@@ -27,7 +27,7 @@ CREATE TABLE sharded_id.citus_minters (
 );
 
 COMMENT ON TABLE sharded_id.citus_minters IS
-'on a Citus coordinator: the minter number leased to each node (node_key: system identifier, host and port), the settings it mints with, and the end of its lease in Unix ms; superseded once another node took the number over';
+'on a Citus coordinator: the minter number leased to each node (node_key: system identifier, host and port), the settings it mints with, and the end of its lease in Unix ms; superseded once another server took over its number or its address';
 
 REVOKE ALL ON sharded_id.citus_minters FROM PUBLIC;
 
