@@ -639,8 +639,8 @@ shid_citus_ensure(int32 group, int64 target_ms)
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("the clock of this Citus node is behind the floor of its minter number %d", answer.minter),
 					 errdetail("Its last holder may have minted ids up to %s, and this clock reads %s.",
-							   timestamptz_to_str(shid_unix_ms_to_timestamptz(answer.floor_ms)),
-							   timestamptz_to_str(shid_unix_ms_to_timestamptz(shid_clock_ms()))),
+							   pstrdup(timestamptz_to_str(shid_unix_ms_to_timestamptz(answer.floor_ms))),
+							   pstrdup(timestamptz_to_str(shid_unix_ms_to_timestamptz(shid_clock_ms())))),
 					 errhint("Synchronise the clocks of the cluster's nodes.")));
 		CHECK_FOR_INTERRUPTS();
 		pg_usleep(10000);
@@ -661,6 +661,15 @@ shid_citus_ensure(int32 group, int64 target_ms)
 	SpinLockRelease(&shid_citus_lease->mutex);
 	if (copy.lost)
 		shid_citus_lost(copy.minter);
+	if (copy.expires_ms < target_ms)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the minter lease of this Citus node ends before the ids it would mint"),
+				 errdetail("The coordinator leased number %d until %s, and this node would mint up to %s.",
+						   copy.minter,
+						   pstrdup(timestamptz_to_str(shid_unix_ms_to_timestamptz(copy.expires_ms))),
+						   pstrdup(timestamptz_to_str(shid_unix_ms_to_timestamptz(target_ms)))),
+				 errhint("Synchronise the clocks of the cluster's nodes: this one runs ahead of the coordinator's by more than sharded_id.citus_lease_time, or its ids ran ahead of the clock.")));
 	return copy.minter;
 }
 
