@@ -11,7 +11,8 @@
 #    worker 1 keeps one number throughout, and 0 repeats.
 #  - A removed node refuses to mint once its lease ran out (55000, naming
 #    why), and its number goes to the next new node, worker 2 (dense
-#    numbers), whose ids of it start after the removed node's lease.
+#    numbers; leased by a role that is not a superuser), whose ids of it
+#    start after the removed node's lease.
 #    Worker 1, added again, finds its number gone: it refuses until
 #    restarted, then mints with another.
 #  - A rolling change of sharded_id.stripes (1 to 4, stripe 0, 1, 2) one node
@@ -197,10 +198,17 @@ my $w1_lease_end = $coord->safe_psql('postgres',
 $coord->poll_query_until('postgres',
 	"SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint > $w1_lease_end")
   or die 'the lease of worker 1 did not run out';
+# Its first lease asked by a role that is not a superuser, over that role's
+# own connection to the coordinator.
+$coord->safe_psql('postgres', 'CREATE ROLE app LOGIN');
+$w2->safe_psql('postgres', 'SET citus.enable_ddl_propagation = off; CREATE ROLE app LOGIN');
 my $w2_group = add_node($coord, $w2);
+is($w2->safe_psql('postgres', 'SET ROLE app; SELECT sharded_id.citus_minter()'), $w1_minter,
+	"worker 2 (group $w2_group), leasing as a role that is not a superuser, takes the free number $w1_minter");
+ok($coord->poll_query_until('postgres',
+		q{SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'sharded_id_lease'}),
+	'the lease connections are closed');
 mint($w2, 2000);
-is($w2->safe_psql('postgres', 'SELECT sharded_id.citus_minter()'), $w1_minter,
-	"worker 2 (group $w2_group) takes the free number $w1_minter");
 is($w2->safe_psql('postgres', "SELECT min(sharded_id.created_at(id)) > to_timestamp($w1_lease_end / 1000.0) FROM minted"),
 	't', "worker 2's ids of number $w1_minter lie after the end of worker 1's lease");
 ok($w2->safe_psql('postgres', 'SELECT min(id) FROM minted') > $w1_last, 'and above every id worker 1 minted');
