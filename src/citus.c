@@ -21,7 +21,10 @@
  *	   A number goes to another server only once its holder's lease ran
  *	   out and the holder is no active node of the cluster; 32 nodes may
  *	   mint at once.  A new node takes its group id when free (as 1.6
- *	   numbered nodes), else the lowest free number.
+ *	   numbered nodes), else the lowest free number.  A promoted standby
+ *	   reads its primary's name and port from the metadata it replayed, so
+ *	   it renews its primary's lease; after citus_update_node moves the
+ *	   group to its address, the lease follows it there.
  *	 - citus_lease_minter (src/sql/api/citus_minters.sql) grants it on the
  *	   coordinator, in sharded_id.citus_minters, for
  *	   sharded_id.citus_lease_time at a time.  The node asks over a

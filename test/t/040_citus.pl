@@ -30,7 +30,8 @@
 #  - sharded_id.stripes = 1 set by hand names no stripe: the node field
 #    stays; generator_stats's last_id carries the node's group.
 #  - A worker's physical standby, promoted, mints with the worker's group,
-#    above every id the worker minted.
+#    above every id the worker minted, and keeps its number once
+#    citus_update_node gives it the worker's place.
 #  - The README's Citus blocks (<!-- run: citus_node --> on every node,
 #    <!-- run: citus --> on the coordinator) run as written.
 use strict;
@@ -423,5 +424,24 @@ is($standby->safe_psql('postgres', qq{
 	SELECT count(*), min(id) > $w1_max, min(sharded_id.stripe_id(id, 32)), max(sharded_id.stripe_id(id, 32))
 	FROM (SELECT sharded_id.next_id(77) AS id FROM generate_series(1, 5000)) x}), '5000|t|1|1',
 	"worker 1's promoted standby mints with group 1, above every id worker 1 minted");
+
+# citus_update_node points group 1 at the standby's address: the standby
+# renews its lease from there and keeps number 1.
+my $w1_nodeid = $coord->safe_psql('postgres', 'SELECT nodeid FROM pg_dist_node WHERE nodeport = ' . $w1->port);
+$coord->safe_psql('postgres',
+	"SELECT citus_update_node($w1_nodeid, '" . $standby->host . "', " . $standby->port . ')');
+my ($moved_lease, $update_errors) = ('', 0);
+my $update_started = time;
+while (time - $update_started < 120)
+{
+	my ($r) = $standby->psql('postgres', 'SELECT count(sharded_id.next_id(77)) FROM generate_series(1, 1000)');
+	$update_errors++ if $r != 0;
+	$moved_lease = $coord->safe_psql('postgres', 'SELECT node_port FROM sharded_id.citus_minters WHERE minter = 1');
+	last if $moved_lease eq $standby->port;
+	sleep 1;
+}
+is($moved_lease, $standby->port, "after citus_update_node, number 1's lease is renewed from the standby's address");
+is($update_errors, 0, 'and the standby minted all along');
+is($standby->safe_psql('postgres', 'SELECT sharded_id.citus_minter()'), '1', 'with number 1');
 
 done_testing();

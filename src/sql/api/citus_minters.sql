@@ -68,7 +68,7 @@ BEGIN
                      AND n.nodename = citus_lease_minter.node_name
                      AND n.nodeport = citus_lease_minter.node_port
                      AND n.isactive AND n.noderole = 'primary') THEN
-        RAISE EXCEPTION 'Citus node %:% (group %) is not an active node of the cluster',
+        RAISE EXCEPTION 'node %:% (group %) is not an active node of the Citus cluster',
                         node_name, node_port, group_id
             USING ERRCODE = 'object_not_in_prerequisite_state',
                   DETAIL = 'The coordinator''s pg_dist_node has no active primary of that group, name and port: the node was removed or disabled, and may not mint sharded ids.',
@@ -110,7 +110,7 @@ BEGIN
       AND m.expires_ms >= now_ms
     ORDER BY m.expires_ms DESC LIMIT 1;
     IF FOUND THEN
-        RAISE EXCEPTION 'Citus node %:% still mints with other settings: sharded_id.stripes % until %',
+        RAISE EXCEPTION 'node %:% still mints with other settings: sharded_id.stripes % until %',
                         other.node_name, other.node_port, other.stripes,
                         pg_catalog.to_timestamp(other.expires_ms / 1000.0)
             USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -119,6 +119,21 @@ BEGIN
                   HINT = 'Roll the setting out to that node too; its lease then runs out and is not renewed. Try again after its end.';
     END IF;
 
+    -- A server at a new address for its group (a promoted standby after
+    -- citus_update_node) keeps the lease it held at the old one, which no
+    -- active node has any more.
+    IF NOT EXISTS (SELECT 1 FROM sharded_id.citus_minters m WHERE m.node_key = citus_lease_minter.node_key) THEN
+        UPDATE sharded_id.citus_minters m
+        SET node_key = citus_lease_minter.node_key,
+            node_name = citus_lease_minter.node_name, node_port = citus_lease_minter.node_port
+        WHERE m.ctid = (SELECT r.ctid FROM sharded_id.citus_minters r
+                        WHERE pg_catalog.split_part(r.node_key, ':', 1) = pg_catalog.split_part(citus_lease_minter.node_key, ':', 1)
+                          AND r.group_id = citus_lease_minter.group_id AND NOT r.superseded
+                          AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_node d
+                                          WHERE d.nodename = r.node_name AND d.nodeport = r.node_port
+                                            AND d.isactive AND d.noderole = 'primary')
+                        ORDER BY r.expires_ms DESC LIMIT 1);
+    END IF;
     SELECT * INTO own FROM sharded_id.citus_minters m WHERE m.node_key = citus_lease_minter.node_key;
     IF stripes > 1 THEN
         -- Stripes set by hand: the number is the node's stripe.
