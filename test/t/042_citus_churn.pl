@@ -184,8 +184,8 @@ while (time - $removed_at < 60)
 }
 my $refused_after = time - $removed_at;
 is($state, '55000', sprintf('worker 1, removed, refuses to mint %.1f s later (lease %d ms)', $refused_after, $lease_ms));
-like($message, qr/this Citus node may not mint: .* is not an active node of the cluster/,
-	'and says that it is not an active node of the cluster');
+like($message, qr/this Citus node may not mint: .* is not an active node of the Citus cluster/,
+	'and says that it is not an active node of the Citus cluster');
 ok($refused_after < $lease_ms / 1000 + 5, 'within its lease and a few seconds');
 ($state) = refusal($w1, 'SELECT sharded_id.next_id(1)');
 is($state, '55000', 'a new session of worker 1 is refused too');
