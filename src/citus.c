@@ -28,7 +28,7 @@
  *	 - citus_lease_minter (src/sql/api/citus_minters.sql) grants it on the
  *	   coordinator, in sharded_id.citus_minters, for
  *	   sharded_id.citus_lease_time at a time.  The node asks over a
- *	   connection of its own (libpq, as the role that mints, with
+ *	   connection of its own (libpq, as the extension's owner, with
  *	   citus.node_conninfo), so that the grant commits whatever the
  *	   minting transaction does.  The coordinator itself asks itself the
  *	   same way.
@@ -95,6 +95,7 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xlog.h"
+#include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "ceiling.h"
@@ -110,6 +111,7 @@
 #include "storage/shmem.h"
 #include "storage/spin.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -438,6 +440,32 @@ shid_citus_addresses(int32 group, char **coord_host, int *coord_port,
 }
 
 /*
+ * The owner of the sharded_id extension of this database, the role that
+ * leases minter numbers (as Citus's own connections between nodes log in
+ * as its extension's owner); the bootstrap superuser if there is none.
+ */
+static Oid
+shid_extension_owner(void)
+{
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	Oid			owner = BOOTSTRAP_SUPERUSERID;
+
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
+				CStringGetDatum("sharded_id"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+		owner = ((Form_pg_extension) GETSTRUCT(tuple))->extowner;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return owner;
+}
+
+/*
  * Ask the coordinator for this node's minter number (citus_lease_minter),
  * over a connection of its own, so that the grant commits whatever this
  * transaction does.  Never errors once the connection is open: the answer
@@ -480,7 +508,7 @@ shid_citus_request(int32 group, ShidLeaseAnswer *answer)
 	shid_conninfo_add(&conninfo, "host", coord_host);
 	appendStringInfo(&conninfo, " port = %d", coord_port);
 	shid_conninfo_add(&conninfo, "dbname", get_database_name(MyDatabaseId));
-	shid_conninfo_add(&conninfo, "user", GetUserNameFromId(GetUserId(), false));
+	shid_conninfo_add(&conninfo, "user", GetUserNameFromId(shid_extension_owner(), false));
 	appendStringInfoString(&conninfo, " connect_timeout = 10 application_name = sharded_id_lease"
 						   " options = '-c statement_timeout=10000'");
 
@@ -508,7 +536,7 @@ shid_citus_request(int32 group, ShidLeaseAnswer *answer)
 		answer->message = psprintf("could not connect to the Citus coordinator %s:%d to lease a minter number",
 								   coord_host, coord_port);
 		answer->detail = pstrdup(PQerrorMessage(conn));
-		answer->hint = pstrdup("A Citus node leases its minter number from the coordinator as the role that mints, as Citus connects (citus.node_conninfo, a password file).");
+		answer->hint = pstrdup("A Citus node leases its minter number from the coordinator as the owner of the sharded_id extension, as Citus's own connections between nodes log in as its extension's owner (citus.node_conninfo, a password file).");
 		PQfinish(conn);
 		return;
 	}

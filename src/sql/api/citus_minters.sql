@@ -37,7 +37,7 @@ CREATE FUNCTION sharded_id.citus_lease_minter(node_key text, group_id integer,
                                              OUT expires_ms bigint,
                                              OUT floor_ms bigint)
 RETURNS record
-LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -208,6 +208,11 @@ $$;
 
 COMMENT ON FUNCTION sharded_id.citus_lease_minter(text, integer, text, integer, integer, integer, integer, integer) IS
 'on a Citus coordinator, called by each node over its own connection (src/citus.c): grant or renew the node''s minter number for lease_ms; refuses a node that is not an active primary, whose settings disagree with the coordinator''s, or while a node with other settings holds a lease; floor_ms is the time its ids must lie after';
+
+-- Not for PUBLIC: a role that held the table's lock, or a row of it, in an
+-- open transaction would stop every node's renewal.  Nodes call it as the
+-- extension's owner (src/citus.c).
+REVOKE EXECUTE ON FUNCTION sharded_id.citus_lease_minter(text, integer, text, integer, integer, integer, integer, integer) FROM PUBLIC;
 
 CREATE FUNCTION sharded_id.citus_minter()
 RETURNS integer
