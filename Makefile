@@ -17,7 +17,7 @@ PGFILEDESC = "sharded_id - time-sortable 64-bit ids carrying a logical shard"
 # The install script of the current version is assembled from the topic
 # files of src/sql/api/, in this order.  Released scripts (src/sql/) are
 # installed as they are and never edited again.
-API_SOURCES = $(addprefix src/sql/api/,ids.sql decoders.sql shards.sql node.sql router.sql moves.sql monitor.sql citus.sql citus_minters.sql)
+API_SOURCES = $(addprefix src/sql/api/,ids.sql decoders.sql shards.sql node.sql router.sql moves.sql monitor.sql citus.sql)
 # The update to it, src/sql/sharded_id--$(PREVVERSION)--$(EXTVERSION).sql, is
 # its hand-written part in src/sql/updates/ (catalog and data changes) with
 # every function statement of src/sql/api/ put in at its "-- @functions@"
