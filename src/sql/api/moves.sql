@@ -692,8 +692,8 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._node_statement');
-    IF fn IS NULL OR fn !~ '^_?[a-z][a-z_]*$' THEN
-        RAISE EXCEPTION '"%" is not the name of a function of sharded_id', fn
+    IF fn IS NULL OR fn !~ '^(_node_[a-z_]+|_move_schema_ddl|_schema_fingerprint|_check_floor)$' THEN
+        RAISE EXCEPTION '"%" is not the name of a function of the node side of moves', fn
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     RETURN format('SELECT sharded_id.%s(%s)', fn,
@@ -3176,7 +3176,10 @@ BEGIN
     IF NOT sharded_id._node_call(src, '_node_has_schema', m.schema_name)::boolean THEN
         RETURN;
     END IF;
-    PERFORM sharded_id._node_call(tgt, '_node_refresh_views', m.schema_name);
+    -- The target's materialized views populated as the source's are now
+    -- (a view refreshed on the source since the copy's DDL included).
+    PERFORM sharded_id._node_call(tgt, '_node_refresh_views', m.schema_name,
+                                  sharded_id._node_call(src, '_node_populated_views', m.schema_name));
     -- Servers of two majors may print one definition two ways: then the
     -- objects, owners, privileges and flags are compared, not the hashes.
     definitions := sharded_id._node_call(src, '_node_server_major', VARIADIC '{}')
@@ -3235,6 +3238,7 @@ DECLARE
     found jsonb;
     owners text[];
     bad jsonb;
+    first_bad_role text;
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_check_online_owners');
     IF sharded_id._node_call(tgt, '_node_server_version', VARIADIC '{}')::integer >= 160000 THEN
@@ -3247,9 +3251,11 @@ BEGIN
     SELECT array_agg(DISTINCT f ->> 'role') INTO owners FROM jsonb_array_elements(found) f;
     bad := (SELECT f FROM jsonb_array_elements(found) WITH ORDINALITY x(f, n) WHERE NOT (f ->> 'superuser')::boolean ORDER BY n LIMIT 1);
     IF bad IS NULL THEN
-        -- Each role a superuser on the source: on the target too?
+        -- Each role a superuser on the source: on the target too?  (One
+        -- call, not one per object.)
+        first_bad_role := sharded_id._node_call(tgt, '_node_first_non_superuser', owners::text);
         bad := (SELECT f FROM jsonb_array_elements(found) WITH ORDINALITY x(f, n)
-                WHERE f ->> 'role' = sharded_id._node_call(tgt, '_node_first_non_superuser', owners::text)
+                WHERE f ->> 'role' = first_bad_role
                 ORDER BY n LIMIT 1);
     END IF;
     IF bad IS NOT NULL THEN

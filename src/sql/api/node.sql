@@ -1023,26 +1023,59 @@ $$;
 COMMENT ON FUNCTION sharded_id._node_has_schema(name) IS
 'internal: whether this node has a schema of a name (a copy of a moved shard); superusers only';
 
-CREATE FUNCTION sharded_id._node_refresh_views(schema_name name)
+-- The materialized views of a schema that hold rows (the source's, for
+-- the check of a move's new copy).  Locks: none but the catalogs'.
+CREATE FUNCTION sharded_id._node_populated_views(schema_name name)
+RETURNS text[]
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_populated_views');
+    RETURN coalesce((SELECT pg_catalog.array_agg(c.relname::text ORDER BY c.relname)
+                     FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                     WHERE n.nspname = _node_populated_views.schema_name AND c.relkind = 'm' AND c.relispopulated), '{}');
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_populated_views(name) IS
+'internal: the materialized views of a schema that hold rows (the source of a move, for the check of its new copy); superusers only';
+
+-- Make a schema's materialized views hold rows as the source's do (views,
+-- from _node_populated_views there): refresh those, empty the others that
+-- hold rows here (WITH NO DATA).  REFRESH runs each view's query as its
+-- owner, security-restricted (PostgreSQL's own rule).  Locks: each view's,
+-- ACCESS EXCLUSIVE, while it is refreshed.
+CREATE FUNCTION sharded_id._node_refresh_views(schema_name name, views text[])
 RETURNS integer
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    r text;
+    r record;
     n integer := 0;
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._node_refresh_views');
-    FOR r IN SELECT s FROM sharded_id.schema_ddl(schema_name) s WHERE s LIKE 'REFRESH MATERIALIZED VIEW %' LOOP
-        EXECUTE r;
-        n := n + 1;
+    FOR r IN
+        SELECT c.oid::pg_catalog.regclass AS rel, c.relname = ANY (views) AS wanted, c.relispopulated AS populated
+        FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace s ON s.oid = c.relnamespace
+        WHERE s.nspname = _node_refresh_views.schema_name AND c.relkind = 'm'
+        ORDER BY c.oid
+    LOOP
+        IF r.wanted THEN
+            EXECUTE pg_catalog.format('REFRESH MATERIALIZED VIEW %s', r.rel);
+            n := n + 1;
+        ELSIF r.populated THEN
+            EXECUTE pg_catalog.format('REFRESH MATERIALIZED VIEW %s WITH NO DATA', r.rel);
+            n := n + 1;
+        END IF;
     END LOOP;
     RETURN n;
 END
 $$;
 
-COMMENT ON FUNCTION sharded_id._node_refresh_views(name) IS
-'internal: refresh the materialized views of a shard schema (a move''s new copy); superusers only';
+COMMENT ON FUNCTION sharded_id._node_refresh_views(name, text[]) IS
+'internal: refresh the materialized views of a shard schema (a move''s new copy) that hold rows on the source (views), and empty the others; superusers only';
 
 CREATE FUNCTION sharded_id._node_inventory(schema_name name, definitions boolean)
 RETURNS text[]
@@ -1076,7 +1109,8 @@ COMMENT ON FUNCTION sharded_id._node_server_major() IS
 'internal: the major version of this node''s server; superusers only';
 
 REVOKE EXECUTE ON FUNCTION sharded_id._node_has_schema(name) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION sharded_id._node_refresh_views(name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._node_populated_views(name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._node_refresh_views(name, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._node_inventory(name, boolean) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._node_server_major() FROM PUBLIC;
 
