@@ -527,6 +527,26 @@ shid_cover_slow(int64 ms, uint32 generation)
 }
 
 /*
+ * Make the durable ceiling cover the millisecond ms, waiting for the
+ * ceiling lock if need be: the record flushed, then the file, then the new
+ * ceiling published, as for an id.  For a shard window the coordinator
+ * grants (citus.c): every millisecond of it lies under the ceiling before
+ * the grant is returned, so that a coordinator that restarts, or a standby
+ * promoted in its place, grants no millisecond twice.
+ *
+ * Locks: the ceiling lock, exclusively, if the ceiling must be raised.
+ */
+void
+shid_ceiling_cover(int64 ms)
+{
+	if ((int64) pg_atomic_read_u64(&shid_ceiling->ceiling_ms) >= ms + SHID_LEASE_MS / 2)
+		return;
+	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
+	(void) shid_raise_ceiling(ms);
+	LWLockRelease(shid_ceiling->lock);
+}
+
+/*
  * The slow path of shid_check_clock: the clock reads past the ceiling.
  * Where the wall clock should read is the wall clock at the last write of
  * the ceiling plus the monotonic time since; a wall clock more than

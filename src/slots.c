@@ -260,6 +260,17 @@ shid_make_slot(const ShidLayout *layout, const ShidSlotKey *key, ShidSlotMake ma
 			slot->paced_us = 0;
 			slot->ids = slot->full_ms_waits = slot->wait_us = 0;
 			slot->clock_behind = slot->max_lag_ms = 0;
+			/*
+			 * No Citus window yet (citus.c), and none granted in this run:
+			 * a coordinator grants after where new slots start, which the
+			 * ceiling it started with covered.
+			 */
+			slot->win_start = slot->win_end = slot->win_renew = 0;
+			slot->next_start = slot->next_end = 0;
+			slot->win_retry_us = 0;
+			slot->win_asker = 0;
+			slot->grant_end = 0;
+			ConditionVariableInit(&slot->win_cv);
 			if (!reserved)
 				shid_shared->free_slots++;
 		}
@@ -423,9 +434,6 @@ shid_generator_stats(PG_FUNCTION_ARGS)
 
 	shid_require_shared_state();
 	InitMaterializedSRF(fcinfo, 0);
-	/* Learnt before the slot table's lock: it reads tables. */
-	(void) shid_citus_try_node();
-
 	LWLockAcquire(shid_shared->slots_lock, LW_SHARED);
 	hash_seq_init(&status, shid_slots);
 	while ((slot = hash_seq_search(&status)) != NULL)
@@ -447,12 +455,11 @@ shid_generator_stats(PG_FUNCTION_ARGS)
 		values[5] = Int64GetDatum(copy.clock_behind);
 		values[6] = Float8GetDatum((double) copy.max_lag_ms);
 		values[7] = TimestampTzGetDatum(shid_unix_ms_to_timestamptz(copy.ms));
-		/* On Citus, the id needs this node's field (citus.c). */
-		if (copy.last_value >= 0 && shid_node_known)
+		if (copy.last_value >= 0)
 			values[8] = Int64GetDatum(shid_pack(layout, copy.last_ms, copy.key.shard,
 												shid_stripe_base(layout) | copy.last_value));
 		else
-			nulls[8] = true;	/* not minted yet, or no Citus group yet */
+			nulls[8] = true;	/* not minted yet */
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	LWLockRelease(shid_shared->slots_lock);
@@ -595,6 +602,15 @@ shid_reset_ceiling(PG_FUNCTION_ARGS)
 		/* A slot at its floor is covered by the floor, not the ceiling. */
 		if (target > slot->floor_ms)
 			top = Max(top, target);
+
+		/*
+		 * Citus (citus.c): a window may lie below a slot moved back, so
+		 * every window is dropped and asked for again; on a coordinator,
+		 * the ceiling stays above every window it granted.
+		 */
+		slot->win_start = slot->win_end = slot->win_renew = 0;
+		slot->next_start = slot->next_end = 0;
+		top = Max(top, slot->grant_end);
 		SpinLockRelease(&slot->mutex);
 	}
 	SHID_INJECTION_POINT("sharded-id-reset-slots-moved");

@@ -22,6 +22,7 @@
 #include "floors.h"
 #include "layout.h"
 #include "port/atomics.h"
+#include "storage/condition_variable.h"
 #include "storage/lwlock.h"
 #include "storage/spin.h"
 #include "utils/hsearch.h"
@@ -60,6 +61,20 @@ typedef struct ShidSlot
 	int64		wait_us;		/* time they waited */
 	int64		clock_behind;	/* calls that found the clock behind ms */
 	int64		max_lag_ms;		/* the most it was behind */
+	/* Citus (citus.c): the shard window this node holds, in Unix ms. */
+	int64		win_start;		/* its first millisecond */
+	int64		win_end;		/* the first after it; 0: no window */
+	int64		win_renew;		/* a windowed claim at or past it goes to
+								 * citus.c first: to renew, or to leave */
+	int64		next_start;		/* a window granted while this one lasts, */
+	int64		next_end;		/* not adjacent to it; 0: none */
+	int64		win_retry_us;	/* monotonic time before which no backend
+								 * asks the coordinator again (a back-off) */
+	int			win_asker;		/* pid of the backend asking now, 0: none */
+	int64		grant_end;		/* on the coordinator: the end of the last
+								 * window granted for the shard */
+	ConditionVariable win_cv;	/* broadcast when an ask ends; not covered
+								 * by the mutex */
 	uint64		taken[SHID_BITMAP_WORDS];	/* sequence-field values taken */
 } ShidSlot;
 
@@ -122,11 +137,11 @@ shid_slot_reset(ShidSlot *slot, int64 ms)
 	slot->fresh = 0;
 }
 
-/* The stripe's or Citus node's bits of the sequence field, for the layout. */
+/* The stripe's bits of the sequence field, for the layout. */
 static inline int64
 shid_stripe_base(const ShidLayout *layout)
 {
-	return (int64) shid_node << (layout->seq_bits - shid_stripe_bits);
+	return (int64) shid_stripe << (layout->seq_bits - shid_stripe_bits);
 }
 
 #endif							/* SHARDED_ID_SLOTS_H */
