@@ -1,0 +1,363 @@
+# test/t/042_citus_windows.pl
+#
+# Shard windows on a Citus cluster that lives (src/citus.c): a coordinator
+# and two workers with shared_preload_libraries = 'citus,sharded_id' and no
+# sharded_id setting.  Each node writes the ids it mints into a local table
+# (minted); every check of repeats reads all of them.  Skipped (skip_all)
+# when Citus is not installed for the PostgreSQL under test.
+#
+#  - A hot shard on the coordinator alone uses the whole sequence field:
+#    more than 32 ids (1.6's share of a node) in one millisecond.
+#  - Churn: worker 1 removed and added again 100 times (a new group id each
+#    time, past group 31, where 1.6 refused), with a failed add to a dead
+#    port every 25th cycle, minting 2,000 ids of shard 1 directly after
+#    each add while the coordinator mints for shard 1 all along: 0 repeats,
+#    and no millisecond of shard 1 minted on both nodes.
+#  - A removed node refuses to mint once its window ended (55000, naming
+#    why), within a few seconds.
+#  - A rolling change of sharded_id.stripes and sharded_id.stripe (1/0 to
+#    4/2), one node at a time with restarts, the coordinator last, under 3
+#    minters: a worker that disagrees refuses and its error names the
+#    setting and both values; every node mints with the new stripe once all
+#    have it; 0 repeats.
+#  - Kills: the coordinator stopped at once ('immediate') while the three
+#    nodes mint, and started again; then worker 1: 0 repeats.
+#  - Crashes of the coordinator at each injection point of a grant
+#    ("sharded-id-grant-...", read from src/*.c), while worker 1 asks for a
+#    window: after the restart both nodes mint that shard, 0 repeats.  Only
+#    where PostgreSQL was built with injection points.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time);
+
+my $pkglibdir = `pg_config --pkglibdir`;
+chomp $pkglibdir;
+my $sharedir = `pg_config --sharedir`;
+chomp $sharedir;
+my $bindir = `pg_config --bindir`;
+chomp $bindir;
+if (!-f "$pkglibdir/citus.so" || !-f "$sharedir/extension/citus.control")
+{
+	plan skip_all => "Citus is not installed for this PostgreSQL (no $pkglibdir/citus.so): "
+	  . 'run ../shared/citus/install.sh (PostgreSQL 18) to test sharded_id on Citus';
+}
+
+sub citus_node
+{
+	my ($name) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init;
+	$node->append_conf('postgresql.conf', "shared_preload_libraries = 'citus,sharded_id'
+max_prepared_transactions = 50
+max_connections = 60
+max_worker_processes = 16
+citus.local_hostname = '" . $node->host . "'
+");
+	$node->start;
+	$node->safe_psql('postgres', q{
+		CREATE EXTENSION citus; CREATE EXTENSION sharded_id;
+		SET citus.enable_ddl_propagation = off;
+		CREATE TABLE minted (id bigint, minted_at timestamptz DEFAULT clock_timestamp())});
+	return $node;
+}
+
+# The SQLSTATE and message of a statement that must fail, or 'none'.
+sub refusal
+{
+	my ($node, $sql) = @_;
+	my ($r, $o, $e) = $node->psql('postgres', "\\set VERBOSITY verbose\n$sql");
+	return ('none', '') if $r == 0;
+	return $e =~ /ERROR:\s+([0-9A-Z]{5}):\s*(.*)/ ? ($1, $2) : ('?', $e);
+}
+
+sub add_node
+{
+	my ($coord, $node) = @_;
+	$coord->safe_psql('postgres', "SELECT citus_add_node('" . $node->host . "', " . $node->port . ')');
+	return $node->safe_psql('postgres', 'SELECT groupid FROM pg_dist_local_group');
+}
+
+sub remove_node
+{
+	my ($coord, $node) = @_;
+	$coord->safe_psql('postgres', "SELECT citus_remove_node('" . $node->host . "', " . $node->port . ')');
+	return;
+}
+
+sub mint
+{
+	my ($node, $n, $shard) = @_;
+	$shard //= 1;
+	return $node->safe_psql('postgres',
+		"INSERT INTO minted (id) SELECT sharded_id.next_id($shard) FROM generate_series(1, $n)");
+}
+
+# Mint, trying again for at most 15 s while the node is refused (a back-off
+# after the coordinator could not be reached, say); true once it minted.
+sub mint_eventually
+{
+	my ($node, $n, $shard) = @_;
+	my $deadline = time + 15;
+	while (1)
+	{
+		my ($r, $o, $e) = $node->psql('postgres',
+			"INSERT INTO minted (id) SELECT sharded_id.next_id($shard) FROM generate_series(1, $n)");
+		return 1 if $r == 0;
+		if (time > $deadline)
+		{
+			diag($node->name . ": $e");
+			return 0;
+		}
+		select(undef, undef, undef, 0.1);
+	}
+}
+
+# A loop that mints 500 ids of shard 1 per transaction on the node until
+# $stop exists, going on through refusals and restarts; returns its handle
+# and output.
+sub minter
+{
+	my ($node, $stop) = @_;
+	my $out = '';
+	my $sql = 'INSERT INTO minted (id) SELECT sharded_id.next_id(1) FROM generate_series(1, 500)';
+	my $h = IPC::Run::start(
+		[ 'bash', '-c',
+		  qq{while [ ! -e '$stop' ]; do "$bindir/psql" -X -q -v ON_ERROR_STOP=1 -d '}
+			. $node->connstr('postgres') . qq{' -c '$sql' && echo ok; sleep 0.02; done} ],
+		'>', \$out, '2>&1');
+	return [ $h, \$out ];
+}
+
+sub stop_minters
+{
+	my ($stop, @loops) = @_;
+	open my $touch, '>', $stop or die $!;
+	close $touch;
+	$_->[0]->finish for @loops;
+	return map { scalar(() = ${ $_->[1] } =~ /^ok$/mg) } @loops;
+}
+
+# Every id minted so far on the nodes: how many, and how many repeat.
+sub repeats
+{
+	my (@nodes) = @_;
+	my (%seen, $total);
+	for my $node (@nodes)
+	{
+		for my $id (split /\n/, $node->safe_psql('postgres', 'SELECT id FROM minted'))
+		{
+			$seen{$id}++;
+			$total++;
+		}
+	}
+	return ($total, $total - scalar(keys %seen));
+}
+
+# Poll, at most $secs s, until the node's table has more than $count ids.
+sub minted_more
+{
+	my ($node, $count, $secs) = @_;
+	my $deadline = time + $secs;
+	while (time < $deadline)
+	{
+		my $now = eval { $node->safe_psql('postgres', 'SELECT count(*) FROM minted') } // 0;
+		return 1 if $now > $count;
+		select(undef, undef, undef, 0.1);
+	}
+	return 0;
+}
+
+my $coord = citus_node('coordinator');
+my $w1 = citus_node('worker1');
+my $w2 = citus_node('worker2');
+$coord->safe_psql('postgres',
+	"SELECT citus_set_coordinator_host('" . $coord->host . "', " . $coord->port . ')');
+add_node($coord, $w1);
+
+# --- A hot shard minted by the coordinator alone: the whole field.
+mint($coord, 20000, 3);
+my $per_ms = $coord->safe_psql('postgres', q{
+	SELECT max(c) FROM (SELECT count(*) AS c FROM minted
+	                    WHERE sharded_id.shard_id(id) = 3 GROUP BY sharded_id.created_at(id)) x});
+ok($per_ms > 32, "a hot shard on the coordinator minted up to $per_ms ids in one millisecond (1.6: 32)");
+is($coord->safe_psql('postgres', 'SELECT count(*) - count(DISTINCT id) FROM minted'), '0',
+	'and none repeats');
+
+# --- Churn: 100 remove/add cycles of worker 1 while the coordinator mints.
+my $dead = PostgreSQL::Test::Cluster::get_free_port();
+my $stop = $coord->basedir . '/stop_churn';
+my $coord_loop = minter($coord, $stop);
+ok(minted_more($coord, 20000, 30), 'the coordinator mints shard 1 in a loop');
+my (@groups, @failed_adds);
+my $started = time;
+for my $cycle (1 .. 100)
+{
+	remove_node($coord, $w1);
+	if ($cycle % 25 == 0)
+	{
+		my ($r, $o, $e) = $coord->psql('postgres', "\\set VERBOSITY verbose\nSELECT citus_add_node('"
+			  . $coord->host . "', $dead)");
+		push @failed_adds, ($r != 0 && $e =~ /ERROR:\s+([0-9A-Z]{5})/ ? $1 : 'none');
+	}
+	push @groups, add_node($coord, $w1);
+	mint($w1, 2000);
+}
+my $churn_s = time - $started;
+# The coordinator mints once more after worker 1's last ids, then stops.
+ok(minted_more($coord, $coord->safe_psql('postgres', 'SELECT count(*) FROM minted'), 30),
+	'churn: the coordinator mints on after the last cycle');
+my ($coord_ok) = stop_minters($stop, $coord_loop);
+ok($coord_ok > 0, "churn: the coordinator minted all along ($coord_ok transactions of 500 ids)");
+unlike(${ $coord_loop->[1] }, qr/ERROR/, 'churn: none of its calls failed');
+is(join(',', @failed_adds), '08006,08006,08006,08006', 'churn: 4 adds of a node at a dead port failed (08006)');
+ok($groups[-1] > 31, "churn: worker 1 went through groups $groups[0] to $groups[-1], past 31, in "
+	  . sprintf('%.0f s', $churn_s));
+is($w1->safe_psql('postgres', 'SELECT count(*) FROM minted'), '200000',
+	'churn: worker 1 minted its 200,000 ids, 2,000 after each add');
+my ($total, $repeats) = repeats($coord, $w1);
+is($repeats, 0, "churn: 0 repeats over $total ids of the coordinator and worker 1");
+# Windows are exclusive: no millisecond of shard 1 on both nodes, though
+# their minting interleaved in time.
+my %coord_ms = map { ($_ => 1) } split /\n/, $coord->safe_psql('postgres',
+	'SELECT DISTINCT sharded_id.created_at(id) FROM minted WHERE sharded_id.shard_id(id) = 1');
+my @w1_ms = split /\n/, $w1->safe_psql('postgres', 'SELECT DISTINCT sharded_id.created_at(id) FROM minted');
+my $both_ms = grep { $coord_ms{$_} } @w1_ms;
+is($both_ms, 0, 'churn: no millisecond of shard 1 was minted on both nodes (' . scalar(@w1_ms)
+	  . ' of worker 1, ' . scalar(keys %coord_ms) . ' of the coordinator)');
+my ($coord_first, $coord_last) = split /\|/, $coord->safe_psql('postgres',
+	'SELECT min(minted_at), max(minted_at) FROM minted WHERE sharded_id.shard_id(id) = 1');
+is($w1->safe_psql('postgres', "SELECT count(*) FROM minted WHERE minted_at BETWEEN '$coord_first' AND '$coord_last'"),
+	'200000', 'churn: every id of worker 1 was minted while the coordinator minted the same shard');
+
+# --- A removed node refuses to mint once its window ended.
+remove_node($coord, $w1);
+my $removed_at = time;
+my ($state, $message) = ('none', '');
+while (time - $removed_at < 30)
+{
+	($state, $message) = refusal($w1, 'INSERT INTO minted (id) SELECT sharded_id.next_id(1)');
+	last if $state ne 'none';
+	select(undef, undef, undef, 0.05);
+}
+my $refused_after = time - $removed_at;
+is($state, '55000', sprintf('worker 1, removed, refuses to mint %.2f s later', $refused_after));
+like($message, qr/^this Citus node may not mint: node \S+:\d+ \(group \d+\) is not an active node of the Citus cluster/,
+	'and says that it is not an active node of the Citus cluster');
+ok($refused_after < 3, 'within its window and the next, a second ahead at most, and the test\'s round trips');
+($state, $message) = refusal($w1, 'SELECT sharded_id.next_id(1)');
+is($state, '55000', 'a new session of worker 1 is refused too');
+add_node($coord, $w1);
+ok(mint_eventually($w1, 10, 1), 'added again, worker 1 mints again');
+
+# --- A rolling change of the stripes under 3 minters.
+add_node($coord, $w2);
+my $roll_stop = $coord->basedir . '/stop_roll';
+my @roll = ($coord, $w1, $w2);
+my %loops = map { ($_->name => minter($_, $roll_stop)) } @roll;
+for my $node (@roll)
+{
+	my $before = $node->safe_psql('postgres', 'SELECT count(*) FROM minted');
+	ok(minted_more($node, $before + 1000, 30), $node->name . ' mints shard 1 before the change');
+}
+for my $node ($w1, $w2, $coord)
+{
+	$node->append_conf('postgresql.conf', "sharded_id.stripes = 4\nsharded_id.stripe = 2\n");
+	$node->restart;
+	next if $node == $coord;
+	($state, $message) = refusal($node, 'SELECT sharded_id.next_id(1)');
+	is($state, '55000', $node->name . ' with sharded_id.stripes = 4 refuses while the coordinator has 1');
+	like($message, qr/sharded_id\.stripes is 4 there and 1 on the coordinator/,
+		'and its error names the setting and both values');
+}
+# Every node mints with stripe 2 of 4 once all have it.
+for my $node (@roll)
+{
+	my $ok = 0;
+	my $deadline = time + 30;
+	while (time < $deadline && !$ok)
+	{
+		$ok = $node->safe_psql('postgres', q{
+			SELECT count(*) > 0 FROM minted WHERE minted_at > pg_postmaster_start_time()}) eq 't';
+		select(undef, undef, undef, 0.1) unless $ok;
+	}
+	ok($ok, $node->name . ' mints after the change');
+	is($node->safe_psql('postgres', q{
+		SELECT count(*) FILTER (WHERE sharded_id.stripe_id(id, 4) <> 2) FROM minted
+		WHERE minted_at > pg_postmaster_start_time()}), '0', $node->name . "'s new ids carry stripe 2 of 4");
+}
+
+# --- Kills: the coordinator, then worker 1, stopped at once while all mint.
+my %count = map { ($_->name => $_->safe_psql('postgres', 'SELECT count(*) FROM minted')) } @roll;
+$coord->stop('immediate');
+$coord->start;
+for my $node (@roll)
+{
+	ok(minted_more($node, $count{ $node->name } + 1000, 30),
+		$node->name . ' mints again after the coordinator was killed and started');
+}
+%count = map { ($_->name => $_->safe_psql('postgres', 'SELECT count(*) FROM minted')) } @roll;
+$w1->stop('immediate');
+$w1->start;
+for my $node (@roll)
+{
+	ok(minted_more($node, $count{ $node->name } + 1000, 30),
+		$node->name . ' mints again after worker 1 was killed and started');
+}
+my @ok = stop_minters($roll_stop, map { $loops{ $_->name } } @roll);
+ok((grep { $_ > 0 } @ok) == 3, 'rolling change and kills: the three loops minted ' . join(', ', @ok)
+	  . ' transactions of 500 ids');
+($total, $repeats) = repeats(@roll);
+is($repeats, 0, "rolling change and kills: 0 repeats over $total ids of the three nodes");
+
+# --- Crashes of the coordinator in a grant, at each of its injection points.
+my %found;
+for my $file (glob("$FindBin::RealBin/../../src/*.c"))
+{
+	my $text = slurp_file($file);
+	$found{$1} = 1 while $text =~ /"(sharded-id-grant-[a-z-]+)"/g;
+}
+my @points = sort keys %found;
+my $include = `pg_config --includedir-server`;
+chomp $include;
+SKIP:
+{
+	skip 'PostgreSQL was built without injection points', 4 * scalar(@points) + 1
+	  unless slurp_file("$include/pg_config.h") =~ /^#define USE_INJECTION_POINTS 1$/m;
+	ok(@points >= 2, 'src/*.c names the injection points of a grant: ' . join(', ', @points));
+	my $shard = 20;
+	for my $point (@points)
+	{
+		$shard++;
+		$coord->safe_psql('postgres', q{
+			SET citus.enable_ddl_propagation = off;
+			CREATE EXTENSION IF NOT EXISTS injection_points});
+		mint($_, 1000, $shard) for ($coord, $w1);
+		$coord->safe_psql('postgres', "SELECT injection_points_attach('$point', 'wait')");
+		# Worker 1 asks for a window of a shard it never minted.
+		my $asked = $shard + 100;
+		my ($out, $err) = ('', '');
+		my $h = IPC::Run::start(
+			[ "$bindir/psql", '-X', '-d', $w1->connstr('postgres'), '-c',
+			  "INSERT INTO minted (id) SELECT sharded_id.next_id($asked)" ],
+			'>', \$out, '2>', \$err);
+		my $waiting = $coord->poll_query_until('postgres',
+			"SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event = '$point'");
+		ok($waiting, "a grant to worker 1 waits at $point");
+		$coord->stop('immediate');
+		$h->finish;
+		$coord->start;
+		ok(mint_eventually($_, 1000, $asked) && mint_eventually($_, 1000, $shard),
+			"crash at $point: " . $_->name . " mints shards $asked and $shard again")
+		  for ($w1, $coord);
+		($total, $repeats) = repeats($coord, $w1);
+		is($repeats, 0, "crash at $point: both nodes mint shards $shard and $asked again, 0 repeats over $total ids");
+	}
+}
+
+done_testing();
