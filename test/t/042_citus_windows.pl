@@ -24,8 +24,9 @@
 #    nodes mint, and started again; then worker 1: 0 repeats.
 #  - Crashes of the coordinator at each injection point of a grant
 #    ("sharded-id-grant-...", read from src/*.c), while worker 1 asks for a
-#    window: after the restart both nodes mint that shard, 0 repeats.  Only
-#    where PostgreSQL was built with injection points.
+#    window: the worker's statement timeout cancels its request while the
+#    coordinator holds it; after the restart both nodes mint that shard,
+#    0 repeats.  Only where PostgreSQL was built with injection points.
 use strict;
 use warnings;
 use FindBin;
@@ -327,7 +328,7 @@ my $include = `pg_config --includedir-server`;
 chomp $include;
 SKIP:
 {
-	skip 'PostgreSQL was built without injection points', 4 * scalar(@points) + 1
+	skip 'PostgreSQL was built without injection points', 5 * scalar(@points) + 1
 	  unless slurp_file("$include/pg_config.h") =~ /^#define USE_INJECTION_POINTS 1$/m;
 	ok(@points >= 2, 'src/*.c names the injection points of a grant: ' . join(', ', @points));
 	my $shard = 20;
@@ -344,13 +345,18 @@ SKIP:
 		my ($out, $err) = ('', '');
 		my $h = IPC::Run::start(
 			[ "$bindir/psql", '-X', '-d', $w1->connstr('postgres'), '-c',
-			  "INSERT INTO minted (id) SELECT sharded_id.next_id($asked)" ],
+			  "SET statement_timeout = '3s'; INSERT INTO minted (id) SELECT sharded_id.next_id($asked)" ],
 			'>', \$out, '2>', \$err);
 		my $waiting = $coord->poll_query_until('postgres',
 			"SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event = '$point'");
 		ok($waiting, "a grant to worker 1 waits at $point");
-		$coord->stop('immediate');
+		# The request is interruptible: the worker's statement timeout ends it.
+		my $t0 = time;
 		$h->finish;
+		like($err, qr/canceling statement due to statement timeout/,
+			sprintf('the request of worker 1, waiting for the coordinator, is canceled by its statement timeout (after %.1f s more)',
+				time - $t0));
+		$coord->stop('immediate');
 		$coord->start;
 		ok(mint_eventually($_, 1000, $asked) && mint_eventually($_, 1000, $shard),
 			"crash at $point: " . $_->name . " mints shards $asked and $shard again")
