@@ -128,6 +128,7 @@
 #include "storage/latch.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
@@ -192,6 +193,19 @@ static bool shid_xact_callback_registered = false;
 
 /* The slot whose window this backend is asking for, for shid_window_exit. */
 static ShidSlot *shid_asking_slot = NULL;
+
+/*
+ * Most other slots whose windows a node renews in the same request (a
+ * worker minting many shards in turn renews them together).
+ */
+#define SHID_WINDOW_BATCH	255
+
+/* Those slots, marked as asked for by this backend, and what came back. */
+static ShidSlot *shid_renewing[SHID_WINDOW_BATCH];
+static int64 shid_renew_min[SHID_WINDOW_BATCH];
+static int64 shid_renew_start[SHID_WINDOW_BATCH];
+static int64 shid_renew_end[SHID_WINDOW_BATCH];
+static int	shid_renewing_n = 0;
 static bool shid_exit_registered = false;
 
 /* What a grant answered, or why there was none. */
@@ -393,17 +407,23 @@ shid_window_exit(int code, Datum arg)
 	ShidSlot   *slot = shid_asking_slot;
 	int64		retry_us = shid_monotonic_us() + SHID_WINDOW_BACKOFF_MS * INT64CONST(1000);
 
-	if (slot == NULL)
-		return;
 	shid_asking_slot = NULL;
-	SpinLockAcquire(&slot->mutex);
-	if (slot->win_asker == MyProcPid)
+	for (int i = -1; i < shid_renewing_n; i++)
 	{
-		slot->win_asker = 0;
-		slot->win_retry_us = retry_us;
+		ShidSlot   *s = i < 0 ? slot : shid_renewing[i];
+
+		if (s == NULL)
+			continue;
+		SpinLockAcquire(&s->mutex);
+		if (s->win_asker == MyProcPid)
+		{
+			s->win_asker = 0;
+			s->win_retry_us = retry_us;
+		}
+		SpinLockRelease(&s->mutex);
+		ConditionVariableBroadcast(&s->win_cv);
 	}
-	SpinLockRelease(&slot->mutex);
-	ConditionVariableBroadcast(&slot->win_cv);
+	shid_renewing_n = 0;
 }
 
 /*
@@ -653,8 +673,9 @@ shid_answer_failed(ShidWindowAnswer *answer, const char *sqlstate, char *message
 }
 
 /*
- * Ask the coordinator for a window of the shard, over a connection of this
- * backend's own (libpq's non-blocking calls, with latch waits: a cancel or
+ * Ask the coordinator for a window of the shard, and of the first extras
+ * slots of shid_renewing (their answers into shid_renew_start and _end,
+ * end 0: none), over a connection of this backend's own (libpq's non-blocking calls, with latch waits: a cancel or
  * a termination interrupts them), kept until the transaction ends, and
  * closed at once after any failure or error, so that no call is left half
  * done on it.  A kept connection that broke (the coordinator restarted) is
@@ -665,7 +686,7 @@ shid_answer_failed(ShidWindowAnswer *answer, const char *sqlstate, char *message
  */
 static void
 shid_window_grant_remote(const ShidLayout *layout, int32 shard, int64 min_start,
-						 ShidWindowAnswer *answer)
+						 int extras, ShidWindowAnswer *answer)
 {
 	char	   *coord_host = NULL;
 	char	   *own_name = NULL;
@@ -673,10 +694,10 @@ shid_window_grant_remote(const ShidLayout *layout, int32 shard, int64 min_start,
 	int			own_port = 0;
 	StringInfoData conninfo;
 	const char *node_conninfo;
-	char		shard_text[16];
+	StringInfoData shard_text;
 	char		group_text[16];
 	char		port_text[16];
-	char		min_text[32];
+	StringInfoData min_text;
 	char		stripes_text[16];
 	char		stripe_text[16];
 	const char *params[8];
@@ -703,18 +724,29 @@ shid_window_grant_remote(const ShidLayout *layout, int32 shard, int64 min_start,
 	appendStringInfoString(&conninfo, " connect_timeout = 2 application_name = sharded_id_window"
 						   " options = '-c statement_timeout=5000 -c lock_timeout=2000'");
 
-	snprintf(shard_text, sizeof(shard_text), "%d", shard);
+	/* The shard asked for first, then the others renewed with it. */
+	initStringInfo(&shard_text);
+	initStringInfo(&min_text);
+	appendStringInfo(&shard_text, "{%d", shard);
+	appendStringInfo(&min_text, "{" INT64_FORMAT, min_start);
+	for (int i = 0; i < extras; i++)
+	{
+		appendStringInfo(&shard_text, ",%d", shid_renewing[i]->key.shard);
+		appendStringInfo(&min_text, "," INT64_FORMAT, shid_renew_min[i]);
+		shid_renew_end[i] = 0;
+	}
+	appendStringInfoChar(&shard_text, '}');
+	appendStringInfoChar(&min_text, '}');
 	snprintf(group_text, sizeof(group_text), "%d", shid_citus_group);
 	snprintf(port_text, sizeof(port_text), "%d", own_port);
-	snprintf(min_text, sizeof(min_text), INT64_FORMAT, min_start);
 	snprintf(stripes_text, sizeof(stripes_text), "%d", shid_stripes);
 	snprintf(stripe_text, sizeof(stripe_text), "%d", shid_stripe);
-	params[0] = shard_text;
+	params[0] = shard_text.data;
 	params[1] = layout->name;
 	params[2] = group_text;
 	params[3] = own_name;
 	params[4] = port_text;
-	params[5] = min_text;
+	params[5] = min_text.data;
 	params[6] = stripes_text;
 	params[7] = stripe_text;
 
@@ -745,8 +777,8 @@ shid_window_grant_remote(const ShidLayout *layout, int32 shard, int64 min_start,
 			if (shid_coord_conn == NULL || PQstatus(shid_coord_conn) != CONNECTION_OK)
 				break;
 			res = libpqsrv_exec_params(shid_coord_conn,
-									   "SELECT window_start, window_end, retry_after FROM sharded_id.citus_grant_window"
-									   "($1::integer, $2, $3::integer, $4, $5::integer, $6::bigint, $7::integer, $8::integer)",
+									   "SELECT shard_id, window_start, window_end, retry_after FROM sharded_id.citus_grant_windows"
+									   "($1::integer[], $2, $3::integer, $4, $5::integer, $6::bigint[], $7::integer, $8::integer)",
 									   8, NULL, params, NULL, NULL, 0, PG_WAIT_EXTENSION);
 			/* A kept connection that broke since its last call: once more, anew. */
 			if (kept && PQstatus(shid_coord_conn) == CONNECTION_BAD)
@@ -770,16 +802,27 @@ shid_window_grant_remote(const ShidLayout *layout, int32 shard, int64 min_start,
 		{
 			PGconn	   *conn = shid_coord_conn;
 
-			if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 && PQnfields(res) == 3)
+			/* One row per shard asked for, in their order. */
+			if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 + extras &&
+				PQnfields(res) == 4 && !PQgetisnull(res, 0, 0) &&
+				pg_strtoint32(PQgetvalue(res, 0, 0)) == shard)
 			{
 				answer->ok = true;
-				if (!PQgetisnull(res, 0, 0) && !PQgetisnull(res, 0, 1))
+				if (!PQgetisnull(res, 0, 1) && !PQgetisnull(res, 0, 2))
 				{
-					answer->start = pg_strtoint64(PQgetvalue(res, 0, 0));
-					answer->end = pg_strtoint64(PQgetvalue(res, 0, 1));
+					answer->start = pg_strtoint64(PQgetvalue(res, 0, 1));
+					answer->end = pg_strtoint64(PQgetvalue(res, 0, 2));
 				}
 				else
-					answer->retry_after = PQgetisnull(res, 0, 2) ? 100 : pg_strtoint32(PQgetvalue(res, 0, 2));
+					answer->retry_after = PQgetisnull(res, 0, 3) ? 100 : pg_strtoint32(PQgetvalue(res, 0, 3));
+				for (int i = 0; i < extras; i++)
+				{
+					if (PQgetisnull(res, i + 1, 0) || PQgetisnull(res, i + 1, 1) || PQgetisnull(res, i + 1, 2) ||
+						pg_strtoint32(PQgetvalue(res, i + 1, 0)) != shid_renewing[i]->key.shard)
+						continue;
+					shid_renew_start[i] = pg_strtoint64(PQgetvalue(res, i + 1, 1));
+					shid_renew_end[i] = pg_strtoint64(PQgetvalue(res, i + 1, 2));
+				}
 			}
 			else
 			{
@@ -818,6 +861,7 @@ static void
 shid_window_request(ShidSlot *slot, int64 min_start, ShidWindowAnswer *answer)
 {
 	const ShidLayout *layout = shid_layout_by_key(slot->key.layout_key);
+	int			extras = shid_renewing_n;
 	int64		deadline_us = shid_monotonic_us() + 2 * SHID_WINDOW_AHEAD_MS * INT64CONST(1000);
 
 	for (;;)
@@ -833,7 +877,10 @@ shid_window_request(ShidSlot *slot, int64 min_start, ShidWindowAnswer *answer)
 				answer->retry_after = retry_after;
 		}
 		else
-			shid_window_grant_remote(layout, slot->key.shard, min_start, answer);
+		{
+			shid_window_grant_remote(layout, slot->key.shard, min_start, extras, answer);
+			extras = 0;
+		}
 		if (!answer->ok || answer->end > 0)
 			return;
 		if (shid_monotonic_us() > deadline_us)
@@ -855,7 +902,9 @@ shid_window_request(ShidSlot *slot, int64 min_start, ShidWindowAnswer *answer)
 
 /*
  * Make [start, end) the slot's window, moving the slot to its start if it
- * lies before.  Slot's spinlock held.
+ * lies before.  Slot's spinlock held; so for shid_window_store_locked,
+ * below, which joins a window to the one the slot holds, or keeps it for
+ * next, or makes it the slot's.
  */
 static inline void
 shid_window_set_locked(ShidSlot *slot, int64 start, int64 end)
@@ -910,43 +959,65 @@ shid_window_backed_off(int32 shard)
 
 /*
  * After an ask: store the window answered, or, with no answer (an error)
- * or a failure, back off; clear the asker's mark and wake the waiters.
+ * or a failure, back off; clear the asker's mark and wake the waiters; the
+ * same, without a back-off, for the slots renewed with it.
  *
- * Locks: the slot's spinlock.
+ * Locks: each slot's spinlock in turn.
  */
+static inline void
+shid_window_store_locked(ShidSlot *slot, int64 start, int64 end)
+{
+	if (end <= slot->ms)
+		return;					/* the slot left it behind already */
+	if (slot->ms >= slot->win_start && slot->ms < slot->win_end)
+	{
+		/* A window that lasts: join one that follows on, or keep it for next. */
+		if (start <= slot->win_end)
+		{
+			slot->win_end = Max(slot->win_end, end);
+			slot->win_renew = start + (end - start) / 2;
+		}
+		else
+		{
+			slot->next_start = start;
+			slot->next_end = end;
+			slot->win_renew = slot->win_end;
+		}
+	}
+	else
+		shid_window_set_locked(slot, start, end);
+}
+
 static void
 shid_window_asked(ShidSlot *slot, const ShidWindowAnswer *answer)
 {
 	int64		retry_us = shid_monotonic_us() + SHID_WINDOW_BACKOFF_MS * INT64CONST(1000);
 
 	SpinLockAcquire(&slot->mutex);
-	if (answer != NULL && answer->ok && answer->end > slot->ms)
-	{
-		if (slot->ms >= slot->win_start && slot->ms < slot->win_end)
-		{
-			/* A window that lasts: join one that follows on, or keep it for next. */
-			if (answer->start <= slot->win_end)
-			{
-				slot->win_end = Max(slot->win_end, answer->end);
-				slot->win_renew = answer->start + (answer->end - answer->start) / 2;
-			}
-			else
-			{
-				slot->next_start = answer->start;
-				slot->next_end = answer->end;
-				slot->win_renew = slot->win_end;
-			}
-		}
-		else
-			shid_window_set_locked(slot, answer->start, answer->end);
-	}
-	else if (answer == NULL || !answer->ok)
+	if (answer != NULL && answer->ok)
+		shid_window_store_locked(slot, answer->start, answer->end);
+	else
 		slot->win_retry_us = retry_us;
 	if (slot->win_asker == MyProcPid)
 		slot->win_asker = 0;
 	SpinLockRelease(&slot->mutex);
 	shid_asking_slot = NULL;
 	ConditionVariableBroadcast(&slot->win_cv);
+
+	/* The others renewed in the same request: what came back, if anything. */
+	for (int i = 0; i < shid_renewing_n; i++)
+	{
+		ShidSlot   *other = shid_renewing[i];
+
+		SpinLockAcquire(&other->mutex);
+		if (answer != NULL && answer->ok && shid_renew_end[i] > 0)
+			shid_window_store_locked(other, shid_renew_start[i], shid_renew_end[i]);
+		if (other->win_asker == MyProcPid)
+			other->win_asker = 0;
+		SpinLockRelease(&other->mutex);
+		ConditionVariableBroadcast(&other->win_cv);
+	}
+	shid_renewing_n = 0;
 }
 
 /*
@@ -965,6 +1036,12 @@ shid_window_ask(ShidSlot *slot, int64 min_start, bool renewing)
 
 	memset(&answer, 0, sizeof(answer));
 	shid_asking_slot = slot;
+	shid_renewing_n = 0;
+	/* A worker renews, with it, the other shards it mints now and then. */
+	if (shid_citus_group != 0)
+		shid_renewing_n = shid_slots_to_renew(slot->key.layout_key, slot, shid_clock_ms(),
+											  shid_monotonic_us(), shid_renewing,
+											  shid_renew_min, SHID_WINDOW_BATCH);
 	PG_TRY();
 	{
 		shid_window_request(slot, min_start, &answer);
@@ -1129,50 +1206,67 @@ shid_citus_node_active(int32 group, const char *name, int32 port)
 }
 
 /*
- * citus_grant_window(shard_id integer, layout text, group_id integer,
- *					  node_name text, node_port integer, min_start bigint,
- *					  stripes integer, stripe integer,
- *					  OUT window_start bigint, OUT window_end bigint,
- *					  OUT retry_after integer) RETURNS record
+ * citus_grant_windows(shard_ids integer[], layout text, group_id integer,
+ *					   node_name text, node_port integer, min_starts bigint[],
+ *					   stripes integer, stripe integer)
+ *		RETURNS TABLE (shard_id integer, window_start bigint,
+ *					   window_end bigint, retry_after integer)
  *
  * On the Citus coordinator, called by a node over its own connection
- * (citus.c): grant the node a window of the shard's milliseconds, [start,
- * end) in Unix ms, from min_start on at the earliest, its end durable
- * before it returns; or, if it would start more than a second ahead of the
- * clock, NULLs and the ms to come back after.  Refuses (55000) where this
- * is not the coordinator, a requester that is not an active primary of
- * pg_dist_node, and one whose stripes or stripe differ from this server's.
+ * (citus.c): grant the node, for each shard of shard_ids in turn, a window
+ * of the shard's milliseconds, [start, end) in Unix ms, from its min_starts
+ * on at the earliest, its end durable before it returns; or, where it would
+ * start more than a second ahead of the clock, NULLs and the ms to come
+ * back after.  One row per shard, in their order (256 at most).  Refuses
+ * (55000) where this is not the coordinator, a requester that is not an
+ * active primary of pg_dist_node, and one whose stripes or stripe differ
+ * from this server's.
  *
  * Locks: AccessShareLock on pg_dist_local_group and pg_dist_node; the slot
- * table's lock if the shard has no slot yet; the slot's spinlock; the
- * ceiling lock if the ceiling must be raised.
+ * table's lock if a shard has no slot yet; each slot's spinlock in turn;
+ * the ceiling lock if the ceiling must be raised.
  */
-SHID_FUNCTION_INFO(shid_citus_grant_window);
+SHID_FUNCTION_INFO(shid_citus_grant_windows);
 Datum
-shid_citus_grant_window(PG_FUNCTION_ARGS)
+shid_citus_grant_windows(PG_FUNCTION_ARGS)
 {
-	int32		shard = PG_GETARG_INT32(0);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ArrayType  *shard_array = PG_GETARG_ARRAYTYPE_P(0);
 	const ShidLayout *layout = shid_layout_by_name(text_to_cstring(PG_GETARG_TEXT_PP(1)));
 	int32		group = PG_GETARG_INT32(2);
 	char	   *node_name = text_to_cstring(PG_GETARG_TEXT_PP(3));
 	int32		node_port = PG_GETARG_INT32(4);
-	int64		min_start = PG_GETARG_INT64(5);
+	ArrayType  *min_array = PG_GETARG_ARRAYTYPE_P(5);
 	int32		stripes = PG_GETARG_INT32(6);
 	int32		stripe = PG_GETARG_INT32(7);
 	int32		own_group = -1;
-	TupleDesc	tupdesc;
-	Datum		values[3];
-	bool		nulls[3] = {0};
-	ShidSlot   *slot;
-	int64		start = 0;
-	int64		end = 0;
-	int32		retry_after = 0;
+	Datum	   *shards;
+	Datum	   *mins;
+	bool	   *shard_nulls;
+	bool	   *min_nulls;
+	int			n;
+	int			n_mins;
 
-	shid_check_shard(layout, shard);
+	deconstruct_array(shard_array, INT4OID, sizeof(int32), true, TYPALIGN_INT,
+					  &shards, &shard_nulls, &n);
+	deconstruct_array(min_array, INT8OID, sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
+					  &mins, &min_nulls, &n_mins);
+	if (n != n_mins || n < 1 || n > SHID_WINDOW_BATCH + 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("citus_grant_windows takes 1 to %d shards, with one minimum start each",
+						SHID_WINDOW_BATCH + 1),
+				 errdetail("It was given %d shards and %d minimum starts.", n, n_mins)));
+	for (int i = 0; i < n; i++)
+	{
+		if (shard_nulls[i] || min_nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("citus_grant_windows takes no NULL shard or minimum start")));
+		shid_check_shard(layout, DatumGetInt32(shards[i]));
+	}
 	shid_require_shared_state();
 	shid_refuse_recovery("grant Citus shard windows");
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
 
 	if (!shid_citus_preload || shid_citus_read_node(&own_group) != SHID_NODE_OK ||
 		!OidIsValid(shid_local_group_relid) || own_group != 0)
@@ -1204,17 +1298,30 @@ shid_citus_grant_window(PG_FUNCTION_ARGS)
 				 errdetail("The coordinator's pg_dist_node has no active primary of that group, name and port: the node was removed or disabled, and gets no shard window."),
 				 errhint("Add the node again with citus_add_node, or mint on another node.")));
 
-	slot = shid_lookup_slot(layout, shard, SHID_SLOT_ADMIN);
-	if (shid_window_grant(slot, layout, min_start, &start, &end, &retry_after))
+	InitMaterializedSRF(fcinfo, 0);
+	for (int i = 0; i < n; i++)
 	{
-		values[0] = Int64GetDatum(start);
-		values[1] = Int64GetDatum(end);
-		nulls[2] = true;
+		int32		shard = DatumGetInt32(shards[i]);
+		ShidSlot   *slot = shid_lookup_slot(layout, shard, SHID_SLOT_ADMIN);
+		Datum		values[4];
+		bool		nulls[4] = {0};
+		int64		start = 0;
+		int64		end = 0;
+		int32		retry_after = 0;
+
+		values[0] = Int32GetDatum(shard);
+		if (shid_window_grant(slot, layout, DatumGetInt64(mins[i]), &start, &end, &retry_after))
+		{
+			values[1] = Int64GetDatum(start);
+			values[2] = Int64GetDatum(end);
+			nulls[3] = true;
+		}
+		else
+		{
+			nulls[1] = nulls[2] = true;
+			values[3] = Int32GetDatum(retry_after);
+		}
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
-	else
-	{
-		nulls[0] = nulls[1] = true;
-		values[2] = Int32GetDatum(retry_after);
-	}
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
+	return (Datum) 0;
 }

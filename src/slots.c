@@ -413,6 +413,53 @@ shid_set_shard_floor(ShidSlot *slot, int64 floor_ms, bool move,
 }
 
 /*
+ * Citus (citus.c): mark as asked for by this backend up to max slots of
+ * the layout, but except, that held a window and minted within the last
+ * 10 s, and are due for the window's renewal by the clock now_ms, with no asker,
+ * no next window and no back-off (monotonic mono_us); their minimum starts
+ * into min_starts.  A node that asks for one shard's window renews these with
+ * it, in the same request.  Returns how many.
+ *
+ * Locks: the slot table shared, then each slot's spinlock in turn.
+ */
+int
+shid_slots_to_renew(uint64 layout_key, const ShidSlot *except, int64 now_ms,
+					int64 mono_us, ShidSlot **out, int64 *min_starts, int max)
+{
+	HASH_SEQ_STATUS status;
+	ShidSlot   *slot;
+	int			n = 0;
+
+	if (max <= 0)
+		return 0;
+	LWLockAcquire(shid_shared->slots_lock, LW_SHARED);
+	hash_seq_init(&status, shid_slots);
+	while ((slot = hash_seq_search(&status)) != NULL)
+	{
+		if (slot == except || slot->key.layout_key != layout_key)
+			continue;
+		SpinLockAcquire(&slot->mutex);
+		if (slot->win_asker == 0 && slot->next_end == 0 && mono_us >= slot->win_retry_us &&
+			slot->win_end != 0 && slot->last_ms > now_ms - 10000 &&
+			Max(slot->ms, now_ms) >= slot->win_renew)
+		{
+			slot->win_asker = MyProcPid;
+			out[n] = slot;
+			min_starts[n] = Max(slot->ms, now_ms);
+			n++;
+		}
+		SpinLockRelease(&slot->mutex);
+		if (n >= max)
+		{
+			hash_seq_term(&status);
+			break;
+		}
+	}
+	LWLockRelease(shid_shared->slots_lock);
+	return n;
+}
+
+/*
  * generator_stats(OUT layout text, OUT shard_id integer, OUT ids bigint,
  *				   OUT full_ms_waits bigint, OUT wait_time double precision,
  *				   OUT clock_behind bigint, OUT max_clock_lag double precision,

@@ -20,6 +20,9 @@
 #    minters: a worker that disagrees refuses and its error names the
 #    setting and both values; every node mints with the new stripe once all
 #    have it; 0 repeats.
+#  - Many shards at once: the coordinator and worker 1 each mint 300 shards
+#    in turn (a worker renews the windows of the shards it minted lately
+#    with the one it asks for): 0 repeats.
 #  - Kills: the coordinator stopped at once ('immediate') while the three
 #    nodes mint, and started again; then worker 1: 0 repeats.
 #  - Crashes of the coordinator at each injection point of a grant
@@ -124,9 +127,9 @@ sub mint_eventually
 # and output.
 sub minter
 {
-	my ($node, $stop) = @_;
+	my ($node, $stop, $sql) = @_;
 	my $out = '';
-	my $sql = 'INSERT INTO minted (id) SELECT sharded_id.next_id(1) FROM generate_series(1, 500)';
+	$sql //= 'INSERT INTO minted (id) SELECT sharded_id.next_id(1) FROM generate_series(1, 500)';
 	my $h = IPC::Run::start(
 		[ 'bash', '-c',
 		  qq{while [ ! -e '$stop' ]; do "$bindir/psql" -X -q -v ON_ERROR_STOP=1 -d '}
@@ -292,6 +295,24 @@ for my $node (@roll)
 		SELECT count(*) FILTER (WHERE sharded_id.stripe_id(id, 4) <> 2) FROM minted
 		WHERE minted_at > pg_postmaster_start_time()}), '0', $node->name . "'s new ids carry stripe 2 of 4");
 }
+
+# --- Many shards at once: the coordinator and worker 1 each mint 300
+# shards in turn, so that a worker's request renews many windows at once.
+my $many_stop = $coord->basedir . '/stop_many';
+my $many_sql = 'INSERT INTO minted (id) SELECT sharded_id.next_id(1000 + g % 300) FROM generate_series(1, 3000) g';
+my @many = map { minter($_, $many_stop, $many_sql) } ($coord, $w1);
+for my $node ($coord, $w1)
+{
+	ok(minted_more($node, $node->safe_psql('postgres', 'SELECT count(*) FROM minted') + 30000, 60),
+		$node->name . ' mints 300 shards in turn');
+}
+my @many_ok = stop_minters($many_stop, @many);
+my $many_both = $w1->safe_psql('postgres',
+	'SELECT count(DISTINCT sharded_id.shard_id(id)) FROM minted WHERE sharded_id.shard_id(id) >= 1000');
+is($many_both, '300', 'worker 1 minted every one of the 300 shards (' . join(', ', @many_ok)
+	  . ' transactions of 3,000 ids on the coordinator and worker 1)');
+($total, $repeats) = repeats($coord, $w1);
+is($repeats, 0, "many shards at once: 0 repeats over $total ids of the coordinator and worker 1");
 
 # --- Kills: the coordinator, then worker 1, stopped at once while all mint.
 my %count = map { ($_->name => $_->safe_psql('postgres', 'SELECT count(*) FROM minted')) } @roll;
