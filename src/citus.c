@@ -54,7 +54,10 @@
  *	   used when this one ends.
  *	 - Outside every window, one backend per server and shard asks; the
  *	   others wait for it on the slot's condition variable (bounded,
- *	   interruptible).  A failed ask backs off server-wide for that shard
+ *	   interruptible).  A worker asks, in the same request, for the windows
+ *	   of up to SHID_WINDOW_BATCH other shards that are due and that it
+ *	   minted in the last 10 s (shid_slots_to_renew), so that a worker
+ *	   minting many shards in turn asks about once per batch and window.  A failed ask backs off server-wide for that shard
  *	   for SHID_WINDOW_BACKOFF_MS: meanwhile every caller without a window
  *	   gets the failure's error, and none opens a connection, whatever its
  *	   role or the number of its calls.
@@ -198,7 +201,7 @@ static ShidSlot *shid_asking_slot = NULL;
  * Most other slots whose windows a node renews in the same request (a
  * worker minting many shards in turn renews them together).
  */
-#define SHID_WINDOW_BATCH	255
+#define SHID_WINDOW_BATCH	1023
 
 /* Those slots, marked as asked for by this backend, and what came back. */
 static ShidSlot *shid_renewing[SHID_WINDOW_BATCH];
@@ -1217,7 +1220,7 @@ shid_citus_node_active(int32 group, const char *name, int32 port)
  * of the shard's milliseconds, [start, end) in Unix ms, from its min_starts
  * on at the earliest, its end durable before it returns; or, where it would
  * start more than a second ahead of the clock, NULLs and the ms to come
- * back after.  One row per shard, in their order (256 at most).  Refuses
+ * back after.  One row per shard, in their order (1,024 at most).  Refuses
  * (55000) where this is not the coordinator, a requester that is not an
  * active primary of pg_dist_node, and one whose stripes or stripe differ
  * from this server's.
