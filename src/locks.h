@@ -61,7 +61,10 @@
  * minter releases the ceiling lock before it settles the shards' states
  * (floors lock).  A Citus coordinator's grant takes the ceiling lock
  * (shared) to read where new slots start, then the slot's spinlock, then,
- * both released, the ceiling lock to cover the window.  No LWLock is held while a heavyweight lock is requested
+ * both released, the ceiling lock to cover the window; a worker that asks
+ * for windows holds the slot table lock shared and each slot's spinlock in
+ * turn to pick the shards it renews with it (shid_slots_to_renew), and
+ * holds no lock across its request.  No LWLock is held while a heavyweight lock is requested
  * or a catalog is read (reserve.c, privs.c, owner.c); an error raised
  * while one is held releases it with the abort, as in core.
  *
