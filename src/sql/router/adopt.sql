@@ -50,6 +50,19 @@ BEGIN
         END IF;
         EXECUTE pg_catalog.format('ALTER EXTENSION sharded_id_router ADD %s %s', o.kind, o.name);
     END LOOP;
+    -- route() and route_id(), which the application's routing functions
+    -- may depend on (BEGIN ATOMIC), are kept and re-created in place
+    -- (CREATE OR REPLACE, src/sql/router/moves.sql).
+    FOR o IN
+        SELECT x.name FROM (VALUES ('sharded_id.route(integer, text)'), ('sharded_id.route_id(bigint, text)')) AS x(name)
+        WHERE pg_catalog.to_regprocedure(x.name) IS NOT NULL
+          AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend d
+                          WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+                            AND d.objid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure(x.name)
+                            AND d.deptype OPERATOR(pg_catalog.=) 'e')
+    LOOP
+        EXECUTE pg_catalog.format('ALTER EXTENSION sharded_id_router ADD FUNCTION %s', o.name);
+    END LOOP;
 END
 $adopt$;
 

@@ -130,7 +130,7 @@ GRANT SELECT ON sharded_id.moves, sharded_id.move_steps, sharded_id.move_progres
 --
 -- Routing: the CLUSTER clause of a router's PL/Proxy functions.
 --
-CREATE FUNCTION sharded_id.route(shard integer, cluster text DEFAULT 'sharded_id')
+CREATE OR REPLACE FUNCTION sharded_id.route(shard integer, cluster text DEFAULT 'sharded_id')
 RETURNS text
 AS 'MODULE_PATHNAME', 'shid_route'
 LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
@@ -138,7 +138,7 @@ LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION sharded_id.route(integer, text) IS
 'the PL/Proxy cluster for a call on a shard (CLUSTER sharded_id.route(...)), after waiting out a move''s switch of the shard';
 
-CREATE FUNCTION sharded_id.route_id(id bigint, cluster text DEFAULT 'sharded_id')
+CREATE OR REPLACE FUNCTION sharded_id.route_id(id bigint, cluster text DEFAULT 'sharded_id')
 RETURNS text
 LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp

@@ -119,8 +119,10 @@ DROP ROUTINE sharded_id.place_shard(integer,text,name);
 DROP ROUTINE sharded_id.rebalance(text[],text,boolean,name);
 DROP ROUTINE sharded_id.rebalance_plan(text[]);
 DROP ROUTINE sharded_id.recover_moves();
-DROP ROUTINE sharded_id.route(integer,text);
-DROP ROUTINE sharded_id.route_id(bigint,text);
+-- route() and route_id() are kept too: the application's routing
+-- functions (BEGIN ATOMIC) depend on them; sharded_id_router takes them over.
+ALTER EXTENSION sharded_id DROP FUNCTION sharded_id.route(integer, text);
+ALTER EXTENSION sharded_id DROP FUNCTION sharded_id.route_id(bigint, text);
 ALTER EXTENSION sharded_id DROP TABLE sharded_id.move_cleanup;
 ALTER EXTENSION sharded_id DROP TABLE sharded_id.move_steps;
 ALTER EXTENSION sharded_id DROP TABLE sharded_id.moves;
