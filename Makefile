@@ -21,7 +21,7 @@ PGFILEDESC = "sharded_id - time-sortable 64-bit ids carrying a logical shard"
 # The install script of the current version is assembled from the topic
 # files of src/sql/api/, in this order.  Released scripts (src/sql/) are
 # installed as they are and never edited again.
-API_SOURCES = $(addprefix src/sql/api/,ids.sql decoders.sql shards.sql node.sql node_moves.sql monitor.sql citus.sql)
+API_SOURCES = $(addprefix src/sql/api/,ids.sql decoders.sql shards.sql node.sql node_moves.sql monitor.sql citus.sql citus_minters.sql)
 # sharded_id_router's install script is assembled the same way from
 # src/sql/router/: adopt.sql first (it takes over the tables that sharded_id
 # 1.6's update to 2.0 left), then the router's topic files.  Its update

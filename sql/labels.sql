@@ -31,7 +31,9 @@ WITH generator AS (VALUES ('reset_ceiling'), ('generator_stats'), ('generator_in
                           -- the check of internal functions: run at every call
                           ('_superuser_only'),
                           -- reads the catalog with the newest snapshot
-                          ('_shard_schema_now')),
+                          ('_shard_schema_now'),
+                          -- leases a Citus node's minter number
+                          ('citus_minter')),
      -- Read and check tables as their owners: they switch the user and the
      -- search_path, which no parallel worker may do.
      owner_reads AS (VALUES ('_max_id'), ('_table_fingerprint'), ('_table_rows'), ('_validate_as_owner'), ('_insert_as_owner'))

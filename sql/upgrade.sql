@@ -181,6 +181,7 @@ INSERT INTO public.not_a_copy VALUES (1);
 SELECT count(*) AS triggers_elsewhere FROM pg_trigger WHERE tgname = 'sharded_id_moved' AND tgrelid = 'public.not_a_copy'::regclass;
 DROP TABLE public.not_a_copy;
 DROP SCHEMA IF EXISTS old_copy CASCADE;
+DELETE FROM sharded_id.retired_shards WHERE shard_id = 4090;
 -- Beyond PUBLIC's: counter mode's next_id functions only.
 SELECT r.rolname, p.oid::regprocedure AS still_executable
 FROM pg_proc p, pg_roles r

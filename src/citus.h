@@ -13,12 +13,12 @@
 #include "compat.h"
 
 /*
- * Width of the node field on a server that preloads Citus and sets neither
- * sharded_id.stripes nor sharded_id.stripe: the top 5 bits of the sequence
- * field hold the node's Citus group id, 0 (the coordinator) to 31, and each
- * node mints 2 ^ (seq_bits - 5) ids per millisecond and shard (32 in
- * Instagram's layout).  Fixed, so that adding a node never changes the ids
- * of another.
+ * Width of the node field on a server that preloads Citus and sets
+ * sharded_id.stripes to 1 (or not at all): the top 5 bits of the sequence
+ * field hold the minter number the node leases from the coordinator, 0 to
+ * 31, and each node mints 2 ^ (seq_bits - 5) ids per millisecond and shard
+ * (32 in Instagram's layout).  Fixed, so that adding a node never changes
+ * the ids of another.
  */
 #define SHID_CITUS_NODE_BITS 5
 
@@ -31,7 +31,16 @@ extern SHID_INTERNAL bool shid_node_known;
 /* Minting is on and shid_node is known: next_id's one check (generator.c). */
 extern SHID_INTERNAL bool shid_mint_open;
 
-extern bool shid_citus_init(int stripe, bool striped);
+/* Whether this backend's ids carry a leased minter number (citus.c). */
+extern SHID_INTERNAL bool shid_citus_leasing;
+
+/* sharded_id.citus_lease_time, in ms. */
+extern int	shid_citus_lease_ms;
+
+extern Size shid_citus_shmem_size(void);
+extern void shid_citus_shmem_init(void);
+extern void shid_citus_cover(int64 target_ms);
+extern bool shid_citus_init(int stripe, int stripes);
 extern void shid_citus_learn_node(void);
 extern bool shid_citus_try_node(void);
 

@@ -462,6 +462,16 @@ shid_mint_slot(const ShidLayout *layout, int32 shard, ShidSlot *slot)
 static pg_noinline void
 shid_cover_shard_slow(ShidSlot *slot, int64 ms, int64 floor_ms, uint32 generation)
 {
+	/*
+	 * On Citus, no id lies past the node's minter lease (citus.c), not even
+	 * one its shard's floor covers.
+	 */
+	if (unlikely(shid_citus_leasing))
+	{
+		shid_citus_cover(ms + SHID_LEASE_MS);
+		if (ms <= floor_ms)
+			return;
+	}
 	if (floor_ms > 0 && ms > shid_clock_ms() + SHID_LEASE_MS)
 		(void) shid_set_shard_floor(slot, ms + SHID_LEASE_MS, false, &generation, false, true);
 	else if (shid_cover_slow(ms, generation))
@@ -474,8 +484,8 @@ shid_cover_shard_slow(ShidSlot *slot, int64 ms, int64 floor_ms, uint32 generatio
 /*
  * Make sure an id of the slot carrying the millisecond ms is durably
  * covered before it is returned: by the ceiling, or by the shard's own
- * floor (floor_ms, read with the claim).  The common case is one atomic
- * read.
+ * floor (floor_ms, read with the claim), and on Citus by the node's minter
+ * lease.  The common case is one atomic read.
  */
 static inline void
 shid_cover_shard(ShidSlot *slot, int64 ms, int64 floor_ms, uint32 generation)
@@ -483,7 +493,7 @@ shid_cover_shard(ShidSlot *slot, int64 ms, int64 floor_ms, uint32 generation)
 	if (likely((int64) pg_atomic_read_u64(&shid_ceiling->ceiling_ms) >=
 			   ms + SHID_LEASE_MS / 2))
 		return;
-	if (ms <= floor_ms)
+	if (ms <= floor_ms && likely(!shid_citus_leasing))
 		return;
 	shid_cover_shard_slow(slot, ms, floor_ms, generation);
 }

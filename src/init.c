@@ -64,7 +64,7 @@ static bool shid_move_end_blockers_setting = true;
  * running an older library (installed files, no restart) refuses the new SQL
  * with a hint to restart instead of the loader's "could not find function".
  * A library without it (1.6 and earlier) is older than any script that reads
- * it.  The test build of test/t/041_library_version.pl overrides it.
+ * it.  The test build of test/t/043_library_version.pl overrides it.
  */
 #ifndef SHID_LIBRARY_VERSION
 #define SHID_LIBRARY_VERSION "2.0"
@@ -79,9 +79,10 @@ extern PGDLLEXPORT void _PG_init(void);
 static Size
 shid_shmem_size(void)
 {
-	return add_size(add_size(shid_ceiling_shmem_size(),
-							 shid_floors_shmem_size(shid_max_shards)),
-					shid_slots_shmem_size());
+	return add_size(add_size(add_size(shid_ceiling_shmem_size(),
+									  shid_floors_shmem_size(shid_max_shards)),
+							 shid_slots_shmem_size()),
+					shid_citus_shmem_size());
 }
 
 static void
@@ -106,6 +107,7 @@ shid_shmem_startup(void)
 	shid_ceiling_shmem_init(&locks[SHID_LOCK_CEILING].lock);
 	shid_floors_shmem_init(shid_max_shards, &locks[SHID_LOCK_FLOORS].lock);
 	shid_slots_shmem_init(&locks[SHID_LOCK_SLOTS].lock);
+	shid_citus_shmem_init();
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -184,7 +186,7 @@ _PG_init(void)
 
 	DefineCustomIntVariable("sharded_id.max_shards",
 							"Sets how many shards, over all layouts, next_id can keep state for.",
-							"Each shard in use takes about 600 bytes of shared memory.",
+							"Each shard in use takes about 720 bytes of shared memory.",
 							&shid_max_shards,
 							16384,
 							1,
@@ -266,6 +268,16 @@ _PG_init(void)
 							 PGC_SIGHUP,
 							 0,
 							 NULL, shid_assign_minting, NULL);
+	DefineCustomIntVariable("sharded_id.citus_lease_time",
+							"Sets how long a Citus node's minter number is leased from the coordinator at a time.",
+							"A node renews it while it mints; a node removed from the cluster mints for at most this long.",
+							&shid_citus_lease_ms,
+							10000,
+							4000,
+							3600000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("sharded_id");
 	if (shid_stripe >= shid_stripes)
 		ereport(ERROR,
@@ -274,8 +286,8 @@ _PG_init(void)
 				 errdetail("With sharded_id.stripes = %d, the stripes are numbered 0 to %d.",
 						   shid_stripes, shid_stripes - 1)));
 	shid_stripe_bits = pg_leftmost_one_pos32((uint32) shid_stripes);
-	/* On Citus without stripes, the node field holds its group id. */
-	if (shid_citus_init(shid_stripe, shid_stripes > 1))
+	/* On Citus without stripes, the node field holds a leased number. */
+	if (shid_citus_init(shid_stripe, shid_stripes))
 		shid_stripe_bits = SHID_CITUS_NODE_BITS;
 	shid_rmgr_register();
 	shid_owner_init();

@@ -20,6 +20,10 @@
 #  - On worker 1: 1,000,000 calls in one statement of nextval, counter
 #    next_id and seed next_id over 8192 shards, and counter next_id on one
 #    shard (100,000 calls), CALL_ROUNDS rounds (default 5) in rotating order.
+#  - A hot shard: HOT_IDS ids (default 2,000,000) of one shard in one
+#    statement on the Citus coordinator and on a data node of the same
+#    machine that does not preload Citus, HOT_ROUNDS rounds (default 1), and
+#    the ratio of the two times.
 use strict;
 use warnings;
 use FindBin;
@@ -43,6 +47,8 @@ my @writer_seconds = split ' ', ($ENV{WRITER_SECONDS} // '10 60');
 my $rounds = $ENV{ROUNDS} // 3;
 my $big_rounds = $ENV{BIG_ROUNDS} // 1;
 my $call_rounds = $ENV{CALL_ROUNDS} // 5;
+my $hot_ids = $ENV{HOT_IDS} // 2000000;
+my $hot_rounds = $ENV{HOT_ROUNDS} // 1;
 my $out_file = $ENV{SHID_BENCH_OUT};
 
 sub citus_node
@@ -235,6 +241,32 @@ for my $name (sort { median(@{ $ms{$a} }) / $calls{$a}[0] <=> median(@{ $ms{$b} 
 }
 is($w->safe_psql('postgres', 'SELECT sharded_id.stripe_id(sharded_id.next_id(7), 32)'), '1',
 	'worker 1 minted with its group, 1');
+
+# A hot shard: HOT_IDS ids of one shard in one statement on the Citus
+# coordinator and on a server of this machine that does not preload Citus
+# (data node node1), side by side, HOT_ROUNDS rounds in alternating order.
+my %hot_ms;
+my %hot_on = ('Citus coordinator' => [ $coord, 'postgres' ], 'server without Citus (node1)' => [ $nodes{node1}, 'app' ]);
+for my $r (1 .. $hot_rounds)
+{
+	for my $where ($r % 2 ? sort keys %hot_on : reverse sort keys %hot_on)
+	{
+		my ($node, $db) = @{ $hot_on{$where} };
+		my $t0 = time;
+		$node->safe_psql($db, "SELECT count(sharded_id.next_id(5)) FROM generate_series(1, $hot_ids)");
+		push @{ $hot_ms{$where} }, (time - $t0) * 1000;
+	}
+}
+my $hot_ratio = median(@{ $hot_ms{'Citus coordinator'} }) / median(@{ $hot_ms{'server without Citus (node1)'} });
+push @report, '', "### A hot shard: $hot_ids ids of one shard in one statement, median of $hot_rounds rounds", '',
+  '| where | s | ids/s |', '|---|---:|---:|';
+for my $where (sort keys %hot_on)
+{
+	my $m = median(@{ $hot_ms{$where} });
+	push @report, sprintf('| %s | %.2f | %.0f |', $where, $m / 1000, $hot_ids / ($m / 1000));
+}
+push @report, '', sprintf('Ratio, Citus coordinator to the server without Citus: %.2f', $hot_ratio);
+note(sprintf('hot shard ratio: %.2f', $hot_ratio));
 
 my $report = join("\n", @report) . "\n";
 note($report);

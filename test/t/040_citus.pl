@@ -9,10 +9,11 @@
 #
 #  - Fail closed: a worker the coordinator has not added yet (group 0, no
 #    pg_dist_node) refuses to mint with 55000 and mints nothing; a session
-#    opened then mints with its group once the node is added, without
-#    reconnecting, also for a role that is not a superuser with a planted
-#    pg_dist_local_group on its path; a node whose group id does not fit the node field
-#    refuses with 53400, and stripes set by hand (sharded_id.stripes = 64) win.
+#    opened then mints with the number it leases (its group, when free) once
+#    the node is added, without reconnecting, also for a role that is not a
+#    superuser with a planted pg_dist_local_group on its path; a node with
+#    group id 32 mints with a leased number; stripes set by hand on one node
+#    only (sharded_id.stripes = 64) are refused, naming the disagreement.
 #  - The race: the coordinator and a worker mint for one shard at once,
 #    100,000 ids each, into a table under a primary key: 0 repeats, and each
 #    id carries the group of the node that minted it.
@@ -25,11 +26,12 @@
 #    through the coordinator: 0 failed writes, every row kept, 0 repeats;
 #    floors and ownership stay untouched on every node.
 #  - A node added after ids were minted, and a node removed and re-added
-#    (a new group id), mint without repeats.
+#    (a new group id, the same minter number), mint without repeats.
 #  - sharded_id.stripes = 1 set by hand names no stripe: the node field
 #    stays; generator_stats's last_id carries the node's group.
 #  - A worker's physical standby, promoted, mints with the worker's group,
-#    above every id the worker minted.
+#    above every id the worker minted, and keeps its number once
+#    citus_update_node gives it the worker's place.
 #  - The README's Citus blocks (<!-- run: citus_node --> on every node,
 #    <!-- run: citus --> on the coordinator) run as written.
 use strict;
@@ -302,7 +304,8 @@ my ($w3_out, $w3_ret) = $w3_session->query(
 is($w3_ret, 0, 'a session open on worker 3 since before it was added mints again');
 is($coord->safe_psql('postgres', q{
 	SELECT count(*), min(sharded_id.stripe_id(id, 32)), max(sharded_id.stripe_id(id, 32))
-	FROM shard_0004.photos WHERE caption = 'w3-again'}), '2000|4|4', 'with the new group, 4');
+	FROM shard_0004.photos WHERE caption = 'w3-again'}), '2000|3|3',
+	'with its minter number, 3, kept under its new group');
 $w3_session->quit;
 is($coord->safe_psql('postgres', 'SELECT count(*) - count(DISTINCT id) FROM shard_0004.photos'), '0',
 	'0 repeats in shard 4 over the coordinator, the old and the new group of worker 3');
@@ -342,19 +345,22 @@ is($coord->safe_psql('postgres', q{
 	FROM shard_0002.photos WHERE caption = 'after'}), '2000|2000|4',
 	'after the moves every node mints for shard 2 with its own group (4 groups, 2,000 ids, 0 repeats)');
 
-# --- A group id that does not fit fails closed; an explicit stripe wins.
+# --- A group id past 31 mints with a leased number; stripes on one node only are refused.
 $coord->safe_psql('postgres', 'ALTER SEQUENCE pg_catalog.pg_dist_groupid_seq RESTART 32');
 my $w4 = citus_node('worker4');
 add_node($coord, $w4);
 is(group_of($w4), '32', 'worker 4 got group 32');
-is(sqlstate($w4, 'SELECT sharded_id.next_id(5)'), '53400',
-	'group 32 does not fit the 5-bit node field: refused with 53400');
-like(($w4->psql('postgres', 'SELECT sharded_id.next_id(5)'))[2], qr/group id 32 of this Citus node does not fit/,
-	'and the error says so');
+is(sqlstate($w4, 'SELECT sharded_id.next_id(5)'), 'none',
+	'group 32 mints: the node field holds a leased minter number, not the group id');
+my $w4_minter = $w4->safe_psql('postgres', 'SELECT sharded_id.citus_minter()');
+my %held = map { ($_->safe_psql('postgres', 'SELECT sharded_id.citus_minter()') => 1) } ($coord, $w1, $w2, $w3);
+ok($w4_minter < 32 && !$held{$w4_minter}, "worker 4 leased number $w4_minter, which no other node holds");
 $w4->append_conf('postgresql.conf', "sharded_id.stripes = 64\nsharded_id.stripe = 32\n");
 $w4->restart;
-is($w4->safe_psql('postgres', 'SELECT sharded_id.stripe_id(sharded_id.next_id(5), 64)'), '32',
-	'with sharded_id.stripes = 64 and stripe = 32 set, the explicit setting wins');
+is(sqlstate($w4, 'SELECT sharded_id.next_id(5)'), '55000',
+	'sharded_id.stripes = 64 set on worker 4 only: refused with 55000');
+like(($w4->psql('postgres', 'SELECT sharded_id.next_id(5)'))[2],
+	qr/sharded_id\.stripes is 64 there and 1 on the coordinator/, 'and the error names the disagreement');
 
 # sharded_id.stripes = 1 set by hand names no stripe: the node field stays.
 $w2->append_conf('postgresql.conf', "sharded_id.stripes = 1\nsharded_id.stripe = 0\n");
@@ -418,5 +424,24 @@ is($standby->safe_psql('postgres', qq{
 	SELECT count(*), min(id) > $w1_max, min(sharded_id.stripe_id(id, 32)), max(sharded_id.stripe_id(id, 32))
 	FROM (SELECT sharded_id.next_id(77) AS id FROM generate_series(1, 5000)) x}), '5000|t|1|1',
 	"worker 1's promoted standby mints with group 1, above every id worker 1 minted");
+
+# citus_update_node points group 1 at the standby's address: the standby
+# renews its lease from there and keeps number 1.
+my $w1_nodeid = $coord->safe_psql('postgres', 'SELECT nodeid FROM pg_dist_node WHERE nodeport = ' . $w1->port);
+$coord->safe_psql('postgres',
+	"SELECT citus_update_node($w1_nodeid, '" . $standby->host . "', " . $standby->port . ')');
+my ($moved_lease, $update_errors) = ('', 0);
+my $update_started = time;
+while (time - $update_started < 120)
+{
+	my ($r) = $standby->psql('postgres', 'SELECT count(sharded_id.next_id(77)) FROM generate_series(1, 1000)');
+	$update_errors++ if $r != 0;
+	$moved_lease = $coord->safe_psql('postgres', 'SELECT node_port FROM sharded_id.citus_minters WHERE minter = 1');
+	last if $moved_lease eq $standby->port;
+	sleep 1;
+}
+is($moved_lease, $standby->port, "after citus_update_node, number 1's lease is renewed from the standby's address");
+is($update_errors, 0, 'and the standby minted all along');
+is($standby->safe_psql('postgres', 'SELECT sharded_id.citus_minter()'), '1', 'with number 1');
 
 done_testing();

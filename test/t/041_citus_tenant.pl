@@ -24,7 +24,13 @@
 #    owner is a superuser nowhere.
 #  - The refusal also covers a schema that a superuser owns but where
 #    another role may create objects or triggers, or whose table calls a
-#    function such a role owns; a refused call distributes nothing.
+#    function such a role owns, or whose column's type reaches such a
+#    role's code (an array of its domain, its table's row type, a
+#    superuser's domain over its domain), or where a superuser role that
+#    such a role is a member of owns an object; a refused call distributes
+#    nothing.  citus_check_moves, which the README's move block runs
+#    first, refuses while a distributed schema is open (one given to
+#    another role after it was distributed).
 #  - Why: a schema owned by another role, distributed and moved by a
 #    superuser straight through Citus (citus_schema_distribute,
 #    citus_schema_move), runs that role's CHECK constraint and generated
@@ -193,7 +199,7 @@ is($state, '42501', "the README's provisioning block is refused by citus_distrib
 like($err, qr/shard schema shard_0002 is open to a role that is not a superuser/, 'the error names the schema');
 like($err, qr/DETAIL:\s+In schema shard_0002, role tenant owns the schema\. Citus copies/,
 	'the detail names the owner and says why');
-like($err, qr/HINT:\s+Give the schema and everything in it to a superuser/, 'and the hint says what to do');
+like($err, qr/HINT:\s+Review and drop that role's code in the schema/, 'and the hint says what to do');
 is($distributed->(), '', 'the refused call distributed nothing, not even the shards a superuser owns');
 is($escalations->(), 'none', 'no planted code ran as a superuser on any node, and tenant is a superuser nowhere');
 
@@ -258,6 +264,58 @@ $coord->safe_psql('postgres', 'ALTER TABLE shard_0005.t DROP CONSTRAINT outside'
 is($coord->safe_psql('postgres', q{SELECT string_agg(s, ',') FROM sharded_id.citus_distribute_shards(5, 5) s}),
 	'shard_0005', 'with the grants revoked and the constraint dropped, shard 5 is distributed');
 is($escalations->(), 'none', 'still no planted code ran as a superuser, and tenant is a superuser nowhere');
+
+# Code reached through the types of a superuser's columns: tenant's domain
+# (whose CHECK calls tenant's function) as an array, tenant's table's row
+# type, and a superuser's domain over tenant's; and a superuser role that
+# a role that is not a superuser is a member of.
+$coord->safe_psql('postgres', q{
+	SET ROLE tenant;
+	CREATE DOMAIN spy.email AS text CHECK (spy.seen('domain check'));
+	CREATE TABLE spy.addr (street text, mail spy.email);
+	RESET ROLE;
+	CREATE DOMAIN public.mail2 AS spy.email;
+	SELECT sharded_id.create_shard(7);});
+for my $case (
+	[ 'mails spy.email[]', qr/column mails of table shard_0007\.t uses type spy\.email\[\], owned by role tenant/,
+		"an array of tenant's domain" ],
+	[ 'home spy.addr', qr/column home of table shard_0007\.t uses type spy\.addr, owned by role tenant/,
+		"tenant's table's row type" ],
+	[ 'mail public.mail2', qr/column mail of table shard_0007\.t uses type spy\.email, owned by role tenant/,
+		"a superuser's domain over tenant's" ])
+{
+	my ($column, $reason, $what) = @$case;
+	$coord->safe_psql('postgres', "CREATE TABLE shard_0007.t (id bigint PRIMARY KEY, $column)");
+	($state, $err) = attempt($coord, 'SELECT * FROM sharded_id.citus_distribute_shards(7, 7)');
+	is($state, '42501', "a superuser's column of $what: 42501");
+	like($coord->safe_psql('postgres', q{SELECT string_agg(reason, E'\n') FROM sharded_id.citus_open_shards(7, 7)}),
+		$reason, "citus_open_shards names it: $what");
+	$coord->safe_psql('postgres', 'DROP TABLE shard_0007.t');
+}
+$coord->safe_psql('postgres', q{
+	CREATE ROLE su_owner SUPERUSER NOLOGIN;
+	GRANT su_owner TO outsider;
+	CREATE FUNCTION shard_0007.f() RETURNS boolean LANGUAGE sql RETURN true;
+	ALTER FUNCTION shard_0007.f() OWNER TO su_owner});
+($state, $err) = attempt($coord, 'SELECT * FROM sharded_id.citus_distribute_shards(7, 7)');
+is($state, '42501', 'a function of a superuser role that outsider is a member of: 42501');
+like($err, qr/role su_owner owns function shard_0007\.f\(\)/, 'naming it');
+$coord->safe_psql('postgres', 'REVOKE su_owner FROM outsider');
+is($coord->safe_psql('postgres', q{SELECT string_agg(s, ',') FROM sharded_id.citus_distribute_shards(7, 7) s}),
+	'shard_0007', 'once no such role is a member of it, shard 7 is distributed');
+
+# citus_check_moves, which the README's move block runs first: a
+# distributed schema given to another role afterwards is refused.
+is((attempt($coord, 'SELECT sharded_id.citus_check_moves()'))[0], 'none',
+	'citus_check_moves passes while every distributed schema is a superuser\'s');
+$coord->safe_psql('postgres', 'ALTER SCHEMA shard_0003 OWNER TO tenant2');
+($state, $err) = attempt($coord, 'SELECT sharded_id.citus_check_moves()');
+is($state, '42501', 'a distributed schema given to tenant2: citus_check_moves refuses');
+like($err, qr/distributed schema shard_0003 is open to a role that is not a superuser.*role tenant2 owns the schema/s,
+	'naming the schema and why');
+($state, $err) = attempt($coord, $move_block);
+is($state, '42501', "and so does the README's move block, before it moves anything");
+$coord->safe_psql('postgres', 'ALTER SCHEMA shard_0003 OWNER TO CURRENT_USER');
 
 # --- Why: straight through Citus, a superuser runs the owner's code.  Role
 # tenant2 owns shard 6's schema; its code only records who ran it.

@@ -10,25 +10,45 @@
 --
 
 --
--- A shard schema that a role other than a superuser owns, may create objects
--- in, or has put code in.  Citus copies a distributed schema's rows as the
--- role that distributes or moves it (citus_schema_distribute,
--- citus_schema_move, citus_rebalance_start: COPY into the new shard on the
--- node that receives it), which runs the tables' CHECK constraints and
--- generated columns with that role's rights.  Reads the catalogs only: no
--- row of any table.
+-- Schemas that a role other than a superuser owns, may create objects in,
+-- or has put code in.  Citus copies a distributed schema's rows as the role
+-- that distributes or moves it (citus_schema_distribute, citus_schema_move,
+-- citus_rebalance_start: COPY into the new shard on the node that receives
+-- it), which runs the tables' CHECK constraints, domain checks and
+-- generated columns with that role's rights.  A role is open unless it is
+-- a superuser that no such role is a member of (a member with INHERIT has
+-- its owner's rights: it could replace the superuser's functions).  Code
+-- is followed through the catalog's dependencies: the schema's defaults,
+-- constraints, indexes, triggers, rules, policies and statistics objects,
+-- and the types of its columns, through arrays, domains (their base types
+-- and the functions of their checks), composite types and table row types
+-- (their columns' types) and ranges, to the functions, operators and types
+-- they use.  The body of a function in another language than SQL's
+-- standard one records no dependency: a superuser's function that calls
+-- another role's by name is not seen.  Reads the catalogs only: no row of
+-- any table, no view, no function of the schema is run.
 --
-CREATE FUNCTION sharded_id.citus_open_shards(first_shard integer DEFAULT NULL,
-                                            last_shard integer DEFAULT NULL)
-RETURNS TABLE (shard_id integer, schema_name name, reason text)
-LANGUAGE sql STABLE PARALLEL SAFE
+CREATE FUNCTION sharded_id._open_schemas(schemas oid[])
+RETURNS TABLE (nspoid oid, k integer, what text)
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    WITH cand AS (
-        SELECT c.shard_id, c.schema_name, n.oid AS nspoid, n.nspowner, n.nspacl
-        FROM sharded_id.shards c JOIN pg_catalog.pg_namespace n ON n.nspname = c.schema_name
-        WHERE c.shard_id >= coalesce(citus_open_shards.first_shard, 0)
-          AND c.shard_id <= coalesce(citus_open_shards.last_shard, 2147483647)
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._open_schemas');
+    RETURN QUERY
+    WITH RECURSIVE member_of(role, member) AS (
+        SELECT m.roleid, m.member FROM pg_catalog.pg_auth_members m
+        UNION
+        SELECT mo.role, m.member FROM member_of mo JOIN pg_catalog.pg_auth_members m ON m.roleid = mo.member
+    ),
+    open_role(oid) AS (
+        SELECT r.oid FROM pg_catalog.pg_roles r WHERE NOT r.rolsuper
+        UNION
+        SELECT mo.role FROM member_of mo JOIN pg_catalog.pg_roles r ON r.oid = mo.member WHERE NOT r.rolsuper
+    ),
+    cand AS (
+        SELECT n.oid AS nspoid, n.nspowner, n.nspacl
+        FROM pg_catalog.pg_namespace n WHERE n.oid = ANY (_open_schemas.schemas)
     ),
     -- Objects of the schema and their owners.
     owned(nspoid, classid, objid, owner) AS (
@@ -49,38 +69,10 @@ AS $$
         UNION ALL SELECT dictnamespace, 'pg_catalog.pg_ts_dict'::pg_catalog.regclass, oid, dictowner FROM pg_catalog.pg_ts_dict
         UNION ALL SELECT stxnamespace, 'pg_catalog.pg_statistic_ext'::pg_catalog.regclass, oid, stxowner FROM pg_catalog.pg_statistic_ext
     ),
-    problem(shard_id, schema_name, k, what) AS (
-        SELECT c.shard_id, c.schema_name, 1, pg_catalog.format('role %I owns the schema', r.rolname)
-        FROM cand c JOIN pg_catalog.pg_roles r ON r.oid = c.nspowner AND NOT r.rolsuper
-        UNION ALL
-        SELECT c.shard_id, c.schema_name, 2,
-               CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.format('role %I', r.rolname) END
-               || ' may create objects in the schema'
-        FROM cand c CROSS JOIN LATERAL pg_catalog.aclexplode(c.nspacl) a
-        LEFT JOIN pg_catalog.pg_roles r ON r.oid = a.grantee
-        WHERE a.privilege_type = 'CREATE' AND (a.grantee = 0 OR NOT r.rolsuper)
-        UNION ALL
-        SELECT c.shard_id, c.schema_name, 3,
-               pg_catalog.format('role %I owns %s', r.rolname, pg_catalog.pg_describe_object(o.classid, o.objid, 0))
-        FROM cand c JOIN owned o ON o.nspoid = c.nspoid
-        JOIN pg_catalog.pg_roles r ON r.oid = o.owner AND NOT r.rolsuper
-        UNION ALL
-        SELECT c.shard_id, c.schema_name, 4,
-               CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.format('role %I', r.rolname) END
-               || pg_catalog.format(' may create triggers on %s', pg_catalog.pg_describe_object('pg_catalog.pg_class'::pg_catalog.regclass, k.oid, 0))
-        FROM cand c JOIN pg_catalog.pg_class k ON k.relnamespace = c.nspoid
-        CROSS JOIN LATERAL pg_catalog.aclexplode(k.relacl) a
-        LEFT JOIN pg_catalog.pg_roles r ON r.oid = a.grantee
-        WHERE a.privilege_type = 'TRIGGER' AND (a.grantee = 0 OR NOT r.rolsuper)
-        UNION ALL
-        -- Code of the schema (a default, generated column, CHECK,
-        -- index, trigger, rule, policy, statistics object, domain)
-        -- that calls a function, operator or type of another schema
-        -- owned by a role that is not a superuser.
-        SELECT c.shard_id, c.schema_name, 5,
-               pg_catalog.format('%s uses %s, owned by role %I',
-                                 pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid),
-                                 pg_catalog.pg_describe_object(d.refclassid, d.refobjid, 0), r.rolname)
+    -- What the schema's code depends on: (schema, the depending object, the
+    -- object it uses).
+    uses(nspoid, classid, objid, objsubid, refclassid, refobjid) AS (
+        SELECT dn.nspoid, d.classid, d.objid, d.objsubid, d.refclassid, d.refobjid
         FROM pg_catalog.pg_depend d
         CROSS JOIN LATERAL (SELECT CASE d.classid
             WHEN 'pg_catalog.pg_class'::pg_catalog.regclass THEN
@@ -102,19 +94,165 @@ AS $$
             WHEN 'pg_catalog.pg_proc'::pg_catalog.regclass THEN
                 (SELECT x.pronamespace FROM pg_catalog.pg_proc x WHERE x.oid = d.objid)
             END AS nspoid) dn
-        JOIN cand c ON c.nspoid = dn.nspoid
-        JOIN owned o ON o.classid = d.refclassid AND o.objid = d.refobjid AND o.nspoid <> c.nspoid
-        JOIN pg_catalog.pg_roles r ON r.oid = o.owner AND NOT r.rolsuper
-        WHERE d.refclassid IN ('pg_catalog.pg_proc'::pg_catalog.regclass, 'pg_catalog.pg_operator'::pg_catalog.regclass,
+        WHERE dn.nspoid IN (SELECT c.nspoid FROM cand c)
+          AND d.refclassid IN ('pg_catalog.pg_proc'::pg_catalog.regclass, 'pg_catalog.pg_operator'::pg_catalog.regclass,
                                'pg_catalog.pg_type'::pg_catalog.regclass)
+    ),
+    -- The types that the schema's code uses, and those they are made of:
+    -- an array's element, a domain's base type, a composite type's or a
+    -- table row type's columns, a range's subtype.
+    reached(nspoid, classid, objid, objsubid, typ) AS (
+        SELECT u.nspoid, u.classid, u.objid, u.objsubid, u.refobjid FROM uses u
+        WHERE u.refclassid = 'pg_catalog.pg_type'::pg_catalog.regclass
+        UNION
+        SELECT r.nspoid, r.classid, r.objid, r.objsubid, x.typ
+        FROM reached r JOIN pg_catalog.pg_type t ON t.oid = r.typ
+        CROSS JOIN LATERAL (
+            SELECT t.typelem AS typ WHERE t.typelem <> 0
+            UNION ALL SELECT t.typbasetype WHERE t.typtype = 'd'
+            UNION ALL SELECT a.atttypid FROM pg_catalog.pg_attribute a
+                WHERE t.typrelid <> 0 AND a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped
+            UNION ALL SELECT g.rngsubtype FROM pg_catalog.pg_range g WHERE g.rngtypid = t.oid) x
+    ),
+    -- What runs for those types: the types themselves (their input,
+    -- output and check code is their owner's) and the functions that their
+    -- domains' checks call.
+    runs(nspoid, classid, objid, objsubid, refclassid, refobjid) AS (
+        SELECT u.nspoid, u.classid, u.objid, u.objsubid, u.refclassid, u.refobjid FROM uses u
+        WHERE u.refclassid <> 'pg_catalog.pg_type'::pg_catalog.regclass
+        UNION
+        SELECT r.nspoid, r.classid, r.objid, r.objsubid, 'pg_catalog.pg_type'::pg_catalog.regclass, r.typ FROM reached r
+        UNION
+        SELECT r.nspoid, r.classid, r.objid, r.objsubid, d.refclassid, d.refobjid
+        FROM reached r JOIN pg_catalog.pg_constraint x ON x.contypid = r.typ
+        JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_constraint'::pg_catalog.regclass AND d.objid = x.oid
+                                   AND d.refclassid IN ('pg_catalog.pg_proc'::pg_catalog.regclass,
+                                                        'pg_catalog.pg_operator'::pg_catalog.regclass)
+    ),
+    run_owner(nspoid, classid, objid, objsubid, refclassid, refobjid, owner, refnsp) AS (
+        SELECT u.nspoid, u.classid, u.objid, u.objsubid, u.refclassid, u.refobjid, x.owner, x.nsp
+        FROM runs u CROSS JOIN LATERAL (
+            SELECT p.proowner AS owner, p.pronamespace AS nsp FROM pg_catalog.pg_proc p
+            WHERE u.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND p.oid = u.refobjid
+            UNION ALL
+            SELECT o.oprowner, o.oprnamespace FROM pg_catalog.pg_operator o
+            WHERE u.refclassid = 'pg_catalog.pg_operator'::pg_catalog.regclass AND o.oid = u.refobjid
+            UNION ALL
+            SELECT t.typowner, t.typnamespace FROM pg_catalog.pg_type t
+            WHERE u.refclassid = 'pg_catalog.pg_type'::pg_catalog.regclass AND t.oid = u.refobjid) x
     )
-    SELECT pr.shard_id, pr.schema_name, pr.what FROM problem pr ORDER BY pr.shard_id, pr.k, pr.what
+    SELECT c.nspoid, 1, pg_catalog.format('role %I owns the schema', r.rolname)
+    FROM cand c JOIN pg_catalog.pg_roles r ON r.oid = c.nspowner
+    WHERE r.oid IN (SELECT o.oid FROM open_role o)
+    UNION ALL
+    SELECT c.nspoid, 2,
+           CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.format('role %I', r.rolname) END
+           || ' may create objects in the schema'
+    FROM cand c CROSS JOIN LATERAL pg_catalog.aclexplode(c.nspacl) a
+    LEFT JOIN pg_catalog.pg_roles r ON r.oid = a.grantee
+    WHERE a.privilege_type = 'CREATE' AND (a.grantee = 0 OR a.grantee IN (SELECT o.oid FROM open_role o))
+    UNION ALL
+    SELECT c.nspoid, 3,
+           pg_catalog.format('role %I owns %s', r.rolname, pg_catalog.pg_describe_object(o.classid, o.objid, 0))
+    FROM cand c JOIN owned o ON o.nspoid = c.nspoid
+    JOIN pg_catalog.pg_roles r ON r.oid = o.owner
+    WHERE r.oid IN (SELECT x.oid FROM open_role x)
+    UNION ALL
+    SELECT c.nspoid, 4,
+           CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.format('role %I', r.rolname) END
+           || pg_catalog.format(' may create triggers on %s', pg_catalog.pg_describe_object('pg_catalog.pg_class'::pg_catalog.regclass, k.oid, 0))
+    FROM cand c JOIN pg_catalog.pg_class k ON k.relnamespace = c.nspoid
+    CROSS JOIN LATERAL pg_catalog.aclexplode(k.relacl) a
+    LEFT JOIN pg_catalog.pg_roles r ON r.oid = a.grantee
+    WHERE a.privilege_type = 'TRIGGER' AND (a.grantee = 0 OR a.grantee IN (SELECT o.oid FROM open_role o))
+    UNION ALL
+    -- Code of the schema that uses a function, operator or type of another
+    -- schema owned by an open role, directly or through the types above
+    -- (the schema's own objects are reason 3's).
+    SELECT DISTINCT u.nspoid, 5,
+           pg_catalog.format('%s uses %s, owned by role %I',
+                             pg_catalog.pg_describe_object(u.classid, u.objid, u.objsubid),
+                             pg_catalog.pg_describe_object(u.refclassid, u.refobjid, 0), r.rolname)
+    FROM run_owner u JOIN pg_catalog.pg_roles r ON r.oid = u.owner
+    WHERE r.oid IN (SELECT x.oid FROM open_role x) AND u.refnsp <> u.nspoid;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._open_schemas(oid[]) IS
+'internal: of the given schemas, those that a role that is not a superuser (or is a member of a superuser role) owns, may create objects or triggers in, or has code in, with each reason (citus_open_shards, citus_check_moves)';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._open_schemas(oid[]) FROM PUBLIC;
+
+-- Every catalog shard whose schema is open (_open_schemas), and whether
+-- Citus has distributed it.
+CREATE FUNCTION sharded_id.citus_open_shards(first_shard integer DEFAULT NULL,
+                                            last_shard integer DEFAULT NULL)
+RETURNS TABLE (shard_id integer, schema_name name, distributed boolean, reason text)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    dist oid[] := '{}';
+BEGIN
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_schema') IS NOT NULL THEN
+        EXECUTE 'SELECT coalesce(pg_catalog.array_agg(d.schemaid::pg_catalog.oid), ''{}'') FROM pg_catalog.pg_dist_schema d'
+        INTO dist;
+    END IF;
+    RETURN QUERY
+        SELECT c.shard_id, c.schema_name, n.oid = ANY (dist), o.what
+        FROM sharded_id.shards c
+        JOIN pg_catalog.pg_namespace n ON n.nspname = c.schema_name
+        JOIN sharded_id._open_schemas(ARRAY(
+                SELECT x.oid FROM sharded_id.shards y JOIN pg_catalog.pg_namespace x ON x.nspname = y.schema_name
+                WHERE y.shard_id >= coalesce(citus_open_shards.first_shard, 0)
+                  AND y.shard_id <= coalesce(citus_open_shards.last_shard, 2147483647))) o ON o.nspoid = n.oid
+        ORDER BY c.shard_id, o.k, o.what;
+END
 $$;
 
 COMMENT ON FUNCTION sharded_id.citus_open_shards(integer, integer) IS
-'every catalog shard (from first_shard to last_shard; NULL: no bound) whose schema a role that is not a superuser owns, may create objects or triggers in, or has code in (an object of the schema, or a function, operator or type that code of the schema uses), one row per reason; citus_distribute_shards refuses such a shard';
+'every catalog shard (from first_shard to last_shard; NULL: no bound) whose schema a role that is not a superuser owns, may create objects or triggers in, or has code in (an object of the schema, or a function, operator or type that code of the schema uses, through arrays, domains, composite and row types, ranges), whether Citus distributed it, one row per reason; citus_distribute_shards refuses such a shard';
 
 REVOKE EXECUTE ON FUNCTION sharded_id.citus_open_shards(integer, integer) FROM PUBLIC;
+
+-- Before citus_schema_move or citus_rebalance_start as a superuser: refuse
+-- (42501) while any distributed schema, a shard's or not, is open
+-- (_open_schemas), naming the first reason; those calls would run that
+-- role's code with the superuser's rights.
+CREATE FUNCTION sharded_id.citus_check_moves()
+RETURNS void
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    dist oid[];
+    bad record;
+BEGIN
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_schema') IS NULL THEN
+        RAISE EXCEPTION 'the citus extension is not installed in this database'
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Run it on a node of a Citus cluster.';
+    END IF;
+    EXECUTE 'SELECT coalesce(pg_catalog.array_agg(d.schemaid::pg_catalog.oid), ''{}'') FROM pg_catalog.pg_dist_schema d'
+    INTO dist;
+    SELECT o.nspoid::pg_catalog.regnamespace AS nsp, o.what INTO bad
+    FROM sharded_id._open_schemas(dist) o ORDER BY o.nspoid, o.k, o.what LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'distributed schema % is open to a role that is not a superuser', bad.nsp
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = pg_catalog.format('In schema %s, %s. citus_schema_move and citus_rebalance_start copy the schema''s rows '
+                                             'as the role that calls them, which would run that role''s code with a superuser''s rights.',
+                                             bad.nsp, bad.what),
+                  HINT = 'Review and drop that role''s code in the schema, or move the schema as a role that is not a superuser; '
+                         'do not give the code to a superuser without reading it.';
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id.citus_check_moves() IS
+'on a Citus coordinator, before citus_schema_move or citus_rebalance_start: refuses (42501) while a distributed schema is open to a role that is not a superuser, naming the first reason';
+
+REVOKE EXECUTE ON FUNCTION sharded_id.citus_check_moves() FROM PUBLIC;
 
 CREATE FUNCTION sharded_id.citus_distribute_shards(first_shard integer DEFAULT NULL,
                                                   last_shard integer DEFAULT NULL)
@@ -153,8 +291,8 @@ BEGIN
                                              'distributes or moves it (citus_schema_distribute, citus_schema_move, '
                                              'citus_rebalance_start), which would run that role''s code with a superuser''s rights.',
                                              refused_schema, refused_what),
-                  HINT = 'Give the schema and everything in it to a superuser (ALTER SCHEMA ... OWNER TO, REASSIGN OWNED), '
-                         'revoke CREATE on it and TRIGGER on its tables from other roles, or keep the shard off Citus.';
+                  HINT = 'Review and drop that role''s code in the schema and revoke CREATE on it and TRIGGER on its tables '
+                         'from other roles, or keep the shard off Citus; do not give the code to a superuser without reading it.';
     END IF;
     -- By the schema's OID, never its name read as an identifier: a name
     -- such as "Shard7" must not fold to another role's shard7.

@@ -8,21 +8,26 @@
 -- refuse first, with the restart in the hint.  The library says its version
 -- in sharded_id.library_version (1.6 and earlier do not have it); the
 -- version of this script is pg_extension's, which CREATE EXTENSION and each
--- step of ALTER EXTENSION UPDATE set before they run a script.  A library
+-- step of ALTER EXTENSION UPDATE set before they run a script.  The setting
+-- is read from pg_settings, which shows the library's own setting and not a
+-- placeholder that a SET made before the library was loaded; versions are
+-- compared by their leading numbers (2.10 after 2.9, 2.1beta as 2.1).  A library
 -- that is not loaded yet in this session is loaded, from the new files, by
 -- the first C function below.  Every update runs it too, before its
 -- functions.
 -- @update@
 DO $check$
 DECLARE
-    lib text := pg_catalog.current_setting('sharded_id.library_version', true);
+    lib text := (SELECT s.setting FROM pg_catalog.pg_settings s
+                 WHERE s.name OPERATOR(pg_catalog.=) 'sharded_id.library_version');
     ext text := (SELECT e.extversion FROM pg_catalog.pg_extension e
                  WHERE e.extname OPERATOR(pg_catalog.=) 'sharded_id');
 BEGIN
     IF EXISTS (SELECT FROM pg_catalog.pg_settings s WHERE s.name OPERATOR(pg_catalog.~~) 'sharded\_id.%')
        AND (lib IS NULL
-            OR pg_catalog.string_to_array(lib, '.')::integer[] OPERATOR(pg_catalog.<)
-               pg_catalog.string_to_array(ext, '.')::integer[])
+            OR pg_catalog.string_to_array(pg_catalog.regexp_replace(lib, '^([0-9]+(\.[0-9]+)*).*$', '\1'), '.')::integer[]
+               OPERATOR(pg_catalog.<)
+               pg_catalog.string_to_array(pg_catalog.regexp_replace(ext, '^([0-9]+(\.[0-9]+)*).*$', '\1'), '.')::integer[])
     THEN
         RAISE EXCEPTION 'the sharded_id library loaded by this server is older than the extension''s scripts'
             USING ERRCODE = 'object_not_in_prerequisite_state',

@@ -131,6 +131,25 @@ ALTER EXTENSION sharded_id DROP TABLE sharded_id.ops_tables;
 ALTER EXTENSION sharded_id DROP TABLE sharded_id.shard_map;
 ALTER EXTENSION sharded_id DROP TABLE sharded_id.nodes;
 
+-- Minter numbers that Citus nodes lease from their coordinator (src/citus.c).
+CREATE TABLE sharded_id.citus_minters (
+    node_key    text PRIMARY KEY,
+    minter      integer NOT NULL CHECK (minter >= 0),
+    group_id    integer NOT NULL,
+    node_name   text NOT NULL,
+    node_port   integer NOT NULL,
+    stripes     integer NOT NULL,
+    node_bits   integer NOT NULL,
+    expires_ms  bigint NOT NULL,
+    superseded  boolean NOT NULL DEFAULT false,
+    renewed_at  timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp()
+);
+
+COMMENT ON TABLE sharded_id.citus_minters IS
+'on a Citus coordinator: the minter number leased to each node (node_key: system identifier, host and port), the settings it mints with, and the end of its lease in Unix ms; superseded once another server took over its number or its address';
+
+REVOKE ALL ON sharded_id.citus_minters FROM PUBLIC;
+
 -- @functions@
 
 -- Old copies that an earlier version fenced: a move's source kept its old
