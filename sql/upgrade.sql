@@ -69,7 +69,7 @@ $$;
 
 -- sharded_id alone: no object of the router or of a move's router side.
 SELECT object FROM pg_temp.extension_objects()
-WHERE object ~ '(shard_map|\mnodes\M|\mmoves\M|move_steps|move_cleanup|move_progress|ops_table|move_shard|\mroute|_lock_route|rebalance|recover_moves|apply_shard_map|place_shard|node_server|_remote|_connstr|_move_plan|_dblink)'
+WHERE object ~ '(shard_map|\mnodes\M|\mmoves\M|move_steps|move_cleanup|move_progress|ops_table|move_shard|\mroute|_lock_route|rebalance|recover_moves|apply_shard_map|place_shard|\mnode_server\M|_remote|_connstr|_move_plan|_dblink)'
 ORDER BY 1;
 SELECT count(*) AS router_objects_in_sharded_id FROM pg_temp.extension_objects() WHERE object LIKE 'sharded_id_router: %';
 CREATE EXTENSION sharded_id_router;
