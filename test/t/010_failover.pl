@@ -56,13 +56,19 @@ my ($wd_out, $wd_err) = ('', '');
 IPC::Run::run([ 'pg_waldump', '-p', $primary->data_dir . '/pg_wal', '-s', $lsn0, '-e', $lsn1, '-r', "custom$rmid" ],
 	'>', \$wd_out, '2>', \$wd_err);
 my $dumped = () = $wd_out =~ /^rmgr: custom$rmid /mg;
-cmp_ok($dumped, '>', 0, "pg_waldump lists $dumped ceiling records under rmgr custom$rmid") or diag($wd_err);
+cmp_ok($dumped, '>', 0, "pg_waldump lists $dumped records under rmgr custom$rmid") or diag($wd_err);
+# The ceiling's records, and the shard states' (the first mint of a shard
+# with no state claims it for its database: owner.c).
 my $described = $primary->safe_psql('postgres', qq{
-	SELECT count(*) || ' ' || bool_and(record_type = 'CEILING' AND description ~ '^ceiling \\d+ \\(\\d{4}-')
+	SELECT count(*) || ' ' || bool_and(record_type = 'CEILING' AND description ~ '^ceiling \\d+ \\(\\d{4}-'
+	                                   OR record_type = 'STATES' AND description ~ '^\\d+ states: shard \\d+ ')
+	       || ' ' || (count(*) FILTER (WHERE record_type = 'CEILING') > 0)
 	FROM pg_get_wal_records_info('$lsn0', '$lsn1') WHERE resource_manager = 'sharded_id'});
-is($described, "$dumped true", 'pg_walinspect names each one CEILING and describes it: ceiling <ms> (<time>)');
+is($described, "$dumped true true",
+	'pg_walinspect names each one CEILING or STATES and describes it: ceiling <ms> (<time>), <n> states: shard <n> ...');
 my $example = $primary->safe_psql('postgres', qq{
-	SELECT description FROM pg_get_wal_records_info('$lsn0', '$lsn1') WHERE resource_manager = 'sharded_id' LIMIT 1});
+	SELECT description FROM pg_get_wal_records_info('$lsn0', '$lsn1')
+	WHERE resource_manager = 'sharded_id' AND record_type = 'CEILING' LIMIT 1});
 note("a ceiling record as pg_walinspect describes it: $example");
 
 # A standby does not mint.
