@@ -476,6 +476,8 @@ AS $$
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._node_call');
     RETURN sharded_id._remote(conn, sharded_id._node_statement(fn, args));
+EXCEPTION WHEN undefined_function THEN
+    PERFORM sharded_id._node_call_missing(fn, SQLERRM);
 END
 $$;
 
@@ -490,11 +492,34 @@ AS $$
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._node_begin_call');
     RETURN sharded_id._remote(conn, 'BEGIN; ' || sharded_id._node_statement(fn, args));
+EXCEPTION WHEN undefined_function THEN
+    PERFORM sharded_id._node_call_missing(fn, SQLERRM);
 END
 $$;
 
 COMMENT ON FUNCTION sharded_id._node_begin_call(text, text, text[]) IS
 'internal: open a transaction on a dblink connection and call a function of the node side of moves in it, in one round trip; the transaction stays open';
+
+-- A node call that found no such function: the node's sharded_id is not
+-- the router's version (a node not yet updated, or not restarted after
+-- its update), which only move_shard checks before it starts; recovery
+-- and rebalance_plan call the nodes as they are.
+CREATE FUNCTION sharded_id._node_call_missing(fn text, message text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._node_call_missing');
+    RAISE EXCEPTION '%', message
+        USING ERRCODE = 'undefined_function',
+              DETAIL = format('The node has no function sharded_id.%s that takes these arguments, which this version of sharded_id calls.', fn),
+              HINT = 'Run ALTER EXTENSION sharded_id UPDATE on every node and on the router, so that all run one version.';
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._node_call_missing(text, text) IS
+'internal: report a node call that found no such function on the node, naming the version mismatch';
 
 -- The statement of a node call: SELECT sharded_id.<fn>('arg', ...).  Only
 -- functions of the extension are called so: those of the node side of
@@ -2822,6 +2847,7 @@ REVOKE EXECUTE ON FUNCTION sharded_id._remote_json(text, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._node_call(text, text, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._node_begin_call(text, text, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._node_statement(text, text[]) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._node_call_missing(text, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_resolve(bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_take_back(sharded_id.moves, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_step(bigint, text, bigint, interval, interval) FROM PUBLIC;

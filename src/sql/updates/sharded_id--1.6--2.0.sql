@@ -141,10 +141,10 @@ ALTER EXTENSION sharded_id DROP TABLE sharded_id.nodes;
 -- took the shard's catalog row, so the table's constraint is what names an
 -- old copy).  Each table that carries that very constraint, not a
 -- temporary one, gets 2.0's fence, which refuses every write with 40001
--- (the trigger of _fence_old_copy); a trigger of that name there is
--- replaced.  No other table is touched: only a table's owner adds a
--- constraint to it, so no role fences another's table.  The constraint stays until the copy is dropped,
--- or a take-back removes both (_unfence_old_copy).
+-- (_fence_table, as _fence_old_copy fences a copy now; a trigger of that
+-- name there is replaced).  No other table is touched: only a table's
+-- owner adds a constraint to it, so no role fences another's table.  The constraint stays until the copy is
+-- dropped, or a take-back removes both (_unfence_old_copy).
 DO $fence$
 DECLARE
     t record;
@@ -160,9 +160,7 @@ BEGIN
         ORDER BY 1
     LOOP
         EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS sharded_id_moved ON %s', t.rel);
-        EXECUTE pg_catalog.format('CREATE TRIGGER sharded_id_moved BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s '
-                                  'FOR EACH STATEMENT EXECUTE FUNCTION sharded_id._refuse_old_copy()', t.rel);
-        EXECUTE pg_catalog.format('ALTER TABLE %s ENABLE ALWAYS TRIGGER sharded_id_moved', t.rel);
+        PERFORM sharded_id._fence_table(t.rel);
     END LOOP;
 END
 $fence$;
