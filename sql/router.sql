@@ -130,6 +130,15 @@ SELECT sharded_id.route(1, '');
 \set VERBOSITY default
 SELECT sharded_id.route(8191, repeat('x', 63)) = repeat('x', 63) AS largest_accepted;
 
+-- A node call of a function the node's sharded_id lacks (a node of another
+-- version): 42883, with the way out.
+SELECT dblink_connect('node', format('dbname=%s user=%s host=%s port=%s', current_database(), current_user,
+                      split_part(current_setting('unix_socket_directories'), ',', 1), current_setting('port')));
+\set SHOW_CONTEXT errors
+SELECT sharded_id._node_call('node', '_node_no_such_function', 'x');
+\set SHOW_CONTEXT never
+SELECT dblink_disconnect('node');
+
 DROP SERVER regress_cluster CASCADE;
 DELETE FROM sharded_id.shard_map;
 DELETE FROM sharded_id.nodes;
