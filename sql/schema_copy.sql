@@ -112,10 +112,6 @@ CREATE DATABASE sc_target;
 SELECT dblink_connect('sc', format('dbname=sc_target user=%s host=%s port=%s', current_user,
                                   split_part(current_setting('unix_socket_directories'), ',', 1), current_setting('port')));
 SELECT dblink_exec('sc', 'SET client_min_messages = warning; CREATE EXTENSION sharded_id');
--- A node call of a function the node's sharded_id lacks (a node of another
--- version): 42883, with the way out.
-\set VERBOSITY default
-SELECT sharded_id._node_call('sc', '_node_no_such_function', 'x');
 SELECT dblink_exec('sc', 'BEGIN; ' || string_agg(s, E';\n') || '; COMMIT')
 FROM sharded_id.schema_ddl('shard_0007') s;
 

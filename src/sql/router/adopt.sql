@@ -1,0 +1,68 @@
+/* src/sql/router/adopt.sql */
+
+--
+-- The router of sharded_id, as an extension of its own: the shard map,
+-- route() and route_id(), moves, rebalance, recovery and the ops tables.
+-- It lives in sharded_id's schema and needs sharded_id 2.0 or later.
+--
+-- Up to 1.6 these were sharded_id's.  The update of sharded_id to 2.0
+-- drops the router's functions and view and leaves its tables (the shard
+-- map, the nodes, the ops tables and the move journal) and the journal's
+-- sequence in place, rows and all, as objects of no extension.  Here this
+-- extension takes them over (ALTER EXTENSION ... ADD); the CREATE TABLE IF
+-- NOT EXISTS statements that follow then leave them as they are.  Run both
+-- in one transaction, so that no routed write ever finds route() missing:
+--   BEGIN; ALTER EXTENSION sharded_id UPDATE; CREATE EXTENSION sharded_id_router; COMMIT;
+--
+
+-- complain if script is sourced in psql, rather than via CREATE EXTENSION
+\echo Use "CREATE EXTENSION sharded_id_router" to load this file. \quit
+
+DO $adopt$
+DECLARE
+    version text := (SELECT e.extversion FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'sharded_id');
+    o record;
+BEGIN
+    IF version IS NULL OR pg_catalog.string_to_array(version, '.')::integer[] OPERATOR(pg_catalog.<) '{2,0}' THEN
+        RAISE EXCEPTION 'sharded_id_router needs sharded_id 2.0 or later, not %', coalesce(version, 'none')
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'Up to 1.6 the router was part of sharded_id; its update to 2.0 hands the router''s tables over.',
+                  HINT = 'Run ALTER EXTENSION sharded_id UPDATE first, in the same transaction: BEGIN; ALTER EXTENSION sharded_id UPDATE; CREATE EXTENSION sharded_id_router; COMMIT;';
+    END IF;
+    FOR o IN
+        SELECT x.kind, x.name, x.n FROM (VALUES
+            ('TABLE', 'sharded_id.nodes', 1), ('TABLE', 'sharded_id.shard_map', 2), ('TABLE', 'sharded_id.ops_tables', 3),
+            ('TABLE', 'sharded_id.moves', 4), ('SEQUENCE', 'sharded_id.moves_move_id_seq', 5),
+            ('TABLE', 'sharded_id.move_steps', 6), ('TABLE', 'sharded_id.move_cleanup', 7)) AS x(kind, name, n)
+        WHERE pg_catalog.to_regclass(x.name) IS NOT NULL
+        ORDER BY x.n
+    LOOP
+        -- Only what the update of sharded_id left: a relation of no
+        -- extension.
+        IF EXISTS (SELECT FROM pg_catalog.pg_depend d
+                   WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+                     AND d.objid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(o.name)
+                     AND d.deptype OPERATOR(pg_catalog.=) 'e') THEN
+            RAISE EXCEPTION 'relation % already belongs to an extension', o.name
+                USING ERRCODE = 'duplicate_object',
+                      DETAIL = 'sharded_id_router takes over only the router tables that the update of sharded_id to 2.0 left.',
+                      HINT = 'Update sharded_id to 2.0 or later first (ALTER EXTENSION sharded_id UPDATE).';
+        END IF;
+        EXECUTE pg_catalog.format('ALTER EXTENSION sharded_id_router ADD %s %s', o.kind, o.name);
+    END LOOP;
+    -- route() and route_id(), which the application's routing functions
+    -- may depend on (BEGIN ATOMIC), are kept and re-created in place
+    -- (CREATE OR REPLACE, src/sql/router/moves.sql).
+    FOR o IN
+        SELECT x.name FROM (VALUES ('sharded_id.route(integer, text)'), ('sharded_id.route_id(bigint, text)')) AS x(name)
+        WHERE pg_catalog.to_regprocedure(x.name) IS NOT NULL
+          AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend d
+                          WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+                            AND d.objid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure(x.name)
+                            AND d.deptype OPERATOR(pg_catalog.=) 'e')
+    LOOP
+        EXECUTE pg_catalog.format('ALTER EXTENSION sharded_id_router ADD FUNCTION %s', o.name);
+    END LOOP;
+END
+$adopt$;
+
