@@ -24,9 +24,10 @@ PGFILEDESC = "sharded_id - time-sortable 64-bit ids carrying a logical shard"
 API_SOURCES = $(addprefix src/sql/api/,ids.sql decoders.sql shards.sql node.sql node_moves.sql monitor.sql citus.sql)
 # sharded_id_router's install script is assembled the same way from
 # src/sql/router/: adopt.sql first (it takes over the tables that sharded_id
-# 1.6's update to 2.0 left), then the router's topic files.  Its update
+# 1.6's update to 2.0 left), then the router's topic files, then
+# adopted.sql (the privileges of what was taken over, as they were).  Its update
 # scripts, src/sql/sharded_id_router--*--*.sql, are installed as they are.
-ROUTER_SOURCES = $(addprefix src/sql/router/,adopt.sql router.sql moves.sql)
+ROUTER_SOURCES = $(addprefix src/sql/router/,adopt.sql router.sql moves.sql adopted.sql)
 ROUTER_SCRIPT = src/sql/sharded_id_router--$(ROUTER_VERSION).sql
 # The update to it, src/sql/sharded_id--$(PREVVERSION)--$(EXTVERSION).sql, is
 # its hand-written part in src/sql/updates/ (catalog and data changes) with

@@ -62,12 +62,52 @@ my $state_sql = q{
 	    || ' / ' || (SELECT count(*) FROM sharded_id.move_cleanup)
 	    || ' / ' || (SELECT string_agg(format('%s %s', template, ops_table), ',') FROM sharded_id.ops_tables)};
 my $before = $router->safe_psql('router', $state_sql);
+
+# The administrator's own privileges on the router's objects, unlike 1.6's
+# defaults: shard_map and the journal not for PUBLIC, the nodes and route()
+# for an application role.
+$router->safe_psql('router', q{CREATE ROLE app_role; CREATE ROLE tenant;
+	REVOKE SELECT ON sharded_id.shard_map, sharded_id.moves FROM PUBLIC;
+	GRANT SELECT ON sharded_id.nodes TO app_role;
+	GRANT EXECUTE ON FUNCTION sharded_id.route(integer, text), sharded_id.route_id(bigint, text) TO app_role});
+my $acl_sql = q{
+	SELECT string_agg(format('%s %s', o, acl), '; ' ORDER BY o) FROM (
+	    SELECT c.relname::text AS o, c.relacl::text AS acl FROM pg_class c
+	    WHERE c.relnamespace = 'sharded_id'::regnamespace
+	      AND c.relname IN ('nodes', 'shard_map', 'ops_tables', 'moves', 'moves_move_id_seq', 'move_steps', 'move_cleanup')
+	    UNION ALL
+	    SELECT p.oid::regprocedure::text, p.proacl::text FROM pg_proc p
+	    WHERE p.oid IN ('sharded_id.route(integer, text)'::regprocedure, 'sharded_id.route_id(bigint, text)'::regprocedure)) x};
+my $acl_before = $router->safe_psql('router', $acl_sql);
+my $privileges_sql = q{SELECT has_table_privilege('tenant', 'sharded_id.shard_map', 'SELECT'),
+	has_table_privilege('tenant', 'sharded_id.moves', 'SELECT'), has_table_privilege('app_role', 'sharded_id.nodes', 'SELECT'),
+	has_function_privilege('app_role', 'sharded_id.route(integer, text)', 'EXECUTE'),
+	has_function_privilege('tenant', 'sharded_id.route(integer, text)', 'EXECUTE')};
+is($router->safe_psql('router', $privileges_sql), 'f|f|t|t|f', "1.6: the administrator's privileges");
 like($before, qr{^0:a,1:a,2:a,3:a / a,b / 1 3 done moved / 1 / 1 / app.photos ops.photos$}, '1.6: the state to keep');
 
 # The update, as the README says: both in one transaction.
 my ($ret, $out, $err) = $router->psql('router',
 	'BEGIN; ALTER EXTENSION sharded_id UPDATE; CREATE EXTENSION sharded_id_router; COMMIT;', on_error_stop => 1);
 is($ret, 0, 'the update and CREATE EXTENSION sharded_id_router run in one transaction') or diag($err);
+like($err, qr/this database is a router.*\n.*\n.*CREATE EXTENSION sharded_id_router/, 'the update says that a router needs sharded_id_router');
+is($router->safe_psql('router', $acl_sql), $acl_before, 'the privileges of the objects taken over are as they were');
+is($router->safe_psql('router', $privileges_sql), 'f|f|t|t|f', "the administrator's privileges hold");
+# Their initial privileges are a new install's, so that pg_dump keeps the
+# administrator's apart: the dump grants and revokes them again.
+$router->safe_psql('postgres', 'CREATE DATABASE fresh');
+$router->safe_psql('fresh', 'SET client_min_messages = warning; CREATE EXTENSION sharded_id_router CASCADE');
+my $init_sql = q{SELECT string_agg(format('%s %s', pg_describe_object(i.classoid, i.objoid, i.objsubid), i.initprivs), '; '
+	ORDER BY pg_describe_object(i.classoid, i.objoid, i.objsubid))
+	FROM pg_init_privs i JOIN pg_depend d ON d.classid = i.classoid AND d.objid = i.objoid AND d.deptype = 'e'
+	JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'sharded_id_router'};
+is($router->safe_psql('router', $init_sql), $router->safe_psql('fresh', $init_sql),
+	'the initial privileges of the router are those of a new install');
+my ($dump, $dump_err) = run_command(['pg_dump', '-d', $router->connstr('router')]);
+like($dump, qr/^REVOKE SELECT ON TABLE sharded_id\.shard_map FROM PUBLIC;$/m, "pg_dump keeps the administrator's revoke");
+like($dump, qr/^GRANT SELECT ON TABLE sharded_id\.nodes TO app_role;$/m, "pg_dump keeps the administrator's grant on a table");
+like($dump, qr/^GRANT ALL ON FUNCTION sharded_id\.route\(shard integer, cluster text\) TO app_role;$/m,
+	"pg_dump keeps the administrator's grant on route()");
 is($router->safe_psql('router', q{SELECT string_agg(extname || ' ' || extversion, ', ' ORDER BY extname)
 	FROM pg_extension WHERE extname LIKE 'sharded_id%'}), 'sharded_id 2.0, sharded_id_router 2.0', 'both extensions at 2.0');
 is($router->safe_psql('router', $state_sql), $before, 'the map, the nodes, the journal and the ops tables are kept');
@@ -101,5 +141,35 @@ is($node{b}->safe_psql('app', 'SELECT count(*) FROM sharded_id.shards WHERE shar
 is($router->safe_psql('router', q{SELECT count(app_api.add_user('moved ' || g)) FROM generate_series(1, 20) g}), '20',
 	'2.0: writes go through the router after the move');
 is($node{a}->safe_psql('app', 'SELECT count(*) FROM sharded_id.shards WHERE shard_id = 1'), '0', 'a no longer holds shard 1');
+
+# A data node of 1.6, where a tenant made objects that depend on router
+# objects that every role may use (a view over move_progress, a function
+# calling node_server): the update is not stopped by them and drops none
+# of them; everything else of the router goes, and nothing of it is left
+# outside an extension but the two objects depended on, renamed.
+$router->safe_psql('postgres', 'CREATE DATABASE node16');
+$router->safe_psql('node16', q{CREATE EXTENSION plproxy; CREATE EXTENSION postgres_fdw; CREATE EXTENSION dblink;
+	CREATE EXTENSION sharded_id VERSION '1.6'; CREATE SCHEMA t AUTHORIZATION tenant});
+$router->safe_psql('node16', q{SET ROLE tenant;
+	CREATE VIEW t.mp AS SELECT shard_id FROM sharded_id.move_progress;
+	CREATE FUNCTION t.f(text) RETURNS text LANGUAGE sql BEGIN ATOMIC SELECT sharded_id.node_server($1); END});
+($ret, $out, $err) = $router->psql('node16', 'ALTER EXTENSION sharded_id UPDATE', on_error_stop => 1);
+is($ret, 0, "a tenant's objects do not stop the update of a data node") or diag($err);
+like($err, qr/WARNING:  sharded_id\.move_progress is kept as sharded_id\.move_progress_1_6/, 'the update names the view it kept');
+like($err, qr/WARNING:  sharded_id\.node_server\(text\) is kept as sharded_id\.node_server_1_6/, 'the update names the function it kept');
+unlike($err, qr/this database is a router/, 'a data node is not taken for a router');
+is($router->safe_psql('node16', q{SET ROLE tenant; SELECT count(*) FROM t.mp}), '0', "the tenant's view still reads");
+is($router->safe_psql('node16', q{
+	SELECT string_agg(x.o, ', ' ORDER BY x.o) FROM (
+	    SELECT c.relname::text AS o FROM pg_class c WHERE c.relnamespace = 'sharded_id'::regnamespace
+	      AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype IN ('e', 'i', 'a'))
+	    UNION ALL
+	    SELECT p.proname::text FROM pg_proc p WHERE p.pronamespace = 'sharded_id'::regnamespace
+	      AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e')) x}),
+	'move_progress_1_6, move_steps, moves, node_server_1_6',
+	'the data node keeps no other router object outside the extension than the renamed ones and the tables under the view');
+like($err, qr/WARNING:  sharded_id\.moves is kept, of no extension: other objects depend on it/, 'the update names the table it kept');
+is($router->safe_psql('node16', q{SELECT to_regclass('sharded_id.shard_map') IS NULL AND to_regprocedure('sharded_id.route(integer, text)') IS NULL}),
+	't', 'the data node has no shard map and no route()');
 
 done_testing();

@@ -18,10 +18,17 @@
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 \echo Use "CREATE EXTENSION sharded_id_router" to load this file. \quit
 
+-- The privileges of what is taken over stay as the administrator left
+-- them, and pg_dump still tells them from the extension's own: each
+-- object's privileges are set aside and reset to the defaults before it is
+-- added, so that the grants of this script that follow make the same
+-- initial privileges (pg_init_privs) as a new install's, and are put back
+-- at the end of the script (src/sql/router/adopted.sql).
 DO $adopt$
 DECLARE
     version text := (SELECT e.extversion FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'sharded_id');
     o record;
+    acls jsonb := '[]';
 BEGIN
     IF version IS NULL OR pg_catalog.string_to_array(version, '.')::integer[] OPERATOR(pg_catalog.<) '{2,0}' THEN
         RAISE EXCEPTION 'sharded_id_router needs sharded_id 2.0 or later, not %', coalesce(version, 'none')
@@ -48,6 +55,9 @@ BEGIN
                       DETAIL = 'sharded_id_router takes over only the router tables that the update of sharded_id to 2.0 left.',
                       HINT = 'Update sharded_id to 2.0 or later first (ALTER EXTENSION sharded_id UPDATE).';
         END IF;
+        acls := acls OPERATOR(pg_catalog.||) (SELECT pg_catalog.jsonb_build_object('class', 'pg_class', 'oid', c.oid, 'acl', c.relacl::text)
+                                              FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(o.name));
+        UPDATE pg_catalog.pg_class c SET relacl = NULL WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(o.name);
         EXECUTE pg_catalog.format('ALTER EXTENSION sharded_id_router ADD %s %s', o.kind, o.name);
     END LOOP;
     -- route() and route_id(), which the application's routing functions
@@ -61,8 +71,12 @@ BEGIN
                             AND d.objid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure(x.name)
                             AND d.deptype OPERATOR(pg_catalog.=) 'e')
     LOOP
+        acls := acls OPERATOR(pg_catalog.||) (SELECT pg_catalog.jsonb_build_object('class', 'pg_proc', 'oid', p.oid, 'acl', p.proacl::text)
+                                              FROM pg_catalog.pg_proc p WHERE p.oid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure(o.name));
+        UPDATE pg_catalog.pg_proc p SET proacl = NULL WHERE p.oid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure(o.name);
         EXECUTE pg_catalog.format('ALTER EXTENSION sharded_id_router ADD FUNCTION %s', o.name);
     END LOOP;
+    PERFORM pg_catalog.set_config('sharded_id_router.adopted_acls', acls::text, true);
 END
 $adopt$;
 
