@@ -1877,7 +1877,8 @@ $$;
 COMMENT ON FUNCTION sharded_id._move_check_call(integer, text, text, boolean, name, bigint, interval, interval) IS
 'internal: check move_shard''s arguments and take the shard''s move lock, unless a dry run';
 
--- The sharded_id of the router, the source and the target are one version.
+-- The sharded_id of the router, the source and the target, and the
+-- router's sharded_id_router, are one version.
 CREATE FUNCTION sharded_id._move_check_versions(src text, tgt text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
@@ -1886,15 +1887,16 @@ AS $$
 DECLARE
     q text := 'SELECT jsonb_build_object(''version'', extversion) FROM pg_extension WHERE extname = ''sharded_id''';
     router text := (SELECT e.extversion FROM pg_extension e WHERE e.extname = 'sharded_id');
+    router_ext text := (SELECT e.extversion FROM pg_extension e WHERE e.extname = 'sharded_id_router');
     source text := sharded_id._remote_json(src, q) ->> 'version';
     target text := sharded_id._remote_json(tgt, q) ->> 'version';
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._move_check_versions');
-    IF source IS DISTINCT FROM router OR target IS DISTINCT FROM router THEN
-        RAISE EXCEPTION 'sharded_id versions differ: router %, source %, target %',
-                        router, coalesce(source, 'none'), coalesce(target, 'none')
+    IF source IS DISTINCT FROM router OR target IS DISTINCT FROM router OR router_ext IS DISTINCT FROM router THEN
+        RAISE EXCEPTION 'sharded_id versions differ: router %, sharded_id_router %, source %, target %',
+                        router, coalesce(router_ext, 'none'), coalesce(source, 'none'), coalesce(target, 'none')
             USING ERRCODE = 'object_not_in_prerequisite_state',
-                  HINT = 'Run ALTER EXTENSION sharded_id UPDATE on every node and on the router.';
+                  HINT = 'Run ALTER EXTENSION sharded_id UPDATE on every node and on the router, and ALTER EXTENSION sharded_id_router UPDATE on the router.';
     END IF;
 END
 $$;
