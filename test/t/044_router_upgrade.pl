@@ -65,10 +65,11 @@ my $before = $router->safe_psql('router', $state_sql);
 
 # The administrator's own privileges on the router's objects, unlike 1.6's
 # defaults: shard_map and the journal not for PUBLIC, the nodes and route()
-# for an application role.
+# for an application role, and a column of shard_map for it to update.
 $router->safe_psql('router', q{CREATE ROLE app_role; CREATE ROLE tenant;
 	REVOKE SELECT ON sharded_id.shard_map, sharded_id.moves FROM PUBLIC;
 	GRANT SELECT ON sharded_id.nodes TO app_role;
+	GRANT UPDATE (node_name) ON sharded_id.shard_map TO app_role;
 	GRANT EXECUTE ON FUNCTION sharded_id.route(integer, text), sharded_id.route_id(bigint, text) TO app_role});
 my $acl_sql = q{
 	SELECT string_agg(format('%s %s', o, acl), '; ' ORDER BY o) FROM (
@@ -77,13 +78,17 @@ my $acl_sql = q{
 	      AND c.relname IN ('nodes', 'shard_map', 'ops_tables', 'moves', 'moves_move_id_seq', 'move_steps', 'move_cleanup')
 	    UNION ALL
 	    SELECT p.oid::regprocedure::text, p.proacl::text FROM pg_proc p
-	    WHERE p.oid IN ('sharded_id.route(integer, text)'::regprocedure, 'sharded_id.route_id(bigint, text)'::regprocedure)) x};
+	    WHERE p.oid IN ('sharded_id.route(integer, text)'::regprocedure, 'sharded_id.route_id(bigint, text)'::regprocedure)
+	    UNION ALL
+	    SELECT format('%s.%s', a.attrelid::regclass, a.attname), a.attacl::text FROM pg_attribute a
+	    WHERE a.attrelid IN ('sharded_id.nodes'::regclass, 'sharded_id.shard_map'::regclass) AND a.attnum > 0 AND a.attacl IS NOT NULL) x};
 my $acl_before = $router->safe_psql('router', $acl_sql);
 my $privileges_sql = q{SELECT has_table_privilege('tenant', 'sharded_id.shard_map', 'SELECT'),
 	has_table_privilege('tenant', 'sharded_id.moves', 'SELECT'), has_table_privilege('app_role', 'sharded_id.nodes', 'SELECT'),
 	has_function_privilege('app_role', 'sharded_id.route(integer, text)', 'EXECUTE'),
-	has_function_privilege('tenant', 'sharded_id.route(integer, text)', 'EXECUTE')};
-is($router->safe_psql('router', $privileges_sql), 'f|f|t|t|f', "1.6: the administrator's privileges");
+	has_function_privilege('tenant', 'sharded_id.route(integer, text)', 'EXECUTE'),
+	has_column_privilege('app_role', 'sharded_id.shard_map', 'node_name', 'UPDATE')};
+is($router->safe_psql('router', $privileges_sql), 'f|f|t|t|f|t', "1.6: the administrator's privileges");
 like($before, qr{^0:a,1:a,2:a,3:a / a,b / 1 3 done moved / 1 / 1 / app.photos ops.photos$}, '1.6: the state to keep');
 
 # The update, as the README says: both in one transaction.
@@ -92,7 +97,7 @@ my ($ret, $out, $err) = $router->psql('router',
 is($ret, 0, 'the update and CREATE EXTENSION sharded_id_router run in one transaction') or diag($err);
 like($err, qr/this database is a router.*\n.*\n.*CREATE EXTENSION sharded_id_router/, 'the update says that a router needs sharded_id_router');
 is($router->safe_psql('router', $acl_sql), $acl_before, 'the privileges of the objects taken over are as they were');
-is($router->safe_psql('router', $privileges_sql), 'f|f|t|t|f', "the administrator's privileges hold");
+is($router->safe_psql('router', $privileges_sql), 'f|f|t|t|f|t', "the administrator's privileges hold");
 # Their initial privileges are a new install's, so that pg_dump keeps the
 # administrator's apart: the dump grants and revokes them again.
 $router->safe_psql('postgres', 'CREATE DATABASE fresh');
@@ -108,6 +113,8 @@ like($dump, qr/^REVOKE SELECT ON TABLE sharded_id\.shard_map FROM PUBLIC;$/m, "p
 like($dump, qr/^GRANT SELECT ON TABLE sharded_id\.nodes TO app_role;$/m, "pg_dump keeps the administrator's grant on a table");
 like($dump, qr/^GRANT ALL ON FUNCTION sharded_id\.route\(shard integer, cluster text\) TO app_role;$/m,
 	"pg_dump keeps the administrator's grant on route()");
+like($dump, qr/^GRANT UPDATE\(node_name\) ON TABLE sharded_id\.shard_map TO app_role;$/m,
+	"pg_dump keeps the administrator's grant on a column");
 is($router->safe_psql('router', q{SELECT string_agg(extname || ' ' || extversion, ', ' ORDER BY extname)
 	FROM pg_extension WHERE extname LIKE 'sharded_id%'}), 'sharded_id 2.0, sharded_id_router 2.0', 'both extensions at 2.0');
 is($router->safe_psql('router', $state_sql), $before, 'the map, the nodes, the journal and the ops tables are kept');

@@ -58,6 +58,14 @@ BEGIN
         acls := acls OPERATOR(pg_catalog.||) (SELECT pg_catalog.jsonb_build_object('class', 'pg_class', 'oid', c.oid, 'acl', c.relacl::text)
                                               FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(o.name));
         UPDATE pg_catalog.pg_class c SET relacl = NULL WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(o.name);
+        -- Its columns' privileges too: ALTER EXTENSION ... ADD makes them
+        -- initial privileges as well.
+        acls := acls OPERATOR(pg_catalog.||) COALESCE((SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('class', 'pg_attribute', 'oid', a.attrelid, 'attnum', a.attnum, 'acl', a.attacl::text))
+                                                       FROM pg_catalog.pg_attribute a
+                                                       WHERE a.attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(o.name)
+                                                         AND a.attnum OPERATOR(pg_catalog.>) 0 AND a.attacl IS NOT NULL), '[]');
+        UPDATE pg_catalog.pg_attribute a SET attacl = NULL
+        WHERE a.attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(o.name) AND a.attnum OPERATOR(pg_catalog.>) 0 AND a.attacl IS NOT NULL;
         EXECUTE pg_catalog.format('ALTER EXTENSION sharded_id_router ADD %s %s', o.kind, o.name);
     END LOOP;
     -- route() and route_id(), which the application's routing functions

@@ -18,6 +18,10 @@ BEGIN
         IF a OPERATOR(pg_catalog.->>) 'class' OPERATOR(pg_catalog.=) 'pg_class' THEN
             UPDATE pg_catalog.pg_class c SET relacl = (a OPERATOR(pg_catalog.->>) 'acl')::pg_catalog.aclitem[]
             WHERE c.oid OPERATOR(pg_catalog.=) (a OPERATOR(pg_catalog.->>) 'oid')::pg_catalog.oid;
+        ELSIF a OPERATOR(pg_catalog.->>) 'class' OPERATOR(pg_catalog.=) 'pg_attribute' THEN
+            UPDATE pg_catalog.pg_attribute t SET attacl = (a OPERATOR(pg_catalog.->>) 'acl')::pg_catalog.aclitem[]
+            WHERE t.attrelid OPERATOR(pg_catalog.=) (a OPERATOR(pg_catalog.->>) 'oid')::pg_catalog.oid
+              AND t.attnum OPERATOR(pg_catalog.=) (a OPERATOR(pg_catalog.->>) 'attnum')::pg_catalog.int2;
         ELSE
             UPDATE pg_catalog.pg_proc p SET proacl = (a OPERATOR(pg_catalog.->>) 'acl')::pg_catalog.aclitem[]
             WHERE p.oid OPERATOR(pg_catalog.=) (a OPERATOR(pg_catalog.->>) 'oid')::pg_catalog.oid;
