@@ -55,6 +55,12 @@ BEGIN
                       DETAIL = 'sharded_id_router takes over only the router tables that the update of sharded_id to 2.0 left.',
                       HINT = 'Update sharded_id to 2.0 or later first (ALTER EXTENSION sharded_id UPDATE).';
         END IF;
+        -- Its catalog row is written below as GRANT writes it, under a lock
+        -- that keeps VACUUM's in-place updates of the row away until the
+        -- transaction ends (adopted.sql writes it again).
+        IF o.kind OPERATOR(pg_catalog.=) 'TABLE' THEN
+            EXECUTE pg_catalog.format('LOCK TABLE %s IN SHARE UPDATE EXCLUSIVE MODE', o.name);
+        END IF;
         acls := acls OPERATOR(pg_catalog.||) (SELECT pg_catalog.jsonb_build_object('class', 'pg_class', 'oid', c.oid, 'acl', c.relacl::text)
                                               FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(o.name));
         UPDATE pg_catalog.pg_class c SET relacl = NULL WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(o.name);
