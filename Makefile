@@ -5,8 +5,12 @@
 #   make PG_CONFIG=/path/to/pg_config ...   the same for another major version
 # test/run.sh does all of it on throwaway clusters.
 
-EXTENSION = sharded_id
+# Two extensions from one tree: sharded_id (the library, ids, shards and the
+# node side of moves) and sharded_id_router (SQL only: the shard map,
+# routing, moves, rebalance, recovery and ops tables), which requires it.
+EXTENSION = sharded_id sharded_id_router
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/sharded_id.control)
+ROUTER_VERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/sharded_id_router.control)
 
 MODULE_big = sharded_id
 OBJS = src/init.o src/layout.o src/ceiling.o src/floors.o src/floors_api.o src/rmgr.o src/slots.o \
@@ -17,15 +21,23 @@ PGFILEDESC = "sharded_id - time-sortable 64-bit ids carrying a logical shard"
 # The install script of the current version is assembled from the topic
 # files of src/sql/api/, in this order.  Released scripts (src/sql/) are
 # installed as they are and never edited again.
-API_SOURCES = $(addprefix src/sql/api/,ids.sql decoders.sql shards.sql node.sql router.sql moves.sql monitor.sql citus.sql)
+API_SOURCES = $(addprefix src/sql/api/,ids.sql decoders.sql shards.sql node.sql node_moves.sql monitor.sql citus.sql)
+# sharded_id_router's install script is assembled the same way from
+# src/sql/router/: adopt.sql first (it takes over the tables that sharded_id
+# 1.6's update to 2.0 left), then the router's topic files, then
+# adopted.sql (the privileges of what was taken over, as they were).  Its update
+# scripts, src/sql/sharded_id_router--*--*.sql, are installed as they are.
+ROUTER_SOURCES = $(addprefix src/sql/router/,adopt.sql router.sql moves.sql adopted.sql)
+ROUTER_SCRIPT = src/sql/sharded_id_router--$(ROUTER_VERSION).sql
 # The update to it, src/sql/sharded_id--$(PREVVERSION)--$(EXTVERSION).sql, is
 # its hand-written part in src/sql/updates/ (catalog and data changes) with
 # every function statement of src/sql/api/ put in at its "-- @functions@"
 # line, re-created by src/sql/functions.awk: a function is written once.
 PREVVERSION = 1.6
 UPDATE_SCRIPT = src/sql/sharded_id--$(PREVVERSION)--$(EXTVERSION).sql
-DATA_built = src/sql/sharded_id--$(EXTVERSION).sql $(UPDATE_SCRIPT)
-DATA = src/sql/sharded_id--1.0.sql $(filter-out $(UPDATE_SCRIPT),$(wildcard src/sql/sharded_id--*--*.sql))
+DATA_built = src/sql/sharded_id--$(EXTVERSION).sql $(UPDATE_SCRIPT) $(ROUTER_SCRIPT)
+DATA = src/sql/sharded_id--1.0.sql $(filter-out $(UPDATE_SCRIPT),$(wildcard src/sql/sharded_id--*--*.sql)) \
+	$(wildcard src/sql/sharded_id_router--*--*.sql)
 SCRIPTS = src/bin/sharded_id_move_shard src/bin/sharded_id_rebalance
 # Installed in $(pg_config --docdir)/extension.
 DOCS = $(wildcard doc/*.md)
@@ -67,6 +79,10 @@ endif
 src/sql/sharded_id--$(EXTVERSION).sql: $(API_SOURCES) sharded_id.control
 	{ printf '/* %s: made by make from src/sql/api/; edit those files instead */\n\n' '$@'; \
 	  cat $(API_SOURCES); } > $@
+
+$(ROUTER_SCRIPT): $(ROUTER_SOURCES) sharded_id_router.control
+	{ printf '/* %s: made by make from src/sql/router/; edit those files instead */\n\n' '$@'; \
+	  cat $(ROUTER_SOURCES); } > $@
 
 $(UPDATE_SCRIPT): src/sql/updates/sharded_id--$(PREVVERSION)--$(EXTVERSION).sql src/sql/functions.awk $(API_SOURCES) sharded_id.control
 	awk -f src/sql/functions.awk $(API_SOURCES) > $@.functions

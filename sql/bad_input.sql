@@ -6,6 +6,11 @@
 --
 \set SHOW_CONTEXT never
 
+-- The router is an extension of its own.
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS sharded_id_router CASCADE;
+RESET client_min_messages;
+
 -- The SQLSTATE and message of a statement, or 'no error'.
 CREATE FUNCTION pg_temp.error_of(query text) RETURNS text
 LANGUAGE plpgsql AS $$
@@ -36,7 +41,6 @@ LANGUAGE sql AS $$
 $$;
 
 -- 1. apply_shard_map: bad settings are refused before PL/Proxy sees them.
-CREATE EXTENSION plproxy;
 INSERT INTO sharded_id.nodes VALUES ('bad_n1', 'dbname=a'), ('bad_n2', 'dbname=b');
 INSERT INTO sharded_id.shard_map VALUES (0, 'bad_n1'), (1, 'bad_n2');
 SELECT sharded_id.apply_shard_map('sharded_id');
@@ -88,9 +92,6 @@ DROP TABLE public.bad_template;
 -- 3. rebalance and move_shard check every argument before anything else,
 -- also when nothing would move: here the shards are balanced.  (The
 -- nodes do not answer: rebalance_plan leaves their method unknown.)
-SET client_min_messages = warning;
-CREATE EXTENSION dblink;
-RESET client_min_messages;
 SELECT pg_temp.state() AS before \gset
 CALL sharded_id.rebalance(method => 'bogus');
 \set VERBOSITY sqlstate
@@ -115,7 +116,11 @@ SELECT pg_temp.state() = :'before' AS moves_changed_nothing;
 CALL sharded_id.rebalance(method => 'dump');
 
 DROP SERVER sharded_id CASCADE;
-DROP EXTENSION plproxy;
-DROP EXTENSION dblink;
 DELETE FROM sharded_id.shard_map;
 DELETE FROM sharded_id.nodes;
+SET client_min_messages = warning;
+DROP EXTENSION sharded_id_router;
+DROP EXTENSION plproxy;
+DROP EXTENSION postgres_fdw CASCADE;
+DROP EXTENSION dblink;
+RESET client_min_messages;

@@ -9,6 +9,10 @@
 -- calls another internal function, which refuses).  The list comes from pg_proc, so a new internal
 -- function is covered without a change here (but shows in the output).
 --
+-- The router's internal functions too.
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS sharded_id_router CASCADE;
+RESET client_min_messages;
 CREATE ROLE internals_app LOGIN;
 -- What a fresh install grants PUBLIC and the provisioner, before the
 -- blanket grant hides it.
@@ -121,3 +125,9 @@ REVOKE ALL ON ALL FUNCTIONS IN SCHEMA sharded_id FROM internals_app;
 REVOKE ALL ON ALL PROCEDURES IN SCHEMA sharded_id FROM internals_app;
 REVOKE USAGE ON SCHEMA sharded_id FROM internals_app;
 DROP ROLE internals_app;
+SET client_min_messages = warning;
+DROP EXTENSION sharded_id_router;
+DROP EXTENSION plproxy;
+DROP EXTENSION postgres_fdw CASCADE;
+DROP EXTENSION dblink;
+RESET client_min_messages;

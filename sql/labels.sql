@@ -2,6 +2,11 @@
 -- Pin the volatility, parallel-safety and strictness of every function of
 -- the extension, and check that every member object is commented.
 --
+-- Both extensions: sharded_id and its router.
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS sharded_id_router CASCADE;
+RESET client_min_messages;
+
 SELECT p.oid::regprocedure AS function,
        p.provolatile AS volatile,
        p.proparallel AS parallel,
@@ -11,7 +16,7 @@ SELECT p.oid::regprocedure AS function,
 FROM pg_proc p
 JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
 JOIN pg_extension e ON d.refclassid = 'pg_extension'::regclass AND d.refobjid = e.oid
-WHERE e.extname = 'sharded_id' AND d.deptype = 'e'
+WHERE e.extname IN ('sharded_id', 'sharded_id_router') AND d.deptype = 'e'
 ORDER BY p.oid::regprocedure::text COLLATE "C";
 
 -- Anything that calls nextval, mints, takes locks or changes the database or the
@@ -37,7 +42,7 @@ FROM pg_proc p
 JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
 JOIN pg_extension e ON d.refclassid = 'pg_extension'::regclass AND d.refobjid = e.oid
 JOIN pg_language l ON l.oid = p.prolang
-WHERE e.extname = 'sharded_id' AND d.deptype = 'e'
+WHERE e.extname IN ('sharded_id', 'sharded_id_router') AND d.deptype = 'e'
   AND ((p.proname LIKE 'next\_id%' AND (p.provolatile <> 'v' OR p.proparallel = 's'))
        OR (p.provolatile = 'v' AND p.proparallel = 's')
        OR (l.lanname = 'c' AND p.proname NOT LIKE 'next\_id%' AND p.proname NOT IN (SELECT * FROM generator)
@@ -61,7 +66,7 @@ SELECT p.oid::regprocedure AS function, has_function_privilege('public', p.oid, 
 FROM pg_proc p
 JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
 JOIN pg_extension e ON d.refclassid = 'pg_extension'::regclass AND d.refobjid = e.oid
-WHERE e.extname = 'sharded_id' AND d.deptype = 'e'
+WHERE e.extname IN ('sharded_id', 'sharded_id_router') AND d.deptype = 'e'
   AND NOT has_function_privilege('public', p.oid, 'EXECUTE')
 ORDER BY p.oid::regprocedure::text COLLATE "C";
 
@@ -71,7 +76,7 @@ SELECT p.oid::regprocedure AS provisioner_executes
 FROM pg_proc p
 JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
 JOIN pg_extension e ON d.refclassid = 'pg_extension'::regclass AND d.refobjid = e.oid
-WHERE e.extname = 'sharded_id' AND d.deptype = 'e'
+WHERE e.extname IN ('sharded_id', 'sharded_id_router') AND d.deptype = 'e'
   AND NOT has_function_privilege('public', p.oid, 'EXECUTE')
   AND has_function_privilege('sharded_id_provisioner', p.oid, 'EXECUTE')
 ORDER BY p.oid::regprocedure::text COLLATE "C";
@@ -86,7 +91,7 @@ WHERE c.relnamespace = 'sharded_id'::regnamespace AND c.relkind IN ('r', 'p', 'S
 SELECT pg_describe_object(d.classid, d.objid, d.objsubid) AS uncommented
 FROM pg_depend d
 JOIN pg_extension e ON d.refclassid = 'pg_extension'::regclass AND d.refobjid = e.oid
-WHERE e.extname = 'sharded_id' AND d.deptype = 'e'
+WHERE e.extname IN ('sharded_id', 'sharded_id_router') AND d.deptype = 'e'
   AND obj_description(d.objid, (SELECT relname FROM pg_class WHERE oid = d.classid)) IS NULL
   AND NOT EXISTS (SELECT 1 FROM pg_type t
                   WHERE d.classid = 'pg_type'::regclass AND t.oid = d.objid
@@ -96,3 +101,9 @@ WHERE e.extname = 'sharded_id' AND d.deptype = 'e'
 -- The extension lives in its own schema and is not relocatable.
 SELECT extname, extnamespace::regnamespace, extrelocatable
 FROM pg_extension WHERE extname = 'sharded_id';
+SET client_min_messages = warning;
+DROP EXTENSION sharded_id_router;
+DROP EXTENSION plproxy;
+DROP EXTENSION postgres_fdw CASCADE;
+DROP EXTENSION dblink;
+RESET client_min_messages;

@@ -13,6 +13,12 @@ SELECT sharded_id.enter_shard(4);
 \set VERBOSITY default
 SELECT sharded_id.drop_shard(3);
 
+-- The router is an extension of its own, which needs dblink, postgres_fdw
+-- and PL/Proxy (CASCADE installs them).
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS sharded_id_router CASCADE;
+RESET client_min_messages;
+
 -- Connection strings to postgres_fdw options, without credentials.
 SELECT sharded_id._connstr_options($$host=db1.example port=5433 dbname='my app' user=u password='p w'$$);
 SELECT sharded_id._connstr_options($$dbname='it\'s' sslmode=require$$);
@@ -52,12 +58,9 @@ SELECT sharded_id.apply_shard_map();
 DELETE FROM sharded_id.shard_map WHERE shard_id = 9000;
 INSERT INTO sharded_id.nodes VALUES ('Bad Name', 'dbname=c');
 UPDATE sharded_id.shard_map SET shard_id = 3 WHERE shard_id = 4;
--- A valid map, but no PL/Proxy in this database.
-SELECT count(*) FROM pg_foreign_data_wrapper WHERE fdwname = 'plproxy';
-SELECT sharded_id.apply_shard_map();
 
--- With PL/Proxy: the cluster's partitions follow the map.
-CREATE EXTENSION plproxy;
+-- With PL/Proxy (which sharded_id_router requires): the cluster's
+-- partitions follow the map.
 SELECT sharded_id.apply_shard_map('regress_cluster', connection_lifetime => 600);
 SELECT srvoptions FROM pg_foreign_server WHERE srvname = 'regress_cluster';
 UPDATE sharded_id.shard_map SET node_name = 'n1' WHERE shard_id = 3;
@@ -67,7 +70,6 @@ SELECT srvoptions FROM pg_foreign_server WHERE srvname = 'regress_cluster';
 
 -- Ops tables: one postgres_fdw partition per shard, named with the
 -- configured zero padding, reading the shard's schema on its node.
-CREATE EXTENSION postgres_fdw;
 SELECT sharded_id.configure(pad_width => 5);
 -- The same server as a URI and as keyword/value: the same foreign server.
 INSERT INTO sharded_id.nodes VALUES
@@ -92,7 +94,6 @@ DROP TABLE public.regress_items;
 DELETE FROM sharded_id.ops_tables;
 DROP SERVER sharded_id_n1, sharded_id_n2, sharded_id_n3, sharded_id_n4 CASCADE;
 DELETE FROM sharded_id.nodes WHERE node_name IN ('n3', 'n4');
-DROP EXTENSION postgres_fdw;
 RESET client_min_messages;
 
 -- The limits follow the layout: snowflake has 1024 shards, 0 to 1023.
@@ -129,7 +130,21 @@ SELECT sharded_id.route(1, '');
 \set VERBOSITY default
 SELECT sharded_id.route(8191, repeat('x', 63)) = repeat('x', 63) AS largest_accepted;
 
+-- A node call of a function the node's sharded_id lacks (a node of another
+-- version): 42883, with the way out.
+SELECT dblink_connect('node', format('dbname=%s user=%s host=%s port=%s', current_database(), current_user,
+                      split_part(current_setting('unix_socket_directories'), ',', 1), current_setting('port')));
+\set SHOW_CONTEXT errors
+SELECT sharded_id._node_call('node', '_node_no_such_function', 'x');
+\set SHOW_CONTEXT never
+SELECT dblink_disconnect('node');
+
 DROP SERVER regress_cluster CASCADE;
-DROP EXTENSION plproxy;
 DELETE FROM sharded_id.shard_map;
 DELETE FROM sharded_id.nodes;
+SET client_min_messages = warning;
+DROP EXTENSION sharded_id_router;
+DROP EXTENSION plproxy;
+DROP EXTENSION postgres_fdw CASCADE;
+DROP EXTENSION dblink;
+RESET client_min_messages;

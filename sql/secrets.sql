@@ -8,8 +8,9 @@
 -- it may read is searched, its own pg_stat_activity row included.
 --
 CREATE EXTENSION IF NOT EXISTS sharded_id;
-CREATE EXTENSION plproxy;
-CREATE EXTENSION postgres_fdw;
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS sharded_id_router CASCADE;
+RESET client_min_messages;
 CREATE ROLE sid_snoop;
 INSERT INTO sharded_id.nodes VALUES
     ('s1', 'host=db1.example port=5433 dbname=app user=app password=Sekr1t-pw sslmode=prefer'),
@@ -108,8 +109,12 @@ SET client_min_messages = warning;
 DROP SERVER secret_cluster, sharded_id_s1, sharded_id_s2 CASCADE;
 DELETE FROM sharded_id.shard_map;
 DELETE FROM sharded_id.nodes;
-DROP EXTENSION postgres_fdw;
+SET client_min_messages = warning;
+DROP EXTENSION sharded_id_router;
 DROP EXTENSION plproxy;
+DROP EXTENSION postgres_fdw CASCADE;
+DROP EXTENSION dblink;
+RESET client_min_messages;
 DROP FUNCTION pg_temp.search(text);
 DROP ROLE sid_snoop;
 RESET client_min_messages;

@@ -6,7 +6,18 @@
 -- comment), tables and views (columns, defaults, constraints, indexes,
 -- definitions, privileges, comment), sequences, and the tables pg_dump keeps (pg_extension_config_dump).
 -- Column defaults made under 1.0 keep working after the update.
+-- From 2.0 on the router is an extension of its own, sharded_id_router:
+-- sharded_id alone has no router or move object, and an updated 1.x
+-- router, once CREATE EXTENSION sharded_id_router has taken over the
+-- tables the update left, has the objects of a fresh sharded_id and
+-- sharded_id_router.
 --
+SET client_min_messages = warning;
+DROP EXTENSION IF EXISTS sharded_id_router;
+CREATE EXTENSION IF NOT EXISTS dblink;
+CREATE EXTENSION IF NOT EXISTS postgres_fdw;
+CREATE EXTENSION IF NOT EXISTS plproxy;
+RESET client_min_messages;
 SELECT e.source, e.path
 FROM pg_extension_update_paths('sharded_id') e
 JOIN pg_available_extensions a ON a.name = 'sharded_id' AND e.target = a.default_version
@@ -15,7 +26,7 @@ ORDER BY e.source;
 CREATE FUNCTION pg_temp.extension_objects()
 RETURNS TABLE (object text, definition text)
 LANGUAGE sql AS $$
-    SELECT pg_describe_object(d.classid, d.objid, d.objsubid),
+    SELECT e.extname || ': ' || pg_describe_object(d.classid, d.objid, d.objsubid),
            concat_ws(E'\n',
                CASE WHEN d.classid = 'pg_proc'::regclass THEN
                    (SELECT concat_ws(' ', md5(pg_get_functiondef(p.oid)), p.provolatile, p.proparallel,
@@ -46,20 +57,30 @@ LANGUAGE sql AS $$
                'comment: ' || obj_description(d.objid, (SELECT relname FROM pg_class WHERE oid = d.classid)))
     FROM pg_depend d
     JOIN pg_extension e ON d.refclassid = 'pg_extension'::regclass AND d.refobjid = e.oid
-    WHERE e.extname = 'sharded_id' AND d.deptype = 'e'
+    WHERE e.extname IN ('sharded_id', 'sharded_id_router') AND d.deptype = 'e'
     UNION ALL
-    SELECT 'config dump of ' || cfg.rel::regclass::text, 'where: ' || cfg.cond
+    SELECT e.extname || ': config dump of ' || cfg.rel::regclass::text, 'where: ' || cfg.cond
     FROM pg_extension e, unnest(e.extconfig, e.extcondition) AS cfg(rel, cond)
-    WHERE e.extname = 'sharded_id'
+    WHERE e.extname IN ('sharded_id', 'sharded_id_router')
     UNION ALL
-    SELECT 'extension', concat_ws(' ', extnamespace::regnamespace, extrelocatable)
-    FROM pg_extension WHERE extname = 'sharded_id'
+    SELECT extname || ': extension', concat_ws(' ', extnamespace::regnamespace, extrelocatable)
+    FROM pg_extension WHERE extname IN ('sharded_id', 'sharded_id_router')
 $$;
+
+-- sharded_id alone: no object of the router or of a move's router side.
+SELECT object FROM pg_temp.extension_objects()
+WHERE object ~ '(shard_map|\mnodes\M|\mmoves\M|move_steps|move_cleanup|move_progress|ops_table|move_shard|\mroute|_lock_route|rebalance|recover_moves|apply_shard_map|place_shard|\mnode_server\M|_remote|_connstr|_move_plan|_dblink)'
+ORDER BY 1;
+SELECT count(*) AS router_objects_in_sharded_id FROM pg_temp.extension_objects() WHERE object LIKE 'sharded_id_router: %';
+CREATE EXTENSION sharded_id_router;
+SELECT count(*) > 100 AS router_objects, count(*) FILTER (WHERE object LIKE '%shard_map%') > 0 AS has_shard_map,
+       count(*) FILTER (WHERE object LIKE '%move_shard%') AS has_move_shard
+FROM pg_temp.extension_objects() WHERE object LIKE 'sharded_id_router: %';
 
 -- The extension as installed fresh at the default version.
 CREATE TEMP TABLE fresh AS SELECT * FROM pg_temp.extension_objects();
 SELECT count(*) > 50 AS fresh_has_objects,
-       count(*) FILTER (WHERE object LIKE 'config dump of %') AS config_dumps
+       count(*) FILTER (WHERE object LIKE '%: config dump of %') AS config_dumps
 FROM fresh;
 
 -- Each released version, installed and updated, against the fresh install.
@@ -73,9 +94,11 @@ BEGIN
         JOIN pg_available_extensions a ON a.name = 'sharded_id' AND e.target = a.default_version
         WHERE e.path IS NOT NULL ORDER BY e.source
     LOOP
+        DROP EXTENSION sharded_id_router;
         DROP EXTENSION sharded_id;
         EXECUTE format('CREATE EXTENSION sharded_id VERSION %L', source);
         ALTER EXTENSION sharded_id UPDATE;
+        CREATE EXTENSION sharded_id_router;
         INSERT INTO differences
         (SELECT source, 'only fresh', * FROM fresh EXCEPT SELECT source, 'only fresh', * FROM pg_temp.extension_objects())
         UNION ALL
@@ -87,6 +110,7 @@ $$;
 SELECT source, side, object, definition FROM differences ORDER BY 1, 2, 3;
 
 -- Defaults from before the update still mint ids of their shard.
+DROP EXTENSION sharded_id_router;
 DROP EXTENSION sharded_id;
 CREATE EXTENSION sharded_id VERSION '1.0';
 CREATE SCHEMA up;
@@ -97,6 +121,9 @@ ALTER EXTENSION sharded_id UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'sharded_id';
 INSERT INTO up.t (v) VALUES (2);
 SELECT v, sharded_id.shard_id(id) AS shard FROM up.t ORDER BY v;
+-- The router's tables that the update left go with the router.
+CREATE EXTENSION sharded_id_router;
+DROP EXTENSION sharded_id_router;
 
 DROP SCHEMA up CASCADE;
 
@@ -138,6 +165,7 @@ SELECT sharded_id.retire_shard(4090) IS NOT NULL AS retired;
 SELECT sharded_id._on_schema_tables('old_copy', 'ALTER TABLE %s ADD CONSTRAINT sharded_id_moved CHECK (false) NOT VALID');
 DELETE FROM old_copy.t WHERE id = 2;
 ALTER EXTENSION sharded_id UPDATE;
+CREATE EXTENSION sharded_id_router;
 SELECT extversion FROM pg_extension WHERE extname = 'sharded_id';
 -- The update fences it as 2.0 does: every write is refused, DELETE and
 -- TRUNCATE too, on partitions as well, and every row stays.
@@ -179,3 +207,9 @@ DROP ROLE upgrade_app15, upgrade_app15b, upgrade_writer;
 UNION ALL
 (SELECT 'only updated', * FROM pg_temp.extension_objects() EXCEPT SELECT 'only updated', * FROM fresh)
 ORDER BY 1, 2;
+SET client_min_messages = warning;
+DROP EXTENSION sharded_id_router;
+DROP EXTENSION plproxy;
+DROP EXTENSION postgres_fdw CASCADE;
+DROP EXTENSION dblink;
+RESET client_min_messages;

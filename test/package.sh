@@ -47,7 +47,12 @@ done
 version=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$src/sharded_id.control")
 dpkg -L "$package" | grep -qx "$("$pg_config" --sharedir)/extension/sharded_id--$version.sql" ||
     { echo "the package lacks the install script" >&2; exit 1; }
-echo "installed $package; the move and rebalance tools and the install script are in it"
+router_version=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$src/sharded_id_router.control")
+for f in sharded_id_router.control "sharded_id_router--$router_version.sql"; do
+    dpkg -L "$package" | grep -qx "$("$pg_config" --sharedir)/extension/$f" ||
+        { echo "the package lacks $f" >&2; exit 1; }
+done
+echo "installed $package; the move and rebalance tools and both extensions' install scripts are in it"
 
 cp -a "$src" "$work/check"
 chown -R "$test_user:" "$work/check"

@@ -1,7 +1,8 @@
 -- test/example/router_api.sql: the router's side of test/example/node_api.sql,
 -- in PL/Proxy.  Load with
 --   psql -v shard_count=N -f test/example/router_api.sql
--- after sharded_id.apply_shard_map() has made the cluster "sharded_id".
+-- on a router (CREATE EXTENSION sharded_id_router CASCADE) after
+-- sharded_id.apply_shard_map() has made the cluster "sharded_id".
 --
 -- Each function has the signature of the data-node function it calls.
 -- RUN ON picks partition (value & (N - 1)); partition n is logical shard n,

@@ -211,7 +211,7 @@ sub router_node
 	}
 	$router->safe_psql('postgres', 'CREATE DATABASE router');
 	$router->safe_psql('router', 'CREATE EXTENSION plproxy; CREATE EXTENSION postgres_fdw;
-		CREATE EXTENSION dblink; CREATE EXTENSION sharded_id; ' . PostgreSQL::Test::Utils::slurp_file("$example/templates.sql"));
+		CREATE EXTENSION dblink; CREATE EXTENSION sharded_id; CREATE EXTENSION sharded_id_router; ' . PostgreSQL::Test::Utils::slurp_file("$example/templates.sql"));
 	for my $name (sort keys %$nodes)
 	{
 		my $connstr = $nodes->{$name}->connstr('app');

@@ -46,7 +46,7 @@ for my $shard ([1, $weird], [3, $injected])
 
 my $router = sharded_node('router');
 $router->start;
-$router->safe_psql('postgres', 'CREATE EXTENSION plproxy; CREATE EXTENSION dblink; CREATE EXTENSION sharded_id');
+$router->safe_psql('postgres', 'CREATE EXTENSION plproxy; CREATE EXTENSION dblink; CREATE EXTENSION sharded_id; CREATE EXTENSION sharded_id_router CASCADE');
 for my $name (qw(node1 node2))
 {
 	my $connstr = $node{$name}->connstr('postgres');

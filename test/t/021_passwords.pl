@@ -57,7 +57,7 @@ $router->init;
 $router->start;
 $router->safe_psql('postgres', 'CREATE DATABASE router');
 $router->safe_psql('router', 'CREATE EXTENSION plproxy; CREATE EXTENSION postgres_fdw;
-	CREATE EXTENSION dblink; CREATE EXTENSION sharded_id; ' . slurp_file("$FindBin::RealBin/../example/templates.sql"));
+	CREATE EXTENSION dblink; CREATE EXTENSION sharded_id; CREATE EXTENSION sharded_id_router; ' . slurp_file("$FindBin::RealBin/../example/templates.sql"));
 for my $name (sort keys %node)
 {
 	my $connstr = node_connstr($node{$name}, password => $password);

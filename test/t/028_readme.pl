@@ -9,8 +9,8 @@
 #              checks that each script it names exists
 #   fresh      a new database of a single server, as superuser
 #   ids        the database ids of that server, as superuser: the README's
-#              first steps, ids alone; the role app exists, with no grant,
-#              before the block that grants it
+#              first steps, ids alone, on a fresh server: the block that
+#              grants makes the role app too
 #   app        the quick start's database app (one server), as superuser
 #   admin      database app, as superuser, with the role app_admin created
 #              first and made the owner of the application's templates (the
@@ -117,14 +117,14 @@ for my $i (0 .. $#blocks)
 	{
 		if (!$single->safe_psql('postgres', q{SELECT count(*) FROM pg_database WHERE datname = 'ids'}))
 		{
-			$single->safe_psql('postgres', 'CREATE DATABASE ids; CREATE ROLE app LOGIN');
+			$single->safe_psql('postgres', 'CREATE DATABASE ids; CREATE ROLE app_probe LOGIN');
 		}
 		if ($b->{body} =~ /GRANT EXECUTE ON FUNCTION sharded_id\.next_id\(integer\) TO app/)
 		{
 			# The table's rights alone are not enough: counter mode needs its grant.
 			my ($r, $o, $e) = $single->psql('ids',
-				q{GRANT SELECT, INSERT ON photos TO app; SET ROLE app; INSERT INTO photos (caption) VALUES ('denied')});
-			isnt($r, 0, 'with the table rights alone, app cannot insert into photos');
+				q{GRANT SELECT, INSERT ON photos TO app_probe; SET ROLE app_probe; INSERT INTO photos (caption) VALUES ('denied')});
+			isnt($r, 0, 'with the table rights alone, a role cannot insert into photos');
 			like($e, qr/permission denied for function next_id/, '... for want of the grant on next_id(integer)');
 		}
 		($server, $db) = ($single, 'ids');

@@ -4,7 +4,7 @@
 # sharded_id_provisioner planted where a superuser's default search path
 # ("$user", public) looks.
 #
-# 1. The names: every identifier followed by "(" in src/sql/api/*.sql, in
+# 1. The names: every identifier followed by "(" in src/sql/api/*.sql and src/sql/router/*.sql, in
 #    the string literals of src/*.c (the SPI queries) and in the
 #    command-line tools of src/bin/, not schema-qualified and not SQL
 #    syntax (coalesce, nullif, greatest, exists, cast, ...), that names a
@@ -114,7 +114,7 @@ my $scan = sub {
 	}
 };
 my $src = "$FindBin::RealBin/../../src";
-for my $f (glob("$src/sql/api/*.sql"))
+for my $f (glob("$src/sql/api/*.sql"), glob("$src/sql/router/*.sql"))
 {
 	my $t = slurp_file($f);
 	$t =~ s{/\*.*?\*/}{}gs;

@@ -49,7 +49,7 @@ is(pg_config("$inst/bin", '--pkglibdir'), "$root$pkglibdir", 'the copy of the in
 
 # The older library: this tree built with another version.
 my $build = PostgreSQL::Test::Utils::tempdir('build');
-system('cp', '-a', "$top/Makefile", "$top/sharded_id.control", "$top/src", $build) == 0 or die "cp: $?";
+system('cp', '-a', "$top/Makefile", "$top/sharded_id.control", "$top/sharded_id_router.control", "$top/src", $build) == 0 or die "cp: $?";
 unlink glob("$build/src/*.o"), glob("$build/src/*.bc");    # a copy of a built tree
 my ($out, $err) = ('', '');
 my $built = IPC::Run::run([ 'make', '-s', '-C', $build, "PG_CONFIG=$bindir/pg_config",

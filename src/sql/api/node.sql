@@ -64,6 +64,27 @@ $$;
 COMMENT ON FUNCTION sharded_id._refuse_old_copy() IS
 'internal: trigger of a moved shard''s old copy that refuses every write (40001)';
 
+-- The fence of one table of an old copy: a statement trigger, enabled
+-- ALWAYS so that replica mode does not skip it, that refuses every write.
+-- Both take SHARE ROW EXCLUSIVE on the table, no stronger: readers of the
+-- old copy go on.  Also the update from 1.6 fences that version's old
+-- copies with it.
+CREATE FUNCTION sharded_id._fence_table(rel regclass)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._fence_table');
+    EXECUTE pg_catalog.format('CREATE TRIGGER sharded_id_moved BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s '
+                              'FOR EACH STATEMENT EXECUTE FUNCTION sharded_id._refuse_old_copy()', rel);
+    EXECUTE pg_catalog.format('ALTER TABLE %s ENABLE ALWAYS TRIGGER sharded_id_moved', rel);
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._fence_table(regclass) IS
+'internal: on a node, refuse every write to one table of a moved shard''s old copy, DELETE and TRUNCATE included';
+
 CREATE FUNCTION sharded_id._fence_old_copy(schema_name name)
 RETURNS integer
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
@@ -79,9 +100,7 @@ BEGIN
         JOIN pg_namespace s ON s.oid = c.relnamespace
         WHERE s.nspname = _fence_old_copy.schema_name AND c.relkind IN ('r', 'p') ORDER BY c.oid
     LOOP
-        EXECUTE pg_catalog.format('CREATE TRIGGER sharded_id_moved BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s '
-                                  'FOR EACH STATEMENT EXECUTE FUNCTION sharded_id._refuse_old_copy()', t.rel);
-        EXECUTE pg_catalog.format('ALTER TABLE %s ENABLE ALWAYS TRIGGER sharded_id_moved', t.rel);
+        PERFORM sharded_id._fence_table(t.rel);
         n := n + 1;
     END LOOP;
     RETURN n;
@@ -121,6 +140,7 @@ COMMENT ON FUNCTION sharded_id._unfence_old_copy(name) IS
 'internal: on a node, take back a shard schema''s tables from _fence_old_copy (a move rolled back)';
 
 REVOKE EXECUTE ON FUNCTION sharded_id._refuse_old_copy() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._fence_table(regclass) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._fence_old_copy(name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._unfence_old_copy(name) FROM PUBLIC;
 

@@ -1,10 +1,12 @@
-/* src/sql/api/router.sql */
+/* src/sql/router/router.sql */
 
 --
 -- Routers: the shard map, and the PL/Proxy cluster and postgres_fdw
--- servers built from it.
+-- servers built from it.  The tables are made IF NOT EXISTS: on a router
+-- that an earlier version of sharded_id made, its update to 2.0 left them,
+-- rows and all, and src/sql/router/adopt.sql has made them this extension's.
 --
-CREATE TABLE sharded_id.nodes (
+CREATE TABLE IF NOT EXISTS sharded_id.nodes (
     node_name text PRIMARY KEY CHECK (node_name ~ '^[a-z0-9_]+$'),
     connstr text NOT NULL
 );
@@ -12,7 +14,7 @@ CREATE TABLE sharded_id.nodes (
 COMMENT ON TABLE sharded_id.nodes IS
 'data nodes of the cluster: a name and a libpq connection string each';
 
-CREATE TABLE sharded_id.shard_map (
+CREATE TABLE IF NOT EXISTS sharded_id.shard_map (
     shard_id integer PRIMARY KEY CHECK (shard_id >= 0),
     node_name text NOT NULL REFERENCES sharded_id.nodes ON UPDATE CASCADE
 );
@@ -20,7 +22,7 @@ CREATE TABLE sharded_id.shard_map (
 COMMENT ON TABLE sharded_id.shard_map IS
 'which data node holds each logical shard (apply_shard_map checks the shards against the layout)';
 
-CREATE TABLE sharded_id.ops_tables (
+CREATE TABLE IF NOT EXISTS sharded_id.ops_tables (
     template regclass PRIMARY KEY,
     ops_table regclass NOT NULL
 );
