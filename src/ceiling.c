@@ -534,12 +534,27 @@ shid_cover_slow(int64 ms, uint32 generation)
  * the grant is returned, so that a coordinator that restarts, or a standby
  * promoted in its place, grants no millisecond twice.
  *
- * Locks: the ceiling lock, exclusively, if the ceiling must be raised.
+ *
+ * The ceiling is read under the lock, shared: a reset_ceiling, which holds
+ * it exclusively from its read of every slot's grant_end to the lowered
+ * ceiling's publication, either read this grant's end (set before this
+ * call) and keeps the ceiling above it, or published its lower ceiling
+ * before this read, which then raises it.  Read without the lock, the old,
+ * high ceiling could be seen just before a reset that missed the end
+ * lowers it under the window.
+ *
+ * Locks: the ceiling lock, shared, then exclusively if the ceiling must be
+ * raised.
  */
 void
 shid_ceiling_cover(int64 ms)
 {
-	if ((int64) pg_atomic_read_u64(&shid_ceiling->ceiling_ms) >= ms + SHID_LEASE_MS / 2)
+	bool		covered;
+
+	LWLockAcquire(shid_ceiling->lock, LW_SHARED);
+	covered = (int64) pg_atomic_read_u64(&shid_ceiling->ceiling_ms) >= ms + SHID_LEASE_MS / 2;
+	LWLockRelease(shid_ceiling->lock);
+	if (covered)
 		return;
 	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
 	(void) shid_raise_ceiling(ms);
