@@ -57,7 +57,9 @@
  *	   interruptible).  A worker asks, in the same request, for the windows
  *	   of up to SHID_WINDOW_BATCH other shards that are due and that it
  *	   minted in the last 10 s (shid_slots_to_renew), so that a worker
- *	   minting many shards in turn asks about once per batch and window.  A failed ask backs off server-wide for that shard
+ *	   minting many shards in turn asks about once per batch and window.  A
+ *	   failed ask (the coordinator refused, or could not be reached; not the
+ *	   asker's own cancel or error) backs off server-wide for that shard
  *	   for SHID_WINDOW_BACKOFF_MS: meanwhile every caller without a window
  *	   gets the failure's error, and none opens a connection, whatever its
  *	   role or the number of its calls.
@@ -105,6 +107,7 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/stratnum.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
@@ -402,13 +405,14 @@ shid_citus_read_node(int32 *group)
 
 /*
  * At the exit of a backend that was asking for a window (a FATAL in the
- * middle): clear its mark, back off, and wake the backends waiting for it.
+ * middle): clear its mark and wake the backends waiting for it.  No
+ * back-off: the exit is this backend's own (a role may terminate its own
+ * backends), not a failure the coordinator answered.
  */
 static void
 shid_window_exit(int code, Datum arg)
 {
 	ShidSlot   *slot = shid_asking_slot;
-	int64		retry_us = shid_monotonic_us() + SHID_WINDOW_BACKOFF_MS * INT64CONST(1000);
 
 	shid_asking_slot = NULL;
 	for (int i = -1; i < shid_renewing_n; i++)
@@ -419,14 +423,47 @@ shid_window_exit(int code, Datum arg)
 			continue;
 		SpinLockAcquire(&s->mutex);
 		if (s->win_asker == MyProcPid)
-		{
 			s->win_asker = 0;
-			s->win_retry_us = retry_us;
-		}
 		SpinLockRelease(&s->mutex);
 		ConditionVariableBroadcast(&s->win_cv);
 	}
 	shid_renewing_n = 0;
+}
+
+/*
+ * This database's sharded_id extversion, or NULL: no such extension.
+ *
+ * Locks: AccessShareLock on pg_extension.
+ */
+static char *
+shid_extension_version(void)
+{
+	Oid			extoid = get_extension_oid("sharded_id", true);
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	char	   *version = NULL;
+
+	if (!OidIsValid(extoid))
+		return NULL;
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(extoid));
+	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tuple, Anum_pg_extension_extversion,
+									 RelationGetDescr(rel), &isnull);
+
+		if (!isnull)
+			version = text_to_cstring(DatumGetTextPP(d));
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return version;
 }
 
 /*
@@ -474,6 +511,27 @@ shid_citus_learn_node(void)
 			break;
 	}
 	shid_citus_group = group;
+	if (OidIsValid(shid_local_group_relid) && group == 0)
+	{
+		/*
+		 * A coordinator grants itself windows in-process, with the whole
+		 * sequence field, while nodes that still run 1.6's library mint
+		 * with their group id in it at any millisecond: the two repeat ids.
+		 * Windows start at the coordinator's update to 2.0, which the
+		 * upgrade notes put after every node runs 2.0's library; until then
+		 * the coordinator refuses, as 2.0 workers do (it has no
+		 * citus_grant_windows to ask).  Read at every call until it mints.
+		 */
+		char	   *version = shid_extension_version();
+
+		if (version != NULL && strtol(version, NULL, 10) < 2)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("this Citus coordinator may not mint until sharded_id is updated to 2.0"),
+					 errdetail("Its sharded_id extension is at version %s. From 2.0 on, the nodes of a Citus cluster mint in shard windows, with the whole sequence field, and nodes that still run 1.6's library mint with their group id in it: the two would repeat ids.",
+							   version),
+					 errhint("Restart every node of the cluster with the 2.0 library, then run ALTER EXTENSION sharded_id UPDATE on the coordinator.")));
+	}
 	if (OidIsValid(shid_local_group_relid))
 	{
 		SpinLockAcquire(&shid_citus_shared->mutex);
@@ -891,9 +949,9 @@ shid_window_request(ShidSlot *slot, int64 min_start, ShidWindowAnswer *answer)
 			shid_answer_failed(answer, "55000",
 							   psprintf("the windows of shard %d run more than %d ms ahead of the coordinator's clock",
 										slot->key.shard, SHID_WINDOW_AHEAD_MS),
-							   psprintf("Ids of shard %d may not be minted more than %d ms ahead of the clock, and the windows granted for it reach that far: nodes mint it faster than the layout's ids per millisecond, or this node's clock runs ahead of the coordinator's.",
+							   psprintf("Ids of shard %d may not be minted more than %d ms ahead of the coordinator's clock, and the windows it granted for the shard reach that far: the coordinator's clock was set back behind the windows it granted, nodes mint the shard faster than the layout's ids per millisecond, or this node's clock runs ahead of the coordinator's.",
 										slot->key.shard, SHID_WINDOW_AHEAD_MS),
-							   pstrdup("Synchronise the clocks of the cluster's nodes, or spread the shard's writes over time."));
+							   pstrdup("If the coordinator's clock was set back, the shard mints again once the clock reaches the windows it granted; otherwise synchronise the clocks of the cluster's nodes, or spread the shard's writes over time."));
 			return;
 		}
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
@@ -961,9 +1019,11 @@ shid_window_backed_off(int32 shard)
 }
 
 /*
- * After an ask: store the window answered, or, with no answer (an error)
- * or a failure, back off; clear the asker's mark and wake the waiters; the
- * same, without a back-off, for the slots renewed with it.
+ * After an ask: store the window answered, or, after a failure (the
+ * coordinator's refusal, or no connection to it), back off; after this
+ * backend's own error (answer NULL) nothing is stored and nobody backs
+ * off.  Clear the asker's mark and wake the waiters; the same, without a
+ * back-off, for the slots renewed with it.
  *
  * Locks: each slot's spinlock in turn.
  */
@@ -999,8 +1059,15 @@ shid_window_asked(ShidSlot *slot, const ShidWindowAnswer *answer)
 	SpinLockAcquire(&slot->mutex);
 	if (answer != NULL && answer->ok)
 		shid_window_store_locked(slot, answer->start, answer->end);
-	else
+	else if (answer != NULL)
+	{
+		/*
+		 * Only a failure answered backs off server-wide: the asker's own
+		 * error (its statement timeout, a cancel) is its own, and must not
+		 * stop other roles' backends minting the shard.
+		 */
 		slot->win_retry_us = retry_us;
+	}
 	if (slot->win_asker == MyProcPid)
 		slot->win_asker = 0;
 	SpinLockRelease(&slot->mutex);
