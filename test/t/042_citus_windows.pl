@@ -29,7 +29,16 @@
 #    ("sharded-id-grant-...", read from src/*.c), while worker 1 asks for a
 #    window: the worker's statement timeout cancels its request while the
 #    coordinator holds it; after the restart both nodes mint that shard,
-#    0 repeats.  Only where PostgreSQL was built with injection points.
+#    0 repeats.  Then a plain role's request, held there and canceled by
+#    its own statement timeout, backs nobody off: a superuser's next_id of
+#    that shard right after mints.  Only where PostgreSQL was built with
+#    injection points.
+#  - A coordinator on 2.0's library whose extension is still at 1.6 (a
+#    rolling upgrade) refuses to mint (55000), and mints once updated.
+#  - A coordinator whose clock runs 5 s ahead (libfaketime): a worker's
+#    window lies 5 s ahead of the worker's clock; lower_floor there drops
+#    it, and the worker's ids repeat none of the coordinator's.  Then the
+#    coordinator's clock steps back 5 s: its error names its own clock.
 use strict;
 use warnings;
 use FindBin;
@@ -37,8 +46,9 @@ use lib "$FindBin::RealBin/../perl";
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use ShardedIdTest;
 use Test::More;
-use Time::HiRes qw(time);
+use Time::HiRes qw(time sleep);
 
 my $pkglibdir = `pg_config --pkglibdir`;
 chomp $pkglibdir;
@@ -349,7 +359,7 @@ my $include = `pg_config --includedir-server`;
 chomp $include;
 SKIP:
 {
-	skip 'PostgreSQL was built without injection points', 5 * scalar(@points) + 1
+	skip 'PostgreSQL was built without injection points', 5 * scalar(@points) + 4
 	  unless slurp_file("$include/pg_config.h") =~ /^#define USE_INJECTION_POINTS 1$/m;
 	ok(@points >= 2, 'src/*.c names the injection points of a grant: ' . join(', ', @points));
 	my $shard = 20;
@@ -385,6 +395,109 @@ SKIP:
 		($total, $repeats) = repeats($coord, $w1);
 		is($repeats, 0, "crash at $point: both nodes mint shards $shard and $asked again, 0 repeats over $total ids");
 	}
+
+	# A plain role's request canceled by its own statement timeout, while
+	# the coordinator holds it, backs nobody off: a superuser's next_id of
+	# that shard on the worker right after mints.
+	my $point = $points[0];
+	$w1->safe_psql('postgres', q{
+		SET citus.enable_ddl_propagation = off;
+		CREATE ROLE plain LOGIN;
+		GRANT USAGE ON SCHEMA sharded_id TO plain;
+		GRANT EXECUTE ON FUNCTION sharded_id.next_id(integer) TO plain});
+	$coord->safe_psql('postgres', "SELECT injection_points_attach('$point', 'wait')");
+	my ($out, $err) = ('', '');
+	my $h = IPC::Run::start(
+		[ "$bindir/psql", '-X', '-U', 'plain', '-d', $w1->connstr('postgres'), '-c',
+		  "SET statement_timeout = '2s'; SELECT sharded_id.next_id(300)" ],
+		'>', \$out, '2>', \$err);
+	ok($coord->poll_query_until('postgres',
+			"SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event = '$point'"),
+		"a plain role's request for a window of shard 300 waits at $point");
+	$h->finish;
+	like($err, qr/canceling statement due to statement timeout/,
+		"the plain role's request is canceled by its own statement timeout");
+	$coord->safe_psql('postgres', "SELECT injection_points_detach('$point')");
+	my @victim = refusal($w1, 'SELECT sharded_id.next_id(300)');
+	is("@victim", 'none ',
+		"a superuser's next_id(300) on worker 1 right after the plain role's cancel mints (no back-off)");
+	$coord->safe_psql('postgres', "SELECT injection_points_wakeup('$point')");
 }
+
+# --- The rolling upgrade from 1.6: a coordinator whose extension is still
+# at 1.6 does not mint in windows (nodes on 1.6's library would mint with
+# their group id beside it), and mints once updated to 2.0.
+my $c16 = PostgreSQL::Test::Cluster->new('coordinator16');
+$c16->init;
+$c16->append_conf('postgresql.conf', "shared_preload_libraries = 'citus,sharded_id'
+max_prepared_transactions = 50
+citus.local_hostname = '" . $c16->host . "'
+");
+$c16->start;
+$c16->safe_psql('postgres', "CREATE EXTENSION citus; CREATE EXTENSION sharded_id VERSION '1.6';
+	SELECT citus_set_coordinator_host('" . $c16->host . "', " . $c16->port . ')');
+my ($c16_r, $c16_o, $c16_e) = $c16->psql('postgres', "\\set VERBOSITY verbose\nSELECT sharded_id.next_id(1)");
+like($c16_e, qr/55000: this Citus coordinator may not mint until sharded_id is updated to 2\.0/,
+	'a Citus coordinator on 2.0\'s library with its extension at 1.6 refuses to mint (55000)');
+like($c16_e, qr/version 1\.6/, 'and names the version');
+$c16->safe_psql('postgres', 'ALTER EXTENSION sharded_id UPDATE');
+($c16_r, $c16_o, $c16_e) = $c16->psql('postgres',
+	'SELECT count(DISTINCT sharded_id.next_id(1)) FROM generate_series(1, 5000)');
+is($c16_o, '5000', "once updated to 2.0 it mints in windows ($c16_e)");
+$c16->stop;
+
+# --- lower_floor on a worker whose window lies ahead of its clock: the
+# coordinator's clock runs 5 s ahead (libfaketime), so the worker's window,
+# granted at the coordinator's time, lies 5 s ahead of the worker's clock.
+# lower_floor moves the slot back to the worker's clock and must drop the
+# window: the milliseconds below it were the coordinator's.  Then the
+# coordinator's clock steps back 5 s: its error names its own clock.
+my $skew = 5;
+my $cc = PostgreSQL::Test::Cluster->new('coordinator_ahead');
+my $cw = PostgreSQL::Test::Cluster->new('worker_behind');
+my ($set_clock, $start_faked) = ShardedIdTest::faked_clock($cc);
+for my $node ($cc, $cw)
+{
+	$node->init;
+	$node->append_conf('postgresql.conf', "shared_preload_libraries = 'citus,sharded_id'
+max_prepared_transactions = 50
+citus.local_hostname = '" . $node->host . "'
+");
+}
+$set_clock->("+$skew");
+$start_faked->();
+$cw->start;
+for my $node ($cc, $cw)
+{
+	$node->safe_psql('postgres', q{
+		CREATE EXTENSION citus; CREATE EXTENSION sharded_id;
+		SET citus.enable_ddl_propagation = off;
+		CREATE TABLE minted (id bigint)});
+}
+$cc->safe_psql('postgres', "SELECT citus_set_coordinator_host('" . $cc->host . "', " . $cc->port . ')');
+add_node($cc, $cw);
+my $clock_sql = 'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint';
+my $lead = $cc->safe_psql('postgres', $clock_sql) - $cw->safe_psql('postgres', $clock_sql);
+cmp_ok($lead, '>', ($skew - 1) * 1000, "the coordinator's clock runs ahead of the worker's ($lead ms)");
+my $t0 = time;
+$cc->safe_psql('postgres', 'INSERT INTO minted SELECT sharded_id.next_id(1) FROM generate_series(1, 200000)');
+# When the worker's clock reads the coordinator's T0, the worker mints one
+# id (a window at the coordinator's time), lowers the floor, and mints.
+sleep($t0 + $skew + 0.02 - time) if time < $t0 + $skew + 0.02;
+$cw->safe_psql('postgres', q{
+	INSERT INTO minted SELECT sharded_id.next_id(1);
+	SET client_min_messages = error;
+	SELECT sharded_id.lower_floor(1);
+	INSERT INTO minted SELECT sharded_id.next_id(1) FROM generate_series(1, 200000)});
+($total, $repeats) = repeats($cc, $cw);
+is($repeats, 0, "lower_floor on a worker drops its window: 0 repeats over $total ids of the coordinator and the worker");
+
+$set_clock->('+0');
+my ($cb_r, $cb_o, $cb_e) = $cc->psql('postgres',
+	"\\set VERBOSITY verbose\nSELECT count(sharded_id.next_id(1)) FROM generate_series(1, 200000)");
+like($cb_e, qr/55000: .*ahead of the coordinator's clock.*\n.*DETAIL: .*the coordinator's clock was set back/,
+	"after a step back of the coordinator's clock its error says that its clock is behind the windows it granted");
+$cc->stop;
+$cw->stop;
 
 done_testing();
