@@ -563,7 +563,13 @@ shid_citus_learn_node(void)
  * latest of the clock, the end of the last window granted and min_start,
  * for sharded_id.citus_window ms, its end under the durable ceiling before
  * it is returned.  Returns false, granting nothing, with *retry_after (ms)
- * when it would start more than SHID_WINDOW_AHEAD_MS ahead of the clock.
+ * when it would start more than SHID_WINDOW_AHEAD_MS ahead of the shard's
+ * paced clock: the clock, or, after the clock stepped back behind the
+ * windows granted, the time it read at the last grant plus the monotonic
+ * time since, so that the shard's windows move on one ms per ms, as a
+ * slot ahead of the clock does, instead of stopping until the clock
+ * catches up.  Uniqueness does not rest on it: grant_end only grows, and
+ * every end is covered.
  *
  * Locks: the slot's spinlock, then (released) the ceiling lock.
  */
@@ -572,7 +578,9 @@ shid_window_grant(ShidSlot *slot, const ShidLayout *layout, int64 min_start,
 				  int64 *start, int64 *end, int32 *retry_after)
 {
 	int64		now = shid_clock_ms();
+	int64		mono = shid_monotonic_ms();
 	int64		window = shid_citus_window_ms;
+	int64		paced;
 	int64		s;
 	int64		e;
 
@@ -584,15 +592,20 @@ shid_window_grant(ShidSlot *slot, const ShidLayout *layout, int64 min_start,
 	base = shid_ceiling->floor_ms;
 	LWLockRelease(shid_ceiling->lock);
 	SpinLockAcquire(&slot->mutex);
+	paced = now;
+	if (slot->grant_mono > 0)
+		paced = Max(now, slot->grant_paced + (mono - slot->grant_mono));
 	s = Max(Max(now, Max(base, slot->grant_end)), min_start);
-	if (s > now + SHID_WINDOW_AHEAD_MS)
+	if (s > paced + SHID_WINDOW_AHEAD_MS)
 	{
 		SpinLockRelease(&slot->mutex);
-		*retry_after = (int32) Min(s - now - SHID_WINDOW_AHEAD_MS, SHID_WINDOW_AHEAD_MS);
+		*retry_after = (int32) Min(s - paced - SHID_WINDOW_AHEAD_MS, SHID_WINDOW_AHEAD_MS);
 		return false;
 	}
 	e = s + window;
 	slot->grant_end = e;
+	slot->grant_paced = paced;
+	slot->grant_mono = mono;
 	SpinLockRelease(&slot->mutex);
 
 	/* A window the layout cannot hold is never used: its end is spent. */

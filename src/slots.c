@@ -270,6 +270,7 @@ shid_make_slot(const ShidLayout *layout, const ShidSlotKey *key, ShidSlotMake ma
 			slot->win_retry_us = 0;
 			slot->win_asker = 0;
 			slot->grant_end = 0;
+			slot->grant_paced = slot->grant_mono = 0;
 			ConditionVariableInit(&slot->win_cv);
 			if (!reserved)
 				shid_shared->free_slots++;

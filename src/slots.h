@@ -73,6 +73,11 @@ typedef struct ShidSlot
 	int			win_asker;		/* pid of the backend asking now, 0: none */
 	int64		grant_end;		/* on the coordinator: the end of the last
 								 * window granted for the shard */
+	int64		grant_paced;	/* on the coordinator: the shard's paced
+								 * clock at the last grant (the wall clock,
+								 * or, after a step back, the time it read
+								 * before, moving on one ms per ms) */
+	int64		grant_mono;		/* the monotonic ms of that grant; 0: none */
 	ConditionVariable win_cv;	/* broadcast when an ask ends; not covered
 								 * by the mutex */
 	uint64		taken[SHID_BITMAP_WORDS];	/* sequence-field values taken */
