@@ -188,7 +188,12 @@ for db in bench_node_a bench_node_b; do
     "${psql[@]}" -d $db -v shard_count=8 -f "$example/node_api.sql"
 done
 "${psql[@]}" -c 'DROP SCHEMA IF EXISTS app_api, app CASCADE' -c 'CREATE EXTENSION IF NOT EXISTS plproxy' \
-    -c 'CREATE EXTENSION IF NOT EXISTS dblink' -c 'CREATE EXTENSION IF NOT EXISTS sharded_id_router CASCADE' \
+    -c 'CREATE EXTENSION IF NOT EXISTS dblink' -c 'CREATE EXTENSION IF NOT EXISTS postgres_fdw' \
+    -c "DO \$\$ BEGIN   -- the router: an extension of its own from 2.0 on, part of sharded_id before
+            IF (SELECT string_to_array(extversion, '.')::int[] >= '{2,0}' FROM pg_extension WHERE extname = 'sharded_id') THEN
+                CREATE EXTENSION IF NOT EXISTS sharded_id_router;
+            END IF;
+        END \$\$" \
     -c 'DELETE FROM sharded_id.shard_map' -c 'DELETE FROM sharded_id.nodes' \
     -c "INSERT INTO sharded_id.nodes VALUES ('a', '$(node_conn bench_node_a)'), ('b', '$(node_conn bench_node_b)')" \
     -c "INSERT INTO sharded_id.shard_map SELECT s, CASE WHEN s % 2 = 0 THEN 'a' ELSE 'b' END FROM generate_series(0, 7) s" \
