@@ -34,7 +34,9 @@
 #    that shard right after mints.  Only where PostgreSQL was built with
 #    injection points.
 #  - A coordinator on 2.0's library whose extension is still at 1.6 (a
-#    rolling upgrade) refuses to mint (55000), and mints once updated.
+#    rolling upgrade) refuses to mint (55000), and mints once updated.  Its
+#    update refuses (55000) while a worker runs an older library or does
+#    not answer, and runs once the worker runs 2.0's.
 #  - A coordinator whose clock runs 5 s ahead (libfaketime): a worker's
 #    window lies 5 s ahead of the worker's clock; lower_floor there drops
 #    it, and the worker's ids repeat none of the coordinator's.  Then the
@@ -442,10 +444,38 @@ my ($c16_r, $c16_o, $c16_e) = $c16->psql('postgres', "\\set VERBOSITY verbose\nS
 like($c16_e, qr/55000: this Citus coordinator may not mint until sharded_id is updated to 2\.0/,
 	'a Citus coordinator on 2.0\'s library with its extension at 1.6 refuses to mint (55000)');
 like($c16_e, qr/version 1\.6/, 'and names the version');
+# A worker whose sessions report no sharded_id.library_version, as 1.6's
+# library does (here: the library not preloaded), stops the update; so does
+# a worker that does not answer; restarted with 2.0's library, it lets it run.
+my $w16 = PostgreSQL::Test::Cluster->new('worker16');
+$w16->init;
+$w16->append_conf('postgresql.conf', "shared_preload_libraries = 'citus'
+max_prepared_transactions = 50
+citus.local_hostname = '" . $w16->host . "'
+");
+$w16->start;
+$w16->safe_psql('postgres', "CREATE EXTENSION citus; CREATE EXTENSION sharded_id VERSION '1.6'");
+add_node($c16, $w16);
+my ($upd_state, $upd_message) = refusal($c16, 'ALTER EXTENSION sharded_id UPDATE');
+is($upd_state, '55000', 'the update on a coordinator refuses while a worker runs an older library (55000)');
+like($upd_message, qr/a Citus node does not run the sharded_id library of version 2\.0/, 'and says so');
+my (undef, undef, $upd_e) = $c16->psql('postgres', 'ALTER EXTENSION sharded_id UPDATE');
+like($upd_e, qr/DETAIL:\s+Node \S+:${\ $w16->port } \(group \d+\): its library is of version 1\.6 or earlier/,
+	'its detail names the worker and its library');
+is($c16->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'sharded_id'"), '1.6',
+	'and the extension stays at 1.6');
+$w16->stop;
+($upd_state, $upd_message) = refusal($c16, 'ALTER EXTENSION sharded_id UPDATE');
+is($upd_state, '55000', 'a worker that does not answer stops the update too');
+$w16->append_conf('postgresql.conf', "shared_preload_libraries = 'citus,sharded_id'\n");
+$w16->start;
 $c16->safe_psql('postgres', 'ALTER EXTENSION sharded_id UPDATE');
+is($c16->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'sharded_id'"), '2.0',
+	'once the worker runs 2.0\'s library, the update runs');
 ($c16_r, $c16_o, $c16_e) = $c16->psql('postgres',
 	'SELECT count(DISTINCT sharded_id.next_id(1)) FROM generate_series(1, 5000)');
 is($c16_o, '5000', "once updated to 2.0 it mints in windows ($c16_e)");
+$w16->stop;
 $c16->stop;
 
 # --- lower_floor on a worker whose window lies ahead of its clock: the
