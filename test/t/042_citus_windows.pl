@@ -8,9 +8,9 @@
 #
 #  - A hot shard on the coordinator alone uses the whole sequence field:
 #    more than 32 ids (1.6's share of a node) in one millisecond.
-#  - Churn: worker 1 removed and added again 100 times (a new group id each
-#    time, past group 31, where 1.6 refused), with a failed add to a dead
-#    port every 25th cycle, minting 2,000 ids of shard 1 directly after
+#  - Churn: worker 1 removed and added again 1,000 times (a new group id
+#    each time, past group 31, where 1.6 refused), with a failed add to a
+#    dead port every 100th cycle, minting 300 ids of shard 1 directly after
 #    each add while the coordinator mints for shard 1 all along: 0 repeats,
 #    and no millisecond of shard 1 minted on both nodes.
 #  - A removed node refuses to mint once its window ended (55000, naming
@@ -207,24 +207,25 @@ ok($per_ms > 32, "a hot shard on the coordinator minted up to $per_ms ids in one
 is($coord->safe_psql('postgres', 'SELECT count(*) - count(DISTINCT id) FROM minted'), '0',
 	'and none repeats');
 
-# --- Churn: 100 remove/add cycles of worker 1 while the coordinator mints.
+# --- Churn: 1,000 remove/add cycles of worker 1 while the coordinator mints.
 my $dead = PostgreSQL::Test::Cluster::get_free_port();
 my $stop = $coord->basedir . '/stop_churn';
 my $coord_loop = minter($coord, $stop);
 ok(minted_more($coord, 20000, 30), 'the coordinator mints shard 1 in a loop');
 my (@groups, @failed_adds);
 my $started = time;
-for my $cycle (1 .. 100)
+my ($cycles, $per_add) = (1000, 300);
+for my $cycle (1 .. $cycles)
 {
 	remove_node($coord, $w1);
-	if ($cycle % 25 == 0)
+	if ($cycle % 100 == 0)
 	{
 		my ($r, $o, $e) = $coord->psql('postgres', "\\set VERBOSITY verbose\nSELECT citus_add_node('"
 			  . $coord->host . "', $dead)");
 		push @failed_adds, ($r != 0 && $e =~ /ERROR:\s+([0-9A-Z]{5})/ ? $1 : 'none');
 	}
 	push @groups, add_node($coord, $w1);
-	mint($w1, 2000);
+	mint($w1, $per_add);
 }
 my $churn_s = time - $started;
 # The coordinator mints once more after worker 1's last ids, then stops.
@@ -233,11 +234,12 @@ ok(minted_more($coord, $coord->safe_psql('postgres', 'SELECT count(*) FROM minte
 my ($coord_ok) = stop_minters($stop, $coord_loop);
 ok($coord_ok > 0, "churn: the coordinator minted all along ($coord_ok transactions of 500 ids)");
 unlike(${ $coord_loop->[1] }, qr/ERROR/, 'churn: none of its calls failed');
-is(join(',', @failed_adds), '08006,08006,08006,08006', 'churn: 4 adds of a node at a dead port failed (08006)');
+is(join(',', @failed_adds), join(',', ('08006') x ($cycles / 100)),
+	'churn: ' . ($cycles / 100) . ' adds of a node at a dead port failed (08006)');
 ok($groups[-1] > 31, "churn: worker 1 went through groups $groups[0] to $groups[-1], past 31, in "
 	  . sprintf('%.0f s', $churn_s));
-is($w1->safe_psql('postgres', 'SELECT count(*) FROM minted'), '200000',
-	'churn: worker 1 minted its 200,000 ids, 2,000 after each add');
+is($w1->safe_psql('postgres', 'SELECT count(*) FROM minted'), $cycles * $per_add,
+	"churn: worker 1 minted its ids, $per_add after each of $cycles adds");
 my ($total, $repeats) = repeats($coord, $w1);
 is($repeats, 0, "churn: 0 repeats over $total ids of the coordinator and worker 1");
 # Windows are exclusive: no millisecond of shard 1 on both nodes, though
@@ -251,7 +253,7 @@ is($both_ms, 0, 'churn: no millisecond of shard 1 was minted on both nodes (' . 
 my ($coord_first, $coord_last) = split /\|/, $coord->safe_psql('postgres',
 	'SELECT min(minted_at), max(minted_at) FROM minted WHERE sharded_id.shard_id(id) = 1');
 is($w1->safe_psql('postgres', "SELECT count(*) FROM minted WHERE minted_at BETWEEN '$coord_first' AND '$coord_last'"),
-	'200000', 'churn: every id of worker 1 was minted while the coordinator minted the same shard');
+	$cycles * $per_add, 'churn: every id of worker 1 was minted while the coordinator minted the same shard');
 
 # --- A removed node refuses to mint once its window ended.
 remove_node($coord, $w1);
