@@ -258,6 +258,13 @@ shid_citus_preloaded(void)
 	return found;
 }
 
+/* Whether this server preloads Citus (known since _PG_init). */
+bool
+shid_citus_server(void)
+{
+	return shid_citus_preload;
+}
+
 /*
  * At start-up (_PG_init): whether Citus is preloaded, when backends learn
  * whether they mint in windows on their first call.
@@ -589,7 +596,7 @@ shid_window_grant(ShidSlot *slot, const ShidLayout *layout, int64 min_start,
 
 	shid_check_clock(now);
 	LWLockAcquire(shid_ceiling->lock, LW_SHARED);
-	base = shid_ceiling->floor_ms;
+	base = Max(shid_ceiling->floor_ms, shid_ceiling->grant_floor_ms);
 	LWLockRelease(shid_ceiling->lock);
 	SpinLockAcquire(&slot->mutex);
 	paced = now;

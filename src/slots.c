@@ -33,6 +33,7 @@
 #include "access/htup_details.h"
 #include "access/xlog.h"
 #include "ceiling.h"
+#include "citus.h"
 #include "compat.h"
 #include "floors.h"
 #include "fmgr.h"
@@ -609,6 +610,7 @@ shid_reset_ceiling(PG_FUNCTION_ARGS)
 	int64		now_ms;
 	int64		base;
 	int64		top;
+	int64		grant_floor;
 
 	if (!superuser())
 		ereport(ERROR,
@@ -661,8 +663,20 @@ shid_reset_ceiling(PG_FUNCTION_ARGS)
 		top = Max(top, slot->grant_end);
 		SpinLockRelease(&slot->mutex);
 	}
+
+	/*
+	 * Citus: windows granted before this server's last start are no slot's
+	 * grant_end.  At the clock's pace they ended at most a second ahead of
+	 * the clock at their grant, and a window later, so grants start after
+	 * that from now on, and the durable ceiling covers it for a restart.
+	 * Only grants: new slots still start at top, at most a lease ahead.
+	 */
+	grant_floor = 0;
+	if (shid_citus_server())
+		grant_floor = now_ms + SHID_WINDOW_AHEAD_MS + SHID_WINDOW_MAX_MS;
+	shid_ceiling->grant_floor_ms = grant_floor;
 	SHID_INJECTION_POINT("sharded-id-reset-slots-moved");
-	shid_ceiling_reset_end(top + SHID_LEASE_MS, top);
+	shid_ceiling_reset_end(Max(top, grant_floor) + SHID_LEASE_MS, top);
 	LWLockRelease(shid_shared->slots_lock);
 	PG_RETURN_TIMESTAMPTZ(shid_unix_ms_to_timestamptz(top));
 }

@@ -25,6 +25,9 @@
 #    with the one it asks for): 0 repeats.
 #  - Kills: the coordinator stopped at once ('immediate') while the three
 #    nodes mint, and started again; then worker 1: 0 repeats.
+#  - reset_ceiling on the coordinator right after its restart: the next
+#    window of a shard starts after one granted before the restart, a second
+#    ahead of the clock.
 #  - Crashes of the coordinator at each injection point of a grant
 #    ("sharded-id-grant-...", read from src/*.c), while worker 1 asks for a
 #    window: the worker's statement timeout cancels its request while the
@@ -352,6 +355,39 @@ ok((grep { $_ > 0 } @ok) == 3, 'rolling change and kills: the three loops minted
 	  . ' transactions of 500 ids');
 ($total, $repeats) = repeats(@roll);
 is($repeats, 0, "rolling change and kills: 0 repeats over $total ids of the three nodes");
+
+# --- reset_ceiling on the coordinator right after its restart: a window it
+# granted before, ahead of the clock (a requester's minimum start a second
+# ahead, a window of 1 s), is no slot's any more; no later grant of the
+# shard may overlap it.
+$coord->append_conf('postgresql.conf', "sharded_id.citus_window = 1000\n");
+$coord->reload;
+my $grant_sql = sub {
+	my ($min_start) = @_;
+	return "SELECT window_start || ' ' || window_end FROM sharded_id.citus_grant_windows(ARRAY[400], 'instagram', "
+	  . $w1->safe_psql('postgres', 'SELECT groupid FROM pg_dist_local_group') . ", '" . $w1->host . "', "
+	  . $w1->port . ", ARRAY[$min_start]::bigint[], "
+	  . "current_setting('sharded_id.stripes')::int, current_setting('sharded_id.stripe')::int)";
+};
+my ($ahead_start, $ahead_end) = split / /, $coord->safe_psql('postgres',
+	$grant_sql->("(extract(epoch FROM clock_timestamp()) * 1000)::bigint + 990"));
+$coord->stop('immediate');
+$coord->start;
+$coord->safe_psql('postgres', 'SELECT sharded_id.reset_ceiling()');
+# A grant that would start more than a second ahead of the clock is put
+# off (NULLs): ask again, for 5 s at most.
+my $after_start = '';
+my $asked_until = time + 5;
+while ($after_start eq '' && time < $asked_until)
+{
+	($after_start) = split / /, $coord->safe_psql('postgres', $grant_sql->(0));
+	$after_start //= '';
+	select(undef, undef, undef, 0.1) if $after_start eq '';
+}
+ok($after_start >= $ahead_end, 'reset_ceiling after a restart of the coordinator: the next window of a shard ('
+	  . "from $after_start) starts after the one granted before the restart ($ahead_start to $ahead_end)");
+$coord->append_conf('postgresql.conf', "sharded_id.citus_window = 100\n");
+$coord->reload;
 
 # --- Crashes of the coordinator in a grant, at each of its injection points.
 my %found;
