@@ -544,22 +544,31 @@ shid_cover_slow(int64 ms, uint32 generation)
  * high ceiling could be seen just before a reset that missed the end
  * lowers it under the window.
  *
+ * Returns the WAL position of the state that covers ms: the record may be
+ * another backend's, flushed here but not yet on a synchronous standby
+ * (that backend waits for it at its commit), so the grant waits for it
+ * there too before it is returned.
+ *
  * Locks: the ceiling lock, shared, then exclusively if the ceiling must be
  * raised.
  */
-void
+XLogRecPtr
 shid_ceiling_cover(int64 ms)
 {
 	bool		covered;
+	XLogRecPtr	lsn;
 
 	LWLockAcquire(shid_ceiling->lock, LW_SHARED);
 	covered = (int64) pg_atomic_read_u64(&shid_ceiling->ceiling_ms) >= ms + SHID_LEASE_MS / 2;
+	lsn = shid_ceiling->lsn;
 	LWLockRelease(shid_ceiling->lock);
 	if (covered)
-		return;
+		return lsn;
 	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
 	(void) shid_raise_ceiling(ms);
+	lsn = shid_ceiling->lsn;
 	LWLockRelease(shid_ceiling->lock);
+	return lsn;
 }
 
 /*

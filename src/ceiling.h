@@ -71,7 +71,7 @@ extern PGDLLIMPORT bool shid_wal_log_ceiling;
 extern Size shid_ceiling_shmem_size(void);
 extern void shid_ceiling_shmem_init(LWLock *lock);
 extern bool shid_cover_slow(int64 ms, uint32 generation);
-extern void shid_ceiling_cover(int64 ms);
+extern XLogRecPtr shid_ceiling_cover(int64 ms);
 extern void shid_check_clock_slow(int64 now_ms);
 extern int64 shid_ceiling_reset_begin(void);
 extern void shid_ceiling_reset_end(int64 ceiling, int64 floor_ms);

@@ -127,6 +127,7 @@
 #include "layout.h"
 #include "libpq-fe.h"
 #include "libpq/libpq-be-fe-helpers.h"
+#include "replication/syncrep.h"
 #include "miscadmin.h"
 #include "slots.h"
 #include "storage/condition_variable.h"
@@ -590,6 +591,7 @@ shid_window_grant(ShidSlot *slot, const ShidLayout *layout, int64 min_start,
 	int64		paced;
 	int64		s;
 	int64		e;
+	XLogRecPtr	lsn;
 
 	/* Windows of the runs before this one lie under the ceiling it started with. */
 	int64		base;
@@ -599,8 +601,12 @@ shid_window_grant(ShidSlot *slot, const ShidLayout *layout, int64 min_start,
 	base = Max(shid_ceiling->floor_ms, shid_ceiling->grant_floor_ms);
 	LWLockRelease(shid_ceiling->lock);
 	SpinLockAcquire(&slot->mutex);
+	/*
+	 * Paced only while the windows granted lie ahead of the clock: once the
+	 * clock passed them all, the step back is over for this shard.
+	 */
 	paced = now;
-	if (slot->grant_mono > 0)
+	if (slot->grant_mono > 0 && now < slot->grant_end)
 		paced = Max(now, slot->grant_paced + (mono - slot->grant_mono));
 	s = Max(Max(now, Max(base, slot->grant_end)), min_start);
 	if (s > paced + SHID_WINDOW_AHEAD_MS)
@@ -618,7 +624,15 @@ shid_window_grant(ShidSlot *slot, const ShidLayout *layout, int64 min_start,
 	/* A window the layout cannot hold is never used: its end is spent. */
 	shid_check_unix_ms(layout, e);
 	SHID_INJECTION_POINT("sharded-id-grant-before-cover");
-	shid_ceiling_cover(e);
+	lsn = shid_ceiling_cover(e);
+
+	/*
+	 * On a synchronous standby before the node mints in it: the record that
+	 * covers e may be another backend's, whose commit still waits for the
+	 * standby, and this grant's transaction may write none.
+	 */
+	if (shid_wal_rmgr_id != 0 && shid_wal_log_ceiling && !XLogRecPtrIsInvalid(lsn))
+		SyncRepWaitForLSN(lsn, false);
 	SHID_INJECTION_POINT("sharded-id-grant-after-cover");
 	*start = s;
 	*end = e;
