@@ -127,6 +127,7 @@
 #include "layout.h"
 #include "libpq-fe.h"
 #include "libpq/libpq-be-fe-helpers.h"
+#include "reserve.h"
 #include "replication/syncrep.h"
 #include "miscadmin.h"
 #include "slots.h"
@@ -732,6 +733,138 @@ shid_extension_owner(void)
 	return owner;
 }
 
+/*
+ * How long a node waits for the coordinator: to connect, and for the
+ * answer to a request (the coordinator's statement_timeout, 5 s, and a
+ * second more).  libpq's connect_timeout binds only its blocking connect,
+ * and the backend helpers' waits have no end, so these are kept here.
+ */
+#define SHID_COORD_CONNECT_MS	2000
+#define SHID_COORD_ANSWER_MS	6000
+
+/*
+ * Connect to the coordinator, interruptibly, giving up at deadline_us
+ * (monotonic): as libpqsrv_connect, with an end.  An external FD is
+ * reserved for the connection, released by shid_coord_close; NULL only if
+ * libpq could not allocate one.  The caller checks PQstatus: a connection
+ * still in progress at the deadline is not CONNECTION_OK.
+ */
+static PGconn *
+shid_coord_connect(const char *conninfo, int64 deadline_us)
+{
+	PGconn	   *conn;
+
+	if (!AcquireExternalFD())
+		ereport(ERROR,
+				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+				 errmsg("could not establish connection"),
+				 errdetail("There are too many open files on the local server."),
+				 errhint("Raise the server's \"max_files_per_process\" and/or \"ulimit -n\" limits.")));
+	conn = PQconnectStart(conninfo);
+	if (conn == NULL)
+	{
+		ReleaseExternalFD();
+		return NULL;
+	}
+	if (PQstatus(conn) == CONNECTION_BAD)
+		return conn;
+	PG_TRY();
+	{
+		PostgresPollingStatusType status = PGRES_POLLING_WRITING;
+
+		while (status != PGRES_POLLING_OK && status != PGRES_POLLING_FAILED)
+		{
+			int64		left_ms = (deadline_us - shid_monotonic_us()) / 1000;
+			int			io_flag = status == PGRES_POLLING_READING ? WL_SOCKET_READABLE : WL_SOCKET_WRITEABLE;
+			int			rc;
+
+			if (left_ms <= 0)
+				break;
+			rc = WaitLatchOrSocket(MyLatch, WL_EXIT_ON_PM_DEATH | WL_LATCH_SET | WL_TIMEOUT | io_flag,
+								   PQsocket(conn), (long) left_ms, PG_WAIT_EXTENSION);
+			if (rc & WL_LATCH_SET)
+			{
+				ResetLatch(MyLatch);
+				CHECK_FOR_INTERRUPTS();
+			}
+			if (rc & io_flag)
+				status = PQconnectPoll(conn);
+		}
+	}
+	PG_CATCH();
+	{
+		ReleaseExternalFD();
+		PQfinish(conn);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	return conn;
+}
+
+/*
+ * PQexecParams on the coordinator, interruptibly, giving up at deadline_us
+ * (monotonic; *timed_out): the last result, or NULL where the query could
+ * not be sent, the connection broke, or the deadline passed.
+ */
+static PGresult *
+shid_coord_exec(PGconn *conn, const char *sql, int n, const char *const *params,
+				int64 deadline_us, bool *timed_out)
+{
+	PGresult   *volatile last = NULL;
+
+	*timed_out = false;
+	if (!PQsendQueryParams(conn, sql, n, NULL, params, NULL, NULL, 0))
+		return NULL;
+	PG_TRY();
+	{
+		for (;;)
+		{
+			PGresult   *res;
+
+			while (PQisBusy(conn))
+			{
+				int64		left_ms = (deadline_us - shid_monotonic_us()) / 1000;
+				int			rc;
+
+				if (left_ms <= 0)
+				{
+					*timed_out = true;
+					break;
+				}
+				rc = WaitLatchOrSocket(MyLatch, WL_EXIT_ON_PM_DEATH | WL_LATCH_SET | WL_TIMEOUT | WL_SOCKET_READABLE,
+									   PQsocket(conn), (long) left_ms, PG_WAIT_EXTENSION);
+				if (rc & WL_LATCH_SET)
+				{
+					ResetLatch(MyLatch);
+					CHECK_FOR_INTERRUPTS();
+				}
+				if (PQconsumeInput(conn) == 0)
+					break;
+			}
+			if (*timed_out)
+			{
+				PQclear(last);
+				last = NULL;
+				break;
+			}
+			res = PQgetResult(conn);
+			if (res == NULL)
+				break;
+			PQclear(last);
+			last = res;
+			if (PQstatus(conn) == CONNECTION_BAD)
+				break;
+		}
+	}
+	PG_CATCH();
+	{
+		PQclear(last);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	return last;
+}
+
 /* Close the connection to the coordinator, if any. */
 static void
 shid_coord_close(void)
@@ -795,7 +928,7 @@ shid_window_grant_remote(const ShidLayout *layout, int32 shard, int64 min_start,
 	StringInfoData min_text;
 	char		stripes_text[16];
 	char		stripe_text[16];
-	const char *params[8];
+	const char *params[9];
 	const char *volatile coord_label;
 
 	if (!shid_citus_addresses(shid_citus_group, &coord_host, &coord_port, &own_name, &own_port))
@@ -844,6 +977,7 @@ shid_window_grant_remote(const ShidLayout *layout, int32 shard, int64 min_start,
 	params[5] = min_text.data;
 	params[6] = stripes_text;
 	params[7] = stripe_text;
+	params[8] = shid_slot_reserved(shard, layout) ? "true" : "false";
 
 	if (!shid_xact_callback_registered)
 	{
@@ -860,21 +994,25 @@ shid_window_grant_remote(const ShidLayout *layout, int32 shard, int64 min_start,
 	{
 		PGresult   *res = NULL;
 		bool		kept = shid_coord_conn != NULL;
+		bool		timed_out = false;
 
 		for (int attempt = 0; attempt < 2; attempt++)
 		{
 			if (shid_coord_conn == NULL)
 			{
-				shid_coord_conn = libpqsrv_connect(conninfo.data, PG_WAIT_EXTENSION);
+				shid_coord_conn = shid_coord_connect(conninfo.data,
+													 shid_monotonic_us() + SHID_COORD_CONNECT_MS * INT64CONST(1000));
 				shid_coord_conninfo = MemoryContextStrdup(TopMemoryContext, conninfo.data);
 				kept = false;
 			}
 			if (shid_coord_conn == NULL || PQstatus(shid_coord_conn) != CONNECTION_OK)
 				break;
-			res = libpqsrv_exec_params(shid_coord_conn,
-									   "SELECT shard_id, window_start, window_end, retry_after FROM sharded_id.citus_grant_windows"
-									   "($1::integer[], $2, $3::integer, $4, $5::integer, $6::bigint[], $7::integer, $8::integer)",
-									   8, NULL, params, NULL, NULL, 0, PG_WAIT_EXTENSION);
+			res = shid_coord_exec(shid_coord_conn,
+								  "SELECT shard_id, window_start, window_end, retry_after FROM sharded_id.citus_grant_windows"
+								  "($1::integer[], $2, $3::integer, $4, $5::integer, $6::bigint[], $7::integer, $8::integer, $9::boolean)",
+								  9, params, shid_monotonic_us() + SHID_COORD_ANSWER_MS * INT64CONST(1000), &timed_out);
+			if (timed_out)
+				break;
 			/* A kept connection that broke since its last call: once more, anew. */
 			if (kept && PQstatus(shid_coord_conn) == CONNECTION_BAD)
 			{
@@ -885,11 +1023,20 @@ shid_window_grant_remote(const ShidLayout *layout, int32 shard, int64 min_start,
 			}
 			break;
 		}
-		if (shid_coord_conn == NULL || PQstatus(shid_coord_conn) != CONNECTION_OK)
+		if (timed_out)
+			shid_answer_failed(answer, "08006",
+							   psprintf("the Citus coordinator %s did not answer within %d s", coord_label,
+										SHID_COORD_ANSWER_MS / 1000),
+							   pstrdup("A Citus node waits that long for the windows its ids are minted in; the coordinator's own statement timeout is 5 s."),
+							   pstrdup("Check that the coordinator is up and reachable, and not stopped or overloaded."));
+		else if (shid_coord_conn == NULL || PQstatus(shid_coord_conn) != CONNECTION_OK)
 		{
 			shid_answer_failed(answer, "08001",
 							   psprintf("could not connect to the Citus coordinator %s", coord_label),
-							   pstrdup(shid_coord_conn ? PQerrorMessage(shid_coord_conn) : "out of memory"),
+							   pstrdup(shid_coord_conn == NULL ? "out of memory" :
+									   PQstatus(shid_coord_conn) != CONNECTION_BAD ?
+									   psprintf("It did not complete the connection within %d s.", SHID_COORD_CONNECT_MS / 1000) :
+									   PQerrorMessage(shid_coord_conn)),
 							   pstrdup("A Citus node asks the coordinator for the windows its ids are minted in, as the owner of the sharded_id extension, as Citus's own connections between nodes log in (citus.node_conninfo, a password file)."));
 			PQclear(res);
 		}
@@ -1093,12 +1240,14 @@ shid_window_asked(ShidSlot *slot, const ShidWindowAnswer *answer)
 	SpinLockAcquire(&slot->mutex);
 	if (answer != NULL && answer->ok)
 		shid_window_store_locked(slot, answer->start, answer->end);
-	else if (answer != NULL)
+	else if (answer != NULL && strcmp(answer->sqlstate, "53400") != 0)
 	{
 		/*
 		 * Only a failure answered backs off server-wide: the asker's own
 		 * error (its statement timeout, a cancel) is its own, and must not
-		 * stop other roles' backends minting the shard.
+		 * stop other roles' backends minting the shard.  Nor does the
+		 * coordinator's refusal of a slot beyond sharded_id.max_free_slots
+		 * (53400): a caller that may have one from the whole table gets it.
 		 */
 		slot->win_retry_us = retry_us;
 	}
@@ -1312,7 +1461,7 @@ shid_citus_node_active(int32 group, const char *name, int32 port)
 /*
  * citus_grant_windows(shard_ids integer[], layout text, group_id integer,
  *					   node_name text, node_port integer, min_starts bigint[],
- *					   stripes integer, stripe integer)
+ *					   stripes integer, stripe integer, reserved boolean)
  *		RETURNS TABLE (shard_id integer, window_start bigint,
  *					   window_end bigint, retry_after integer)
  *
@@ -1324,10 +1473,13 @@ shid_citus_node_active(int32 group, const char *name, int32 port)
  * back after.  One row per shard, in their order (1,024 at most).  Refuses
  * (55000) where this is not the coordinator, a requester that is not an
  * active primary of pg_dist_node, and one whose stripes or stripe differ
- * from this server's.
+ * from this server's.  reserved says whether the node's caller may have
+ * a slot of the first shard from the whole slot table (a superuser, or a
+ * shard of the node's catalog); the others renew slots made already, and
+ * get NULLs where there is none.
  *
  * Locks: AccessShareLock on pg_dist_local_group and pg_dist_node; the slot
- * table's lock if a shard has no slot yet; each slot's spinlock in turn;
+ * table's lock, and sharded_id.shards, if the first shard has no slot yet; each slot's spinlock in turn;
  * the ceiling lock if the ceiling must be raised.
  */
 SHID_FUNCTION_INFO(shid_citus_grant_windows);
@@ -1343,6 +1495,7 @@ shid_citus_grant_windows(PG_FUNCTION_ARGS)
 	ArrayType  *min_array = PG_GETARG_ARRAYTYPE_P(5);
 	int32		stripes = PG_GETARG_INT32(6);
 	int32		stripe = PG_GETARG_INT32(7);
+	bool		reserved = PG_GETARG_BOOL(8);
 	int32		own_group = -1;
 	Datum	   *shards;
 	Datum	   *mins;
@@ -1406,15 +1559,29 @@ shid_citus_grant_windows(PG_FUNCTION_ARGS)
 	for (int i = 0; i < n; i++)
 	{
 		int32		shard = DatumGetInt32(shards[i]);
-		ShidSlot   *slot = shid_lookup_slot(layout, shard, SHID_SLOT_ADMIN);
+		ShidSlot   *slot;
 		Datum		values[4];
 		bool		nulls[4] = {0};
 		int64		start = 0;
 		int64		end = 0;
 		int32		retry_after = 0;
 
+		/*
+		 * The shard asked for gets its slot as the node's caller would
+		 * here: from the whole table for a superuser or a shard of the
+		 * catalog, else within the free share, so that roles that are not
+		 * superusers on the nodes cannot fill this table.  A shard renewed
+		 * with it that has no slot here gets no window (NULLs) until it is
+		 * asked for.
+		 */
+		if (i == 0)
+			slot = shid_lookup_slot(layout, shard, reserved ? SHID_SLOT_ADMIN : SHID_SLOT_SHARE);
+		else
+			slot = shid_lookup_slot(layout, shard, SHID_SLOT_FIND);
 		values[0] = Int32GetDatum(shard);
-		if (shid_window_grant(slot, layout, DatumGetInt64(mins[i]), &start, &end, &retry_after))
+		if (slot == NULL)
+			nulls[1] = nulls[2] = nulls[3] = true;
+		else if (shid_window_grant(slot, layout, DatumGetInt64(mins[i]), &start, &end, &retry_after))
 		{
 			values[1] = Int64GetDatum(start);
 			values[2] = Int64GetDatum(end);

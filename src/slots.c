@@ -232,7 +232,12 @@ shid_make_slot(const ShidLayout *layout, const ShidSlotKey *key, ShidSlotMake ma
 				 errdetail("Its sequence field has %d bits, and each stripe needs at least one value per millisecond.",
 						   layout->seq_bits),
 				 errhint("Lower sharded_id.stripes and restart the server.")));
-	reserved = make == SHID_SLOT_ADMIN || shid_slot_reserved(key->shard, layout);
+	if (make == SHID_SLOT_ADMIN)
+		reserved = true;
+	else if (make == SHID_SLOT_SHARE)
+		reserved = shid_catalog_has_shard(key->shard, layout);
+	else
+		reserved = shid_slot_reserved(key->shard, layout);
 
 	LWLockAcquire(shid_shared->slots_lock, LW_EXCLUSIVE);
 	slot = hash_search(shid_slots, key, HASH_FIND, NULL);

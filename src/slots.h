@@ -95,8 +95,12 @@ typedef enum ShidSlotMake
 	SHID_SLOT_MINT,				/* next_id: makes it, within the free share
 								 * unless reserve.c says the caller may have
 								 * it from the whole table */
-	SHID_SLOT_ADMIN				/* the shard's admin functions: makes it from
+	SHID_SLOT_ADMIN,			/* the shard's admin functions: makes it from
 								 * the whole table */
+	SHID_SLOT_SHARE				/* a Citus grant for a node's caller that is
+								 * not a superuser: makes it within the free
+								 * share unless the shard is in this
+								 * database's shard catalog */
 } ShidSlotMake;
 
 /*

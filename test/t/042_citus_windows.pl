@@ -367,7 +367,7 @@ my $grant_sql = sub {
 	return "SELECT window_start || ' ' || window_end FROM sharded_id.citus_grant_windows(ARRAY[400], 'instagram', "
 	  . $w1->safe_psql('postgres', 'SELECT groupid FROM pg_dist_local_group') . ", '" . $w1->host . "', "
 	  . $w1->port . ", ARRAY[$min_start]::bigint[], "
-	  . "current_setting('sharded_id.stripes')::int, current_setting('sharded_id.stripe')::int)";
+	  . "current_setting('sharded_id.stripes')::int, current_setting('sharded_id.stripe')::int, true)";
 };
 my ($ahead_start, $ahead_end) = split / /, $coord->safe_psql('postgres',
 	$grant_sql->("(extract(epoch FROM clock_timestamp()) * 1000)::bigint + 990"));
