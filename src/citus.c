@@ -69,7 +69,10 @@
  *	   as the owner of the sharded_id extension, as Citus's own connections
  *	   between nodes log in as its extension's owner.  The connection is
  *	   kept until the transaction ends, and closed at once after a failure
- *	   or an error.  The asker's mark is cleared by PG_FINALLY on an error
+ *	   or an error; the coordinator ends it after a second idle
+ *	   (idle_session_timeout), so that a session left idle in a transaction
+ *	   holds none of its connections.  A node waits 2 s at most to connect
+ *	   and 6 s for an answer.  The asker's mark is cleared by PG_FINALLY on an error
  *	   and by a before_shmem_exit callback on a FATAL.
  *	 - A database without the citus extension on a Citus server mints as on
  *	   any server: the slots are the server's, so its ids may move a slot's
@@ -129,6 +132,8 @@
 #include "libpq/libpq-be-fe-helpers.h"
 #include "reserve.h"
 #include "replication/syncrep.h"
+#include "replication/walsender.h"
+#include "replication/walsender_private.h"
 #include "miscadmin.h"
 #include "slots.h"
 #include "storage/condition_variable.h"
@@ -580,8 +585,11 @@ shid_citus_learn_node(void)
  * catches up.  Uniqueness does not rest on it: grant_end only grows, and
  * every end is covered.
  *
- * Locks: the slot's spinlock, then (released) the ceiling lock.
+ * Locks: the slot's spinlock, then (released) the ceiling lock; then, with
+ * a synchronous standby, SyncRepLock.
  */
+static void shid_wait_for_standbys(XLogRecPtr lsn);
+
 static bool
 shid_window_grant(ShidSlot *slot, const ShidLayout *layout, int64 min_start,
 				  int64 *start, int64 *end, int32 *retry_after)
@@ -633,11 +641,41 @@ shid_window_grant(ShidSlot *slot, const ShidLayout *layout, int64 min_start,
 	 * standby, and this grant's transaction may write none.
 	 */
 	if (shid_wal_rmgr_id != 0 && shid_wal_log_ceiling && !XLogRecPtrIsInvalid(lsn))
-		SyncRepWaitForLSN(lsn, false);
+		shid_wait_for_standbys(lsn);
 	SHID_INJECTION_POINT("sharded-id-grant-after-cover");
 	*start = s;
 	*end = e;
 	return true;
+}
+
+/*
+ * Wait, as a commit does, until the synchronous standbys have flushed the
+ * WAL up to lsn.  SyncRepWaitForLSN ends a wait that a cancel or a
+ * statement timeout interrupts with a WARNING only, as a commit must; a
+ * grant must not be handed out then, so that is an error here.
+ *
+ * Locks: SyncRepLock, shared.
+ */
+static void
+shid_wait_for_standbys(XLogRecPtr lsn)
+{
+	bool		confirmed;
+
+	if (!SyncRepRequested())
+		return;
+	HOLD_INTERRUPTS();
+	SyncRepWaitForLSN(lsn, false);
+	RESUME_INTERRUPTS();
+	LWLockAcquire(SyncRepLock, LW_SHARED);
+	confirmed = !(WalSndCtl->sync_standbys_status & SYNC_STANDBY_DEFINED) ||
+		WalSndCtl->lsn[SYNC_REP_WAIT_FLUSH] >= lsn;
+	LWLockRelease(SyncRepLock);
+	if (!confirmed)
+		ereport(ERROR,
+				(errcode(ERRCODE_QUERY_CANCELED),
+				 errmsg("canceling the grant of a shard window while waiting for synchronous replication"),
+				 errdetail("The ceiling record that covers the window was not confirmed by the synchronous standbys; a standby promoted now could grant the window again."),
+				 errhint("Check the synchronous standbys named in synchronous_standby_names.")));
 }
 
 /* Append keyword = 'value' to a connection string, quoted as libpq reads it. */
@@ -906,8 +944,8 @@ shid_answer_failed(ShidWindowAnswer *answer, const char *sqlstate, char *message
  * end 0: none), over a connection of this backend's own (libpq's non-blocking calls, with latch waits: a cancel or
  * a termination interrupts them), kept until the transaction ends, and
  * closed at once after any failure or error, so that no call is left half
- * done on it.  A kept connection that broke (the coordinator restarted) is
- * opened again once.  Never errors but on an interrupt or a lack of file
+ * done on it.  A kept connection that broke (the coordinator restarted, or
+ * ended it after a second idle) is opened again once.  Never errors but on an interrupt or a lack of file
  * descriptors: the answer says what failed.
  *
  * Locks: AccessShareLock on pg_dist_node and pg_extension.
@@ -949,8 +987,16 @@ shid_window_grant_remote(const ShidLayout *layout, int32 shard, int64 min_start,
 	appendStringInfo(&conninfo, " port = %d", coord_port);
 	shid_conninfo_add(&conninfo, "dbname", get_database_name(MyDatabaseId));
 	shid_conninfo_add(&conninfo, "user", GetUserNameFromId(shid_extension_owner(), false));
+
+	/*
+	 * The session's settings come with it, above what the coordinator
+	 * database's owner may set for it (ALTER DATABASE SET): no role of
+	 * theirs, not read-only, and a grant that waits for synchronous
+	 * standbys where there are some.
+	 */
 	appendStringInfoString(&conninfo, " connect_timeout = 2 application_name = sharded_id_window"
-						   " options = '-c statement_timeout=5000 -c lock_timeout=2000'");
+						   " options = '-c statement_timeout=5000 -c lock_timeout=2000 -c idle_session_timeout=1000"
+						   " -c role=none -c default_transaction_read_only=off -c synchronous_commit=on'");
 
 	/* The shard asked for first, then the others renewed with it. */
 	initStringInfo(&shard_text);
@@ -1123,8 +1169,24 @@ shid_window_request(ShidSlot *slot, int64 min_start, ShidWindowAnswer *answer)
 			shid_window_grant_remote(layout, slot->key.shard, min_start, extras, answer);
 			extras = 0;
 		}
-		if (!answer->ok || answer->end > 0)
+		if (!answer->ok)
 			return;
+		if (answer->end > 0)
+		{
+			int64		now = shid_clock_ms();
+
+			if (answer->end > now)
+				return;
+
+			/*
+			 * This node's clock passed the window already: it runs ahead of
+			 * the coordinator's.  Ask again from this clock on, within the
+			 * same deadline, rather than mint outside the window and ask
+			 * anew without end.
+			 */
+			min_start = Max(min_start, now);
+			answer->retry_after = 0;
+		}
 		if (shid_monotonic_us() > deadline_us)
 		{
 			shid_answer_failed(answer, "55000",
