@@ -67,13 +67,12 @@
  *	   waits, interruptible, a short connect timeout), connecting to the
  *	   coordinator that its pg_dist_node names, with citus.node_conninfo,
  *	   as the owner of the sharded_id extension, as Citus's own connections
- *	   between nodes log in as its extension's owner.  The connection is
- *	   kept until the transaction ends, and closed at once after a failure
- *	   or an error; the coordinator ends it after a second idle
- *	   (idle_session_timeout), so that a session left idle in a transaction
- *	   holds none of its connections.  A node waits 2 s at most to connect
- *	   and 6 s for an answer.  The asker's mark is cleared by PG_FINALLY on an error
- *	   and by a before_shmem_exit callback on a FATAL.
+ *	   between nodes log in as its extension's owner.  A connection lasts
+ *	   one request, and a server has at most 8 requests open at once, so
+ *	   that roles that are not superusers there cannot hold the owner's
+ *	   connections to the coordinator.  A node waits 2 s at most to connect
+ *	   and 6 s for an answer.  The asker's mark is cleared by PG_FINALLY on
+ *	   an error and by a before_shmem_exit callback on a FATAL.
  *	 - A database without the citus extension on a Citus server mints as on
  *	   any server: the slots are the server's, so its ids may move a slot's
  *	   millisecond past the window; a windowed backend then asks for a
@@ -191,17 +190,22 @@ typedef struct ShidCitusShared
 	char		message[256];
 	char		detail[512];
 	char		hint[256];
+	pg_atomic_uint32 requests;	/* requests for windows open at the
+								 * coordinator (shid_coord_request_begin) */
+	ConditionVariable requests_cv;	/* signalled as one ends */
 } ShidCitusShared;
 
 static ShidCitusShared *shid_citus_shared = NULL;
 
 /*
- * This backend's connection to the coordinator, kept for the rest of its
- * transaction (a statement that mints many shards asks once per shard and
- * window), and the connection string it was opened with.
+ * This backend's connection to the coordinator, for one request, and
+ * whether it holds one of the server's open requests.
  */
 static PGconn *shid_coord_conn = NULL;
-static char *shid_coord_conninfo = NULL;
+static bool shid_coord_permit = false;	/* one of the server's open requests */
+
+static bool shid_coord_request_begin(uint32 max, int64 deadline_us);
+static void shid_coord_request_end(void);
 static bool shid_xact_callback_registered = false;
 
 /* The slot whose window this backend is asking for, for shid_window_exit. */
@@ -307,6 +311,8 @@ shid_citus_shmem_init(void)
 		SpinLockInit(&shid_citus_shared->mutex);
 		shid_citus_shared->dboid = InvalidOid;
 		shid_citus_shared->failed_shard = -1;
+		pg_atomic_init_u32(&shid_citus_shared->requests, 0);
+		ConditionVariableInit(&shid_citus_shared->requests_cv);
 	}
 }
 
@@ -429,6 +435,11 @@ shid_window_exit(int code, Datum arg)
 	ShidSlot   *slot = shid_asking_slot;
 
 	shid_asking_slot = NULL;
+	if (shid_coord_permit)
+	{
+		shid_coord_permit = false;
+		shid_coord_request_end();
+	}
 	for (int i = -1; i < shid_renewing_n; i++)
 	{
 		ShidSlot   *s = i < 0 ? slot : shid_renewing[i];
@@ -649,6 +660,47 @@ shid_window_grant(ShidSlot *slot, const ShidLayout *layout, int64 min_start,
 }
 
 /*
+ * Take one of the max requests for windows this server may have open at
+ * the coordinator at once, waiting, interruptibly, until deadline_us
+ * (monotonic) at most; false if none came free.
+ */
+static bool
+shid_coord_request_begin(uint32 max, int64 deadline_us)
+{
+	for (;;)
+	{
+		uint32		n = pg_atomic_read_u32(&shid_citus_shared->requests);
+		int64		left_ms;
+
+		if (n < max)
+		{
+			if (pg_atomic_compare_exchange_u32(&shid_citus_shared->requests, &n, n + 1))
+				break;
+			continue;
+		}
+		left_ms = (deadline_us - shid_monotonic_us()) / 1000;
+		if (left_ms <= 0)
+		{
+			ConditionVariableCancelSleep();
+			return false;
+		}
+		/* At most 100 ms at a time: a wake-up may come before the sleep. */
+		(void) ConditionVariableTimedSleep(&shid_citus_shared->requests_cv, Min(left_ms, 100),
+										   PG_WAIT_EXTENSION);
+	}
+	ConditionVariableCancelSleep();
+	return true;
+}
+
+/* Give back a request taken with shid_coord_request_begin. */
+static void
+shid_coord_request_end(void)
+{
+	pg_atomic_fetch_sub_u32(&shid_citus_shared->requests, 1);
+	ConditionVariableSignal(&shid_citus_shared->requests_cv);
+}
+
+/*
  * Wait, as a commit does, until the synchronous standbys have flushed the
  * WAL up to lsn.  SyncRepWaitForLSN ends a wait that a cancel or a
  * statement timeout interrupts with a WARNING only, as a commit must; a
@@ -780,6 +832,9 @@ shid_extension_owner(void)
 #define SHID_COORD_CONNECT_MS	2000
 #define SHID_COORD_ANSWER_MS	6000
 
+/* Requests for windows a server has open at the coordinator at most. */
+#define SHID_COORD_MAX_REQUESTS	8
+
 /*
  * Connect to the coordinator, interruptibly, giving up at deadline_us
  * (monotonic): as libpqsrv_connect, with an end.  An external FD is
@@ -910,12 +965,12 @@ shid_coord_close(void)
 	PGconn	   *conn = shid_coord_conn;
 
 	shid_coord_conn = NULL;
-	if (shid_coord_conninfo != NULL)
-	{
-		pfree(shid_coord_conninfo);
-		shid_coord_conninfo = NULL;
-	}
 	libpqsrv_disconnect(conn);
+	if (shid_coord_permit)
+	{
+		shid_coord_permit = false;
+		shid_coord_request_end();
+	}
 }
 
 /* At the end of every transaction: close the connection to the coordinator. */
@@ -941,14 +996,13 @@ shid_answer_failed(ShidWindowAnswer *answer, const char *sqlstate, char *message
 /*
  * Ask the coordinator for a window of the shard, and of the first extras
  * slots of shid_renewing (their answers into shid_renew_start and _end,
- * end 0: none), over a connection of this backend's own (libpq's non-blocking calls, with latch waits: a cancel or
- * a termination interrupts them), kept until the transaction ends, and
- * closed at once after any failure or error, so that no call is left half
- * done on it.  A kept connection that broke (the coordinator restarted, or
- * ended it after a second idle) is opened again once.  Never errors but on an interrupt or a lack of file
- * descriptors: the answer says what failed.
+ * end 0: none), over a connection of this backend's own for this request
+ * (libpq's non-blocking calls, with latch waits and deadlines: a cancel or
+ * a termination interrupts them), closed after it.  Never errors but on an
+ * interrupt or a lack of file descriptors: the answer says what failed.
  *
- * Locks: AccessShareLock on pg_dist_node and pg_extension.
+ * Locks: AccessShareLock on pg_dist_node and pg_extension; one of the
+ * server's open requests (shid_coord_request_begin).
  */
 static void
 shid_window_grant_remote(const ShidLayout *layout, int32 shard, int64 min_start,
@@ -1030,105 +1084,96 @@ shid_window_grant_remote(const ShidLayout *layout, int32 shard, int64 min_start,
 		RegisterXactCallback(shid_citus_xact_callback, NULL);
 		shid_xact_callback_registered = true;
 	}
-	/* A kept connection to another address, or broken, is closed first. */
-	if (shid_coord_conn != NULL &&
-		(strcmp(shid_coord_conninfo, conninfo.data) != 0 || PQstatus(shid_coord_conn) != CONNECTION_OK ||
-		 PQtransactionStatus(shid_coord_conn) != PQTRANS_IDLE))
+	/*
+	 * No connection is kept between requests, and at most
+	 * SHID_COORD_MAX_REQUESTS are open at once on this server: roles that
+	 * are not superusers here cannot hold the extension owner's connections
+	 * to the coordinator, idle or busy, beyond that.
+	 */
+	if (shid_coord_conn != NULL)
 		shid_coord_close();
-
 	PG_TRY();
 	{
 		PGresult   *res = NULL;
-		bool		kept = shid_coord_conn != NULL;
 		bool		timed_out = false;
+		int64		answer_deadline = shid_monotonic_us() + SHID_COORD_ANSWER_MS * INT64CONST(1000);
 
-		for (int attempt = 0; attempt < 2; attempt++)
-		{
-			if (shid_coord_conn == NULL)
-			{
-				shid_coord_conn = shid_coord_connect(conninfo.data,
-													 shid_monotonic_us() + SHID_COORD_CONNECT_MS * INT64CONST(1000));
-				shid_coord_conninfo = MemoryContextStrdup(TopMemoryContext, conninfo.data);
-				kept = false;
-			}
-			if (shid_coord_conn == NULL || PQstatus(shid_coord_conn) != CONNECTION_OK)
-				break;
-			res = shid_coord_exec(shid_coord_conn,
-								  "SELECT shard_id, window_start, window_end, retry_after FROM sharded_id.citus_grant_windows"
-								  "($1::integer[], $2, $3::integer, $4, $5::integer, $6::bigint[], $7::integer, $8::integer, $9::boolean)",
-								  9, params, shid_monotonic_us() + SHID_COORD_ANSWER_MS * INT64CONST(1000), &timed_out);
-			if (timed_out)
-				break;
-			/* A kept connection that broke since its last call: once more, anew. */
-			if (kept && PQstatus(shid_coord_conn) == CONNECTION_BAD)
-			{
-				PQclear(res);
-				res = NULL;
-				shid_coord_close();
-				continue;
-			}
-			break;
-		}
-		if (timed_out)
-			shid_answer_failed(answer, "08006",
-							   psprintf("the Citus coordinator %s did not answer within %d s", coord_label,
-										SHID_COORD_ANSWER_MS / 1000),
-							   pstrdup("A Citus node waits that long for the windows its ids are minted in; the coordinator's own statement timeout is 5 s."),
-							   pstrdup("Check that the coordinator is up and reachable, and not stopped or overloaded."));
-		else if (shid_coord_conn == NULL || PQstatus(shid_coord_conn) != CONNECTION_OK)
-		{
-			shid_answer_failed(answer, "08001",
-							   psprintf("could not connect to the Citus coordinator %s", coord_label),
-							   pstrdup(shid_coord_conn == NULL ? "out of memory" :
-									   PQstatus(shid_coord_conn) != CONNECTION_BAD ?
-									   psprintf("It did not complete the connection within %d s.", SHID_COORD_CONNECT_MS / 1000) :
-									   PQerrorMessage(shid_coord_conn)),
-							   pstrdup("A Citus node asks the coordinator for the windows its ids are minted in, as the owner of the sharded_id extension, as Citus's own connections between nodes log in (citus.node_conninfo, a password file)."));
-			PQclear(res);
-		}
+		if (!shid_coord_request_begin(SHID_COORD_MAX_REQUESTS, answer_deadline))
+			shid_answer_failed(answer, "53300",
+							   psprintf("%d requests for shard windows are open at the Citus coordinator %s already",
+										SHID_COORD_MAX_REQUESTS, coord_label),
+							   psprintf("A Citus node has at most %d requests open at the coordinator at once, and none ended within %d s.",
+										SHID_COORD_MAX_REQUESTS, SHID_COORD_ANSWER_MS / 1000),
+							   pstrdup("Check that the coordinator answers, and not slowly: a synchronous standby that does not confirm holds every grant."));
 		else
 		{
-			PGconn	   *conn = shid_coord_conn;
-
-			/* One row per shard asked for, in their order. */
-			if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 + extras &&
-				PQnfields(res) == 4 && !PQgetisnull(res, 0, 0) &&
-				pg_strtoint32(PQgetvalue(res, 0, 0)) == shard)
+			shid_coord_permit = true;
+			shid_coord_conn = shid_coord_connect(conninfo.data,
+												 Min(answer_deadline, shid_monotonic_us() + SHID_COORD_CONNECT_MS * INT64CONST(1000)));
+			if (shid_coord_conn != NULL && PQstatus(shid_coord_conn) == CONNECTION_OK)
+				res = shid_coord_exec(shid_coord_conn,
+									  "SELECT shard_id, window_start, window_end, retry_after FROM sharded_id.citus_grant_windows"
+									  "($1::integer[], $2, $3::integer, $4, $5::integer, $6::bigint[], $7::integer, $8::integer, $9::boolean)",
+									  9, params, answer_deadline, &timed_out);
+			if (timed_out)
+				shid_answer_failed(answer, "08006",
+								   psprintf("the Citus coordinator %s did not answer within %d s", coord_label,
+											SHID_COORD_ANSWER_MS / 1000),
+								   pstrdup("A Citus node waits that long for the windows its ids are minted in; the coordinator's own statement timeout is 5 s."),
+								   pstrdup("Check that the coordinator is up and reachable, and not stopped or overloaded."));
+			else if (shid_coord_conn == NULL || PQstatus(shid_coord_conn) != CONNECTION_OK)
 			{
-				answer->ok = true;
-				if (!PQgetisnull(res, 0, 1) && !PQgetisnull(res, 0, 2))
-				{
-					answer->start = pg_strtoint64(PQgetvalue(res, 0, 1));
-					answer->end = pg_strtoint64(PQgetvalue(res, 0, 2));
-				}
-				else
-					answer->retry_after = PQgetisnull(res, 0, 3) ? 100 : pg_strtoint32(PQgetvalue(res, 0, 3));
-				for (int i = 0; i < extras; i++)
-				{
-					if (PQgetisnull(res, i + 1, 0) || PQgetisnull(res, i + 1, 1) || PQgetisnull(res, i + 1, 2) ||
-						pg_strtoint32(PQgetvalue(res, i + 1, 0)) != shid_renewing[i]->key.shard)
-						continue;
-					shid_renew_start[i] = pg_strtoint64(PQgetvalue(res, i + 1, 1));
-					shid_renew_end[i] = pg_strtoint64(PQgetvalue(res, i + 1, 2));
-				}
+				shid_answer_failed(answer, "08001",
+								   psprintf("could not connect to the Citus coordinator %s", coord_label),
+								   pstrdup(shid_coord_conn == NULL ? "out of memory" :
+										   PQstatus(shid_coord_conn) != CONNECTION_BAD ?
+										   psprintf("It did not complete the connection within %d s.", SHID_COORD_CONNECT_MS / 1000) :
+										   PQerrorMessage(shid_coord_conn)),
+								   pstrdup("A Citus node asks the coordinator for the windows its ids are minted in, as the owner of the sharded_id extension, as Citus's own connections between nodes log in (citus.node_conninfo, a password file)."));
+				PQclear(res);
 			}
 			else
 			{
-				const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-				const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
-				const char *detail = PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL);
-				const char *hint = PQresultErrorField(res, PG_DIAG_MESSAGE_HINT);
+				PGconn	   *conn = shid_coord_conn;
 
-				shid_answer_failed(answer, state && strlen(state) == 5 ? state : "XX000",
-								   pstrdup(msg ? msg : PQerrorMessage(conn)),
-								   detail ? pstrdup(detail) : NULL,
-								   hint ? pstrdup(hint) : NULL);
+				/* One row per shard asked for, in their order. */
+				if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 + extras &&
+					PQnfields(res) == 4 && !PQgetisnull(res, 0, 0) &&
+					pg_strtoint32(PQgetvalue(res, 0, 0)) == shard)
+				{
+					answer->ok = true;
+					if (!PQgetisnull(res, 0, 1) && !PQgetisnull(res, 0, 2))
+					{
+						answer->start = pg_strtoint64(PQgetvalue(res, 0, 1));
+						answer->end = pg_strtoint64(PQgetvalue(res, 0, 2));
+					}
+					else
+						answer->retry_after = PQgetisnull(res, 0, 3) ? 100 : pg_strtoint32(PQgetvalue(res, 0, 3));
+					for (int i = 0; i < extras; i++)
+					{
+						if (PQgetisnull(res, i + 1, 0) || PQgetisnull(res, i + 1, 1) || PQgetisnull(res, i + 1, 2) ||
+							pg_strtoint32(PQgetvalue(res, i + 1, 0)) != shid_renewing[i]->key.shard)
+							continue;
+						shid_renew_start[i] = pg_strtoint64(PQgetvalue(res, i + 1, 1));
+						shid_renew_end[i] = pg_strtoint64(PQgetvalue(res, i + 1, 2));
+					}
+				}
+				else
+				{
+					const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+					const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+					const char *detail = PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL);
+					const char *hint = PQresultErrorField(res, PG_DIAG_MESSAGE_HINT);
+
+					shid_answer_failed(answer, state && strlen(state) == 5 ? state : "XX000",
+									   pstrdup(msg ? msg : PQerrorMessage(conn)),
+									   detail ? pstrdup(detail) : NULL,
+									   hint ? pstrdup(hint) : NULL);
+				}
+				PQclear(res);
 			}
-			PQclear(res);
 		}
-		/* Kept only after a call that answered. */
-		if (!answer->ok)
-			shid_coord_close();
+		shid_coord_close();
 	}
 	PG_CATCH();
 	{
@@ -1302,14 +1347,17 @@ shid_window_asked(ShidSlot *slot, const ShidWindowAnswer *answer)
 	SpinLockAcquire(&slot->mutex);
 	if (answer != NULL && answer->ok)
 		shid_window_store_locked(slot, answer->start, answer->end);
-	else if (answer != NULL && strcmp(answer->sqlstate, "53400") != 0)
+	else if (answer != NULL && strcmp(answer->sqlstate, "53400") != 0 &&
+			 strcmp(answer->sqlstate, "53300") != 0)
 	{
 		/*
 		 * Only a failure answered backs off server-wide: the asker's own
 		 * error (its statement timeout, a cancel) is its own, and must not
 		 * stop other roles' backends minting the shard.  Nor does the
 		 * coordinator's refusal of a slot beyond sharded_id.max_free_slots
-		 * (53400): a caller that may have one from the whole table gets it.
+		 * (53400): a caller that may have one from the whole table gets it;
+		 * nor this server's cap on open requests (53300), which a role's
+		 * own requests may fill.
 		 */
 		slot->win_retry_us = retry_us;
 	}
