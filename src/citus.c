@@ -701,27 +701,64 @@ shid_coord_request_end(void)
 }
 
 /*
+ * Whether synchronous standbys are defined, as SyncRepWaitForLSN decides.
+ * WalSndCtl's byte for it was a bool until the minor releases 15.13, 16.9
+ * and 17.5, and holds flags since (INIT, then DEFINED); the header built
+ * against and the server run may differ in that, so the running server's
+ * version decides how to read it.  Caller holds SyncRepLock.
+ */
+static bool
+shid_sync_standbys_defined(void)
+{
+	int			num = pg_strtoint32(GetConfigOption("server_version_num", false, false));
+	bool		flags = num >= 180000 || (num >= 170005 && num < 180000) ||
+		(num >= 160009 && num < 170000) || (num >= 150013 && num < 160000);
+#ifdef SYNC_STANDBY_DEFINED
+	uint8		status = (uint8) WalSndCtl->sync_standbys_status;
+#else
+	uint8		status = (uint8) WalSndCtl->sync_standbys_defined;
+#endif
+
+	if (!flags)
+		return status != 0;
+	/* Flags: INIT (1), DEFINED (2); before INIT, the setting decides. */
+	if (status & 1)
+		return (status & 2) != 0;
+	return SyncRepStandbyNames != NULL && SyncRepStandbyNames[0] != '\0';
+}
+
+/*
  * Wait, as a commit does, until the synchronous standbys have flushed the
- * WAL up to lsn.  SyncRepWaitForLSN ends a wait that a cancel or a
- * statement timeout interrupts with a WARNING only, as a commit must; a
- * grant must not be handed out then, so that is an error here.
+ * WAL up to lsn, whatever this session's synchronous_commit (set to on for
+ * the wait).  SyncRepWaitForLSN ends a wait that a cancel or a statement
+ * timeout interrupts with a WARNING only, as a commit must; a grant must
+ * not be handed out then, so that is an error here.
  *
  * Locks: SyncRepLock, shared.
  */
 static void
 shid_wait_for_standbys(XLogRecPtr lsn)
 {
-	bool		confirmed;
+	bool		confirmed = true;
+	bool		requested;
+	int			nest = NewGUCNestLevel();
 
-	if (!SyncRepRequested())
-		return;
-	HOLD_INTERRUPTS();
-	SyncRepWaitForLSN(lsn, false);
-	RESUME_INTERRUPTS();
-	LWLockAcquire(SyncRepLock, LW_SHARED);
-	confirmed = !(WalSndCtl->sync_standbys_status & SYNC_STANDBY_DEFINED) ||
-		WalSndCtl->lsn[SYNC_REP_WAIT_FLUSH] >= lsn;
-	LWLockRelease(SyncRepLock);
+	(void) set_config_option("synchronous_commit", "on", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	requested = SyncRepRequested();
+	if (requested)
+	{
+		HOLD_INTERRUPTS();
+		SyncRepWaitForLSN(lsn, false);
+		RESUME_INTERRUPTS();
+	}
+	AtEOXact_GUC(true, nest);
+	if (requested)
+	{
+		LWLockAcquire(SyncRepLock, LW_SHARED);
+		confirmed = !shid_sync_standbys_defined() || WalSndCtl->lsn[SYNC_REP_WAIT_FLUSH] >= lsn;
+		LWLockRelease(SyncRepLock);
+	}
 	if (!confirmed)
 		ereport(ERROR,
 				(errcode(ERRCODE_QUERY_CANCELED),
