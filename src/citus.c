@@ -67,10 +67,12 @@
  *	   waits, interruptible, a short connect timeout), connecting to the
  *	   coordinator that its pg_dist_node names, with citus.node_conninfo,
  *	   as the owner of the sharded_id extension, as Citus's own connections
- *	   between nodes log in as its extension's owner.  A connection lasts
- *	   one request, and a server has at most 8 requests open at once, so
- *	   that roles that are not superusers there cannot hold the owner's
- *	   connections to the coordinator.  A node waits 2 s at most to connect
+ *	   between nodes log in as its extension's owner.  A server has at
+ *	   most 8 requests open at once, and keeps at most 8 connections
+ *	   between requests, each until its backend's transaction ends (the
+ *	   coordinator ends one after a second idle); the others last one
+ *	   request.  So roles that are not superusers there cannot hold more
+ *	   of the owner's connections to the coordinator.  A node waits 2 s at most to connect
  *	   and 6 s for an answer.  The asker's mark is cleared by PG_FINALLY on
  *	   an error and by a before_shmem_exit callback on a FATAL.
  *	 - A database without the citus extension on a Citus server mints as on
@@ -193,6 +195,8 @@ typedef struct ShidCitusShared
 	pg_atomic_uint32 requests;	/* requests for windows open at the
 								 * coordinator (shid_coord_request_begin) */
 	ConditionVariable requests_cv;	/* signalled as one ends */
+	pg_atomic_uint32 kept;		/* connections kept between requests
+								 * (shid_coord_keep) */
 } ShidCitusShared;
 
 static ShidCitusShared *shid_citus_shared = NULL;
@@ -202,7 +206,9 @@ static ShidCitusShared *shid_citus_shared = NULL;
  * whether it holds one of the server's open requests.
  */
 static PGconn *shid_coord_conn = NULL;
+static char *shid_coord_conninfo = NULL;
 static bool shid_coord_permit = false;	/* one of the server's open requests */
+static bool shid_coord_kept = false;	/* one of the server's kept connections */
 
 static bool shid_coord_request_begin(uint32 max, int64 deadline_us);
 static void shid_coord_request_end(void);
@@ -312,6 +318,7 @@ shid_citus_shmem_init(void)
 		shid_citus_shared->dboid = InvalidOid;
 		shid_citus_shared->failed_shard = -1;
 		pg_atomic_init_u32(&shid_citus_shared->requests, 0);
+		pg_atomic_init_u32(&shid_citus_shared->kept, 0);
 		ConditionVariableInit(&shid_citus_shared->requests_cv);
 	}
 }
@@ -435,10 +442,16 @@ shid_window_exit(int code, Datum arg)
 	ShidSlot   *slot = shid_asking_slot;
 
 	shid_asking_slot = NULL;
+	/* The server's open request and kept connection this backend held. */
 	if (shid_coord_permit)
 	{
 		shid_coord_permit = false;
 		shid_coord_request_end();
+	}
+	if (shid_coord_kept)
+	{
+		shid_coord_kept = false;
+		pg_atomic_fetch_sub_u32(&shid_citus_shared->kept, 1);
 	}
 	for (int i = -1; i < shid_renewing_n; i++)
 	{
@@ -869,8 +882,12 @@ shid_extension_owner(void)
 #define SHID_COORD_CONNECT_MS	2000
 #define SHID_COORD_ANSWER_MS	6000
 
-/* Requests for windows a server has open at the coordinator at most. */
+/*
+ * Requests for windows a server has open at the coordinator at most, and
+ * connections to it kept between requests.
+ */
 #define SHID_COORD_MAX_REQUESTS	8
+#define SHID_COORD_MAX_KEPT		8
 
 /*
  * Connect to the coordinator, interruptibly, giving up at deadline_us
@@ -1002,12 +1019,54 @@ shid_coord_close(void)
 	PGconn	   *conn = shid_coord_conn;
 
 	shid_coord_conn = NULL;
+	if (shid_coord_conninfo != NULL)
+	{
+		pfree(shid_coord_conninfo);
+		shid_coord_conninfo = NULL;
+	}
 	libpqsrv_disconnect(conn);
+	if (shid_coord_kept)
+	{
+		shid_coord_kept = false;
+		pg_atomic_fetch_sub_u32(&shid_citus_shared->kept, 1);
+	}
+}
+
+/* Give back this backend's open request, if it holds one. */
+static void
+shid_coord_permit_release(void)
+{
 	if (shid_coord_permit)
 	{
 		shid_coord_permit = false;
 		shid_coord_request_end();
 	}
+}
+
+/*
+ * May this backend keep its connection to the coordinator after a request?
+ * Yes if it keeps one already, or if fewer than SHID_COORD_MAX_KEPT are kept
+ * on this server: a worker minting many shards reuses its connection, and
+ * sessions left idle in a transaction hold no more than that many (which
+ * the coordinator ends after a second idle).
+ */
+static bool
+shid_coord_keep(void)
+{
+	uint32		n;
+
+	if (shid_coord_kept)
+		return true;
+	n = pg_atomic_read_u32(&shid_citus_shared->kept);
+	while (n < SHID_COORD_MAX_KEPT)
+	{
+		if (pg_atomic_compare_exchange_u32(&shid_citus_shared->kept, &n, n + 1))
+		{
+			shid_coord_kept = true;
+			return true;
+		}
+	}
+	return false;
 }
 
 /* At the end of every transaction: close the connection to the coordinator. */
@@ -1016,6 +1075,7 @@ shid_citus_xact_callback(XactEvent event, void *arg)
 {
 	if (shid_coord_conn != NULL)
 		shid_coord_close();
+	shid_coord_permit_release();
 }
 
 /* An answer that says why there is no window. */
@@ -1033,9 +1093,13 @@ shid_answer_failed(ShidWindowAnswer *answer, const char *sqlstate, char *message
 /*
  * Ask the coordinator for a window of the shard, and of the first extras
  * slots of shid_renewing (their answers into shid_renew_start and _end,
- * end 0: none), over a connection of this backend's own for this request
- * (libpq's non-blocking calls, with latch waits and deadlines: a cancel or
- * a termination interrupts them), closed after it.  Never errors but on an
+ * end 0: none), over a connection of this backend's own (libpq's
+ * non-blocking calls, with latch waits and deadlines: a cancel or a
+ * termination interrupts them), kept for the rest of the transaction if
+ * shid_coord_keep allows, else closed after the request, and closed at once
+ * after any failure or error, so that no call is left half done on it.  A
+ * kept connection that broke (the coordinator restarted, or ended it after
+ * a second idle) is opened again once.  Never errors but on an
  * interrupt or a lack of file descriptors: the answer says what failed.
  *
  * Locks: AccessShareLock on pg_dist_node and pg_extension; one of the
@@ -1122,12 +1186,15 @@ shid_window_grant_remote(const ShidLayout *layout, int32 shard, int64 min_start,
 		shid_xact_callback_registered = true;
 	}
 	/*
-	 * No connection is kept between requests, and at most
-	 * SHID_COORD_MAX_REQUESTS are open at once on this server: roles that
-	 * are not superusers here cannot hold the extension owner's connections
-	 * to the coordinator, idle or busy, beyond that.
+	 * At most SHID_COORD_MAX_REQUESTS requests are open at once on this
+	 * server, and SHID_COORD_MAX_KEPT connections kept between requests:
+	 * roles that are not superusers here cannot hold the extension owner's
+	 * connections to the coordinator, idle or busy, beyond that.  A kept
+	 * connection to another address, or broken, is closed first.
 	 */
-	if (shid_coord_conn != NULL)
+	if (shid_coord_conn != NULL &&
+		(strcmp(shid_coord_conninfo, conninfo.data) != 0 || PQstatus(shid_coord_conn) != CONNECTION_OK ||
+		 PQtransactionStatus(shid_coord_conn) != PQTRANS_IDLE))
 		shid_coord_close();
 	PG_TRY();
 	{
@@ -1144,14 +1211,34 @@ shid_window_grant_remote(const ShidLayout *layout, int32 shard, int64 min_start,
 							   pstrdup("Check that the coordinator answers, and not slowly: a synchronous standby that does not confirm holds every grant."));
 		else
 		{
+			bool		kept = shid_coord_conn != NULL;
+
 			shid_coord_permit = true;
-			shid_coord_conn = shid_coord_connect(conninfo.data,
-												 Min(answer_deadline, shid_monotonic_us() + SHID_COORD_CONNECT_MS * INT64CONST(1000)));
-			if (shid_coord_conn != NULL && PQstatus(shid_coord_conn) == CONNECTION_OK)
+			for (int attempt = 0; attempt < 2; attempt++)
+			{
+				if (shid_coord_conn == NULL)
+				{
+					shid_coord_conn = shid_coord_connect(conninfo.data,
+														 Min(answer_deadline, shid_monotonic_us() + SHID_COORD_CONNECT_MS * INT64CONST(1000)));
+					shid_coord_conninfo = MemoryContextStrdup(TopMemoryContext, conninfo.data);
+					kept = false;
+				}
+				if (shid_coord_conn == NULL || PQstatus(shid_coord_conn) != CONNECTION_OK)
+					break;
 				res = shid_coord_exec(shid_coord_conn,
 									  "SELECT shard_id, window_start, window_end, retry_after FROM sharded_id.citus_grant_windows"
 									  "($1::integer[], $2, $3::integer, $4, $5::integer, $6::bigint[], $7::integer, $8::integer, $9::boolean)",
 									  9, params, answer_deadline, &timed_out);
+				/* A kept connection that broke (the coordinator ended it idle): once more, anew. */
+				if (!timed_out && kept && PQstatus(shid_coord_conn) == CONNECTION_BAD)
+				{
+					PQclear(res);
+					res = NULL;
+					shid_coord_close();
+					continue;
+				}
+				break;
+			}
 			if (timed_out)
 				shid_answer_failed(answer, "08006",
 								   psprintf("the Citus coordinator %s did not answer within %d s", coord_label,
@@ -1209,12 +1296,16 @@ shid_window_grant_remote(const ShidLayout *layout, int32 shard, int64 min_start,
 				}
 				PQclear(res);
 			}
+			shid_coord_permit_release();
 		}
-		shid_coord_close();
+		/* Kept only after a call that answered, and within the cap. */
+		if (!answer->ok || !shid_coord_keep())
+			shid_coord_close();
 	}
 	PG_CATCH();
 	{
 		shid_coord_close();
+		shid_coord_permit_release();
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
