@@ -21,7 +21,9 @@
 #    shard ends within seconds with 55000, naming the clocks.
 #  - The coordinator's clock steps back 8 s; once it passed every window it
 #    granted, no id of the shard runs more than a second ahead of it.
-#  - A synchronous standby of the coordinator that receives nothing: while
+#  - A synchronous standby of the coordinator: its own grants in a session
+#    with synchronous_commit = remote_write succeed.  Then the standby
+#    receives nothing: while
 #    a coordinator session that raised the ceiling waits for it at its
 #    commit, the worker's grant, which that ceiling covers, waits too and
 #    the worker mints nothing; the standby, promoted, repeats none of the
@@ -257,6 +259,11 @@ citus.local_hostname = '" . $primary->host . "'
 			q{SELECT sync_state = 'sync' FROM pg_stat_replication WHERE application_name = 'sync_standby'}),
 		'sync: a synchronous standby streams from the coordinator');
 	$worker->safe_psql('postgres', 'INSERT INTO minted SELECT sharded_id.next_id(2) FROM generate_series(1, 100)');
+	# A session's synchronous_commit = remote_write does not make the
+	# coordinator's own grants, which wait for the standby's flush, fail.
+	my @ok = refusal($primary, q{SET synchronous_commit = remote_write;
+		SELECT count(DISTINCT sharded_id.next_id(20 + g % 50)) FROM generate_series(1, 300000) g});
+	is("@ok", 'none ', 'sync: the coordinator mints 50 shards with synchronous_commit = remote_write');
 
 	# The standby stops receiving.
 	$standby->safe_psql('postgres', q{ALTER SYSTEM SET primary_conninfo = ''; SELECT pg_reload_conf()});
