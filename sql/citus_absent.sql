@@ -23,6 +23,16 @@ END
 $$;
 -- Not for PUBLIC.
 SELECT has_function_privilege('public', 'sharded_id.citus_distribute_shards(integer, integer)', 'EXECUTE') AS public_distributes;
+-- citus_grant_windows is for the coordinator of a Citus cluster only, and
+-- not for PUBLIC.
+DO $$
+BEGIN
+    PERFORM sharded_id.citus_grant_windows('{1}', 'instagram', 1, 'worker-1', 5432, '{0}', 1, 0, false);
+EXCEPTION WHEN OTHERS THEN
+    RAISE NOTICE 'citus_grant_windows: % (%)', SQLERRM, SQLSTATE;
+END
+$$;
+SELECT has_function_privilege('public', 'sharded_id.citus_grant_windows(integer[], text, integer, text, integer, bigint[], integer, integer, boolean)', 'EXECUTE') AS public_grants;
 -- A server without Citus preloaded mints with the whole sequence field: no
 -- node field, so 1024 ids of one millisecond, for a stripe of 0.
 SELECT count(DISTINCT sharded_id.seq_id(id)) > 32 AS wider_than_a_node_field

@@ -28,6 +28,8 @@ WITH generator AS (VALUES ('reset_ceiling'), ('generator_stats'), ('generator_in
                           ('lower_floor'), ('floors'), ('_check_floor'),
                           ('_lock_shard'), ('_unlock_shard'), ('_lock_route'), ('_enter_fence'), ('_lock_fence'),
                           ('_catalog_retire'), ('_catalog_own'), ('_catalog_unretire'), ('_catalog_add_table'),
+                          -- moves a Citus shard's windows on (src/citus.c)
+                          ('citus_grant_windows'),
                           -- the check of internal functions: run at every call
                           ('_superuser_only'),
                           -- reads the catalog with the newest snapshot

@@ -421,6 +421,7 @@ shid_ceiling_shmem_init(LWLock *lock)
 		shid_ceiling->lock = lock;
 		shid_ceiling->lsn = lsn;
 		shid_ceiling->floor_ms = ceiling;
+		shid_ceiling->grant_floor_ms = 0;
 		shid_ceiling->raised_floor_ms = floor;
 		pg_atomic_init_u64(&shid_ceiling->ceiling_ms, (uint64) ceiling);
 		pg_atomic_init_u32(&shid_ceiling->generation, 0);
@@ -524,6 +525,50 @@ shid_cover_slow(int64 ms, uint32 generation)
 		raised = shid_raise_ceiling(ms);
 	LWLockRelease(shid_ceiling->lock);
 	return raised;
+}
+
+/*
+ * Make the durable ceiling cover the millisecond ms, waiting for the
+ * ceiling lock if need be: the record flushed, then the file, then the new
+ * ceiling published, as for an id.  For a shard window the coordinator
+ * grants (citus.c): every millisecond of it lies under the ceiling before
+ * the grant is returned, so that a coordinator that restarts, or a standby
+ * promoted in its place, grants no millisecond twice.
+ *
+ *
+ * The ceiling is read under the lock, shared: a reset_ceiling, which holds
+ * it exclusively from its read of every slot's grant_end to the lowered
+ * ceiling's publication, either read this grant's end (set before this
+ * call) and keeps the ceiling above it, or published its lower ceiling
+ * before this read, which then raises it.  Read without the lock, the old,
+ * high ceiling could be seen just before a reset that missed the end
+ * lowers it under the window.
+ *
+ * Returns the WAL position of the state that covers ms: the record may be
+ * another backend's, flushed here but not yet on a synchronous standby
+ * (that backend waits for it at its commit), so the grant waits for it
+ * there too before it is returned.
+ *
+ * Locks: the ceiling lock, shared, then exclusively if the ceiling must be
+ * raised.
+ */
+XLogRecPtr
+shid_ceiling_cover(int64 ms)
+{
+	bool		covered;
+	XLogRecPtr	lsn;
+
+	LWLockAcquire(shid_ceiling->lock, LW_SHARED);
+	covered = (int64) pg_atomic_read_u64(&shid_ceiling->ceiling_ms) >= ms + SHID_LEASE_MS / 2;
+	lsn = shid_ceiling->lsn;
+	LWLockRelease(shid_ceiling->lock);
+	if (covered)
+		return lsn;
+	LWLockAcquire(shid_ceiling->lock, LW_EXCLUSIVE);
+	(void) shid_raise_ceiling(ms);
+	lsn = shid_ceiling->lsn;
+	LWLockRelease(shid_ceiling->lock);
+	return lsn;
 }
 
 /*

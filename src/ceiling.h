@@ -50,6 +50,8 @@ typedef struct ShidCeiling
 	LWLock	   *lock;			/* serialises writes of the state file */
 	XLogRecPtr	lsn;			/* the WAL the state file holds, up to here */
 	int64		floor_ms;		/* new slots start here */
+	int64		grant_floor_ms; /* Citus: windows start here at the earliest
+								 * (reset_ceiling; citus.c) */
 	pg_atomic_uint64 ceiling_ms;	/* durable bound on every ms handed out */
 	pg_atomic_uint32 generation;	/* bumped by every reset_ceiling */
 	int64		raised_floor_ms;	/* the server-wide floor 1.4's raise_floor
@@ -69,6 +71,7 @@ extern PGDLLIMPORT bool shid_wal_log_ceiling;
 extern Size shid_ceiling_shmem_size(void);
 extern void shid_ceiling_shmem_init(LWLock *lock);
 extern bool shid_cover_slow(int64 ms, uint32 generation);
+extern XLogRecPtr shid_ceiling_cover(int64 ms);
 extern void shid_check_clock_slow(int64 now_ms);
 extern int64 shid_ceiling_reset_begin(void);
 extern void shid_ceiling_reset_end(int64 ceiling, int64 floor_ms);

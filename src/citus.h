@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * src/citus.h
- *	  The node field of ids minted on a Citus node (citus.c).
+ *	  Shard windows: the milliseconds a Citus node may mint a shard's ids
+ *	  in, granted by the coordinator (citus.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -11,28 +12,43 @@
 #include "postgres.h"
 
 #include "compat.h"
+#include "layout.h"
 
 /*
- * Width of the node field on a server that preloads Citus and sets neither
- * sharded_id.stripes nor sharded_id.stripe: the top 5 bits of the sequence
- * field hold the node's Citus group id, 0 (the coordinator) to 31, and each
- * node mints 2 ^ (seq_bits - 5) ids per millisecond and shard (32 in
- * Instagram's layout).  Fixed, so that adding a node never changes the ids
- * of another.
+ * How far ahead of the coordinator's clock a window may start, in ms: ids
+ * minted on Citus are never more than this ahead of the clock.
  */
-#define SHID_CITUS_NODE_BITS 5
+#define SHID_WINDOW_AHEAD_MS	1000
 
-/* This backend's stripe or node number: the top bits of the sequence field. */
-extern SHID_INTERNAL int shid_node;
+/* Bounds and default of sharded_id.citus_window, in ms. */
+#define SHID_WINDOW_DEFAULT_MS	100
+#define SHID_WINDOW_MIN_MS		10
+#define SHID_WINDOW_MAX_MS		1000
 
-/* Whether shid_node is known; false until shid_citus_learn_node sets it. */
+/* Whether this backend knows if it mints in windows; false until shid_citus_learn_node. */
 extern SHID_INTERNAL bool shid_node_known;
 
-/* Minting is on and shid_node is known: next_id's one check (generator.c). */
+/* Minting is on and shid_node_known: next_id's one check (generator.c). */
 extern SHID_INTERNAL bool shid_mint_open;
 
-extern bool shid_citus_init(int stripe, bool striped);
+/*
+ * Whether this backend mints in shard windows: a backend of a database
+ * with the citus extension, on a server that preloads Citus.  Set once,
+ * when the backend learns its node; read on next_id's path.
+ */
+extern SHID_INTERNAL bool shid_windowed;
+
+extern bool shid_citus_server(void);
+
+/* sharded_id.citus_window, in ms (init.c registers it). */
+extern int	shid_citus_window_ms;
+
+struct ShidSlot;
+
+extern bool shid_citus_init(void);
 extern void shid_citus_learn_node(void);
-extern bool shid_citus_try_node(void);
+extern Size shid_citus_shmem_size(void);
+extern void shid_citus_shmem_init(void);
+extern void shid_window_slow(struct ShidSlot *slot);
 
 #endif							/* SHARDED_ID_CITUS_H */

@@ -189,6 +189,14 @@ shid_lower_floor(PG_FUNCTION_ARGS)
 		shid_slot_reset(slot, now_ms);
 		slot->used = slot->capacity;
 	}
+
+	/*
+	 * As in reset_ceiling: drop the slot's Citus shard window, which may
+	 * lie above a slot moved back; the milliseconds between belong to other
+	 * nodes' windows.  The next claim asks for a window again.
+	 */
+	slot->win_start = slot->win_end = slot->win_renew = 0;
+	slot->next_start = slot->next_end = 0;
 	SpinLockRelease(&slot->mutex);
 	LWLockRelease(shid_floors_shared->lock);
 	LWLockRelease(shid_ceiling->lock);

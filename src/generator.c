@@ -59,6 +59,11 @@
  *	 - With sharded_id.stripes = 2^k, the top k bits of the sequence field
  *	   hold sharded_id.stripe, so servers with distinct stripes never mint
  *	   the same id for a shard; each mints 2^(seq_bits - k) ids per ms.
+ *	 - On a Citus node (a database with the citus extension on a server
+ *	   that preloads Citus), a shard's ids carry only milliseconds of the
+ *	   windows that the coordinator granted to the node (citus.c): the
+ *	   claim compares the slot's millisecond with the slot's win_renew
+ *	   before it takes a value, in backends that mint in windows only.
  *	 - sharded_id.minting = off refuses every call, for servers that must
  *	   never mint.
  *
@@ -250,14 +255,17 @@ shid_slot_learn_owner(ShidSlot *slot, const ShidLayout *layout)
  * the bitmap is claimed at once (64 values), so that the spinlock is held
  * for a bounded time whatever n is.  Returns how many were claimed, and the
  * millisecond in *ms and the shard's durable floor in *floor_ms; 0 if this
- * server gave the shard away.  *now_ms is the
+ * server gave the shard away; -1, with nothing claimed, if windowed (a
+ * backend minting in Citus shard windows) and the slot's millisecond lies
+ * at or past the point where its window is to be renewed (citus.c), which
+ * also lies at or before the window's end.  *now_ms is the
  * clock as the caller read it, and is updated if the call had to wait.
  * Inlined into each caller, so that next_id's constant n = 1 drops the
  * run's arithmetic from its path.
  */
 static pg_attribute_always_inline int
 shid_slot_claim(ShidSlot *slot, bool counter, int64 wanted, int64 *now_ms,
-				int n, int *first, int64 *ms, int64 *floor_ms)
+				int n, int *first, int64 *ms, int64 *floor_ms, bool windowed)
 {
 	int			capacity = slot->capacity;
 
@@ -278,6 +286,17 @@ shid_slot_claim(ShidSlot *slot, bool counter, int64 wanted, int64 *now_ms,
 		{
 			slot->clock_behind++;
 			slot->max_lag_ms = Max(slot->max_lag_ms, slot->ms - *now_ms);
+		}
+
+		/*
+		 * On Citus, a millisecond outside the shard window this node holds,
+		 * or past its middle, goes to citus.c first, before a value is
+		 * taken: to get a window, or to renew it ahead.
+		 */
+		if (windowed && unlikely(slot->ms >= slot->win_renew))
+		{
+			SpinLockRelease(&slot->mutex);
+			return -1;
 		}
 		if (slot->used < capacity)
 		{
@@ -353,8 +372,8 @@ shid_slot_claim(ShidSlot *slot, bool counter, int64 wanted, int64 *now_ms,
 }
 
 /*
- * Minting is off, or this backend has yet to learn its Citus node
- * (citus.c): refuse, or learn it.
+ * Minting is off, or this backend has yet to learn whether it mints in
+ * Citus shard windows (citus.c): refuse, or learn it.
  */
 static pg_noinline void
 shid_mint_closed(void)
@@ -500,17 +519,30 @@ shid_mint(const ShidLayout *layout, ShidSlot *slot, int32 shard, int64 now_ms,
 	int64		floor_ms;
 	int			value;
 	uint32		generation;
+	bool		windowed = shid_windowed;
 
-	do
+	for (;;)
 	{
+		int			claimed;
+
 		generation = shid_generation();
-		if (unlikely(shid_slot_claim(slot, counter, wanted, &now_ms, 1,
-									 &value, &ms, &floor_ms) == 0))
-			shid_shard_retired(shard);
+		claimed = shid_slot_claim(slot, counter, wanted, &now_ms, 1,
+								  &value, &ms, &floor_ms, windowed);
+		if (unlikely(claimed <= 0))
+		{
+			if (claimed == 0)
+				shid_shard_retired(shard);
+			/* On Citus: a window first (citus.c). */
+			shid_window_slow(slot);
+			now_ms = shid_clock_ms();
+			continue;
+		}
 		/* A slot ahead of the clock may have moved past the layout's end. */
 		shid_check_unix_ms(layout, ms);
 		shid_cover_shard(slot, ms, floor_ms, generation);
-	} while (unlikely(shid_generation() != generation));
+		if (likely(shid_generation() == generation))
+			break;
+	}
 	return shid_pack(layout, ms, shard, shid_stripe_base(layout) | value);
 }
 
@@ -601,9 +633,16 @@ shid_mint_batch(const ShidLayout *layout, int32 shard, int32 n, bool counter,
 		uint32		generation = shid_generation();
 
 		claimed = shid_slot_claim(slot, counter, wanted, &now_ms, n - done,
-								  &first, &ms, &floor_ms);
+								  &first, &ms, &floor_ms, shid_windowed);
 		if (claimed == 0)
 			shid_shard_retired(shard);
+		if (claimed < 0)
+		{
+			/* On Citus: a window first (citus.c). */
+			shid_window_slow(slot);
+			now_ms = shid_clock_ms();
+			continue;
+		}
 		shid_check_unix_ms(layout, ms);
 		shid_cover_shard(slot, ms, floor_ms, generation);
 		/* A reset overtook the claim: its values are dropped. */

@@ -79,9 +79,10 @@ extern PGDLLEXPORT void _PG_init(void);
 static Size
 shid_shmem_size(void)
 {
-	return add_size(add_size(shid_ceiling_shmem_size(),
-							 shid_floors_shmem_size(shid_max_shards)),
-					shid_slots_shmem_size());
+	return add_size(add_size(add_size(shid_ceiling_shmem_size(),
+									  shid_floors_shmem_size(shid_max_shards)),
+							 shid_slots_shmem_size()),
+					shid_citus_shmem_size());
 }
 
 static void
@@ -106,6 +107,7 @@ shid_shmem_startup(void)
 	shid_ceiling_shmem_init(&locks[SHID_LOCK_CEILING].lock);
 	shid_floors_shmem_init(shid_max_shards, &locks[SHID_LOCK_FLOORS].lock);
 	shid_slots_shmem_init(&locks[SHID_LOCK_SLOTS].lock);
+	shid_citus_shmem_init();
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -134,7 +136,7 @@ shid_check_stripes(int *newval, void **extra, GucSource source)
 	return true;
 }
 
-/* sharded_id.minting: next_id's one check also covers citus.c's node. */
+/* sharded_id.minting: next_id's one check also covers citus.c's first look. */
 static void
 shid_assign_minting(bool newval, void *extra)
 {
@@ -266,6 +268,16 @@ _PG_init(void)
 							 PGC_SIGHUP,
 							 0,
 							 NULL, shid_assign_minting, NULL);
+	DefineCustomIntVariable("sharded_id.citus_window",
+							"Sets how long a shard window lasts that a Citus coordinator grants to a node.",
+							"Read on the coordinator only. A node mints a shard's ids in the windows granted to it, and asks for the next once half of one has passed.",
+							&shid_citus_window_ms,
+							SHID_WINDOW_DEFAULT_MS,
+							SHID_WINDOW_MIN_MS,
+							SHID_WINDOW_MAX_MS,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("sharded_id");
 	if (shid_stripe >= shid_stripes)
 		ereport(ERROR,
@@ -274,9 +286,8 @@ _PG_init(void)
 				 errdetail("With sharded_id.stripes = %d, the stripes are numbered 0 to %d.",
 						   shid_stripes, shid_stripes - 1)));
 	shid_stripe_bits = pg_leftmost_one_pos32((uint32) shid_stripes);
-	/* On Citus without stripes, the node field holds its group id. */
-	if (shid_citus_init(shid_stripe, shid_stripes > 1))
-		shid_stripe_bits = SHID_CITUS_NODE_BITS;
+	/* On Citus, backends learn on their first call whether they mint in windows. */
+	(void) shid_citus_init();
 	shid_rmgr_register();
 	shid_owner_init();
 

@@ -28,8 +28,13 @@
  *
  * Spinlocks: each slot's mutex (slots.h) covers the slot's fields below its
  * key, for a claim (at most one word of the bitmap), an owner change, a
- * floor raise, a reset: never a loop over values, a wait, a call that can
- * fail, or another lock.
+ * floor raise, a reset, a Citus window's change or grant (citus.c): never a
+ * loop over values, a wait, a call that can fail, or another lock.  The
+ * Citus state's mutex (citus.c) is taken alone, for a few fields.
+ *
+ * Condition variables: each slot's win_cv (citus.c), on which backends wait
+ * for the one that asks the coordinator for the shard's window, holding no
+ * lock; the asker holds none across its connection either.
  *
  * PostgreSQL's LWLocks that sharded_id takes: AddinShmemInitLock, at
  * start-up only, around the shmem_startup hook, which takes none of ours
@@ -54,7 +59,12 @@
  * record (rmgr.c) and owner.c release the floors lock before the slot
  * follows the state (slot table lock, then the slot's spinlock); a
  * minter releases the ceiling lock before it settles the shards' states
- * (floors lock).  No LWLock is held while a heavyweight lock is requested
+ * (floors lock).  A Citus coordinator's grant takes the ceiling lock
+ * (shared) to read where new slots start, then the slot's spinlock, then,
+ * both released, the ceiling lock to cover the window; a worker that asks
+ * for windows holds the slot table lock shared and each slot's spinlock in
+ * turn to pick the shards it renews with it (shid_slots_to_renew), and
+ * holds no lock across its request.  No LWLock is held while a heavyweight lock is requested
  * or a catalog is read (reserve.c, privs.c, owner.c); an error raised
  * while one is held releases it with the abort, as in core.
  *

@@ -52,7 +52,7 @@
  *
  * Locks: sharded_id.shards in AccessShareLock, until the transaction ends.
  */
-static bool
+bool
 shid_catalog_has_shard(int32 shard, const ShidLayout *layout)
 {
 	Oid			nsp = get_namespace_oid("sharded_id", true);

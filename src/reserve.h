@@ -14,5 +14,6 @@
 #include "layout.h"
 
 extern bool shid_slot_reserved(int32 shard, const ShidLayout *layout);
+extern bool shid_catalog_has_shard(int32 shard, const ShidLayout *layout);
 
 #endif							/* SHARDED_ID_RESERVE_H */

@@ -33,6 +33,7 @@
 #include "access/htup_details.h"
 #include "access/xlog.h"
 #include "ceiling.h"
+#include "citus.h"
 #include "compat.h"
 #include "floors.h"
 #include "fmgr.h"
@@ -231,7 +232,12 @@ shid_make_slot(const ShidLayout *layout, const ShidSlotKey *key, ShidSlotMake ma
 				 errdetail("Its sequence field has %d bits, and each stripe needs at least one value per millisecond.",
 						   layout->seq_bits),
 				 errhint("Lower sharded_id.stripes and restart the server.")));
-	reserved = make == SHID_SLOT_ADMIN || shid_slot_reserved(key->shard, layout);
+	if (make == SHID_SLOT_ADMIN)
+		reserved = true;
+	else if (make == SHID_SLOT_SHARE)
+		reserved = shid_catalog_has_shard(key->shard, layout);
+	else
+		reserved = shid_slot_reserved(key->shard, layout);
 
 	LWLockAcquire(shid_shared->slots_lock, LW_EXCLUSIVE);
 	slot = hash_search(shid_slots, key, HASH_FIND, NULL);
@@ -260,6 +266,18 @@ shid_make_slot(const ShidLayout *layout, const ShidSlotKey *key, ShidSlotMake ma
 			slot->paced_us = 0;
 			slot->ids = slot->full_ms_waits = slot->wait_us = 0;
 			slot->clock_behind = slot->max_lag_ms = 0;
+			/*
+			 * No Citus window yet (citus.c), and none granted in this run:
+			 * a coordinator grants after where new slots start, which the
+			 * ceiling it started with covered.
+			 */
+			slot->win_start = slot->win_end = slot->win_renew = 0;
+			slot->next_start = slot->next_end = 0;
+			slot->win_retry_us = 0;
+			slot->win_asker = 0;
+			slot->grant_end = 0;
+			slot->grant_paced = slot->grant_mono = 0;
+			ConditionVariableInit(&slot->win_cv);
 			if (!reserved)
 				shid_shared->free_slots++;
 		}
@@ -402,6 +420,53 @@ shid_set_shard_floor(ShidSlot *slot, int64 floor_ms, bool move,
 }
 
 /*
+ * Citus (citus.c): mark as asked for by this backend up to max slots of
+ * the layout, but except, that held a window and minted within the last
+ * 10 s, and are due for the window's renewal by the clock now_ms, with no asker,
+ * no next window and no back-off (monotonic mono_us); their minimum starts
+ * into min_starts.  A node that asks for one shard's window renews these with
+ * it, in the same request.  Returns how many.
+ *
+ * Locks: the slot table shared, then each slot's spinlock in turn.
+ */
+int
+shid_slots_to_renew(uint64 layout_key, const ShidSlot *except, int64 now_ms,
+					int64 mono_us, ShidSlot **out, int64 *min_starts, int max)
+{
+	HASH_SEQ_STATUS status;
+	ShidSlot   *slot;
+	int			n = 0;
+
+	if (max <= 0)
+		return 0;
+	LWLockAcquire(shid_shared->slots_lock, LW_SHARED);
+	hash_seq_init(&status, shid_slots);
+	while ((slot = hash_seq_search(&status)) != NULL)
+	{
+		if (slot == except || slot->key.layout_key != layout_key)
+			continue;
+		SpinLockAcquire(&slot->mutex);
+		if (slot->win_asker == 0 && slot->next_end == 0 && mono_us >= slot->win_retry_us &&
+			slot->win_end != 0 && slot->last_ms > now_ms - 10000 &&
+			Max(slot->ms, now_ms) >= slot->win_renew)
+		{
+			slot->win_asker = MyProcPid;
+			out[n] = slot;
+			min_starts[n] = Max(slot->ms, now_ms);
+			n++;
+		}
+		SpinLockRelease(&slot->mutex);
+		if (n >= max)
+		{
+			hash_seq_term(&status);
+			break;
+		}
+	}
+	LWLockRelease(shid_shared->slots_lock);
+	return n;
+}
+
+/*
  * generator_stats(OUT layout text, OUT shard_id integer, OUT ids bigint,
  *				   OUT full_ms_waits bigint, OUT wait_time double precision,
  *				   OUT clock_behind bigint, OUT max_clock_lag double precision,
@@ -423,9 +488,6 @@ shid_generator_stats(PG_FUNCTION_ARGS)
 
 	shid_require_shared_state();
 	InitMaterializedSRF(fcinfo, 0);
-	/* Learnt before the slot table's lock: it reads tables. */
-	(void) shid_citus_try_node();
-
 	LWLockAcquire(shid_shared->slots_lock, LW_SHARED);
 	hash_seq_init(&status, shid_slots);
 	while ((slot = hash_seq_search(&status)) != NULL)
@@ -447,12 +509,11 @@ shid_generator_stats(PG_FUNCTION_ARGS)
 		values[5] = Int64GetDatum(copy.clock_behind);
 		values[6] = Float8GetDatum((double) copy.max_lag_ms);
 		values[7] = TimestampTzGetDatum(shid_unix_ms_to_timestamptz(copy.ms));
-		/* On Citus, the id needs this node's field (citus.c). */
-		if (copy.last_value >= 0 && shid_node_known)
+		if (copy.last_value >= 0)
 			values[8] = Int64GetDatum(shid_pack(layout, copy.last_ms, copy.key.shard,
 												shid_stripe_base(layout) | copy.last_value));
 		else
-			nulls[8] = true;	/* not minted yet, or no Citus group yet */
+			nulls[8] = true;	/* not minted yet */
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	LWLockRelease(shid_shared->slots_lock);
@@ -554,6 +615,7 @@ shid_reset_ceiling(PG_FUNCTION_ARGS)
 	int64		now_ms;
 	int64		base;
 	int64		top;
+	int64		grant_floor;
 
 	if (!superuser())
 		ereport(ERROR,
@@ -595,10 +657,31 @@ shid_reset_ceiling(PG_FUNCTION_ARGS)
 		/* A slot at its floor is covered by the floor, not the ceiling. */
 		if (target > slot->floor_ms)
 			top = Max(top, target);
+
+		/*
+		 * Citus (citus.c): a window may lie below a slot moved back, so
+		 * every window is dropped and asked for again; on a coordinator,
+		 * the ceiling stays above every window it granted.
+		 */
+		slot->win_start = slot->win_end = slot->win_renew = 0;
+		slot->next_start = slot->next_end = 0;
+		top = Max(top, slot->grant_end);
 		SpinLockRelease(&slot->mutex);
 	}
+
+	/*
+	 * Citus: windows granted before this server's last start are no slot's
+	 * grant_end.  At the clock's pace they ended at most a second ahead of
+	 * the clock at their grant, and a window later, so grants start after
+	 * that from now on, and the durable ceiling covers it for a restart.
+	 * Only grants: new slots still start at top, at most a lease ahead.
+	 */
+	grant_floor = 0;
+	if (shid_citus_server())
+		grant_floor = now_ms + SHID_WINDOW_AHEAD_MS + SHID_WINDOW_MAX_MS;
+	shid_ceiling->grant_floor_ms = grant_floor;
 	SHID_INJECTION_POINT("sharded-id-reset-slots-moved");
-	shid_ceiling_reset_end(top + SHID_LEASE_MS, top);
+	shid_ceiling_reset_end(Max(top, grant_floor) + SHID_LEASE_MS, top);
 	LWLockRelease(shid_shared->slots_lock);
 	PG_RETURN_TIMESTAMPTZ(shid_unix_ms_to_timestamptz(top));
 }

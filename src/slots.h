@@ -22,6 +22,7 @@
 #include "floors.h"
 #include "layout.h"
 #include "port/atomics.h"
+#include "storage/condition_variable.h"
 #include "storage/lwlock.h"
 #include "storage/spin.h"
 #include "utils/hsearch.h"
@@ -60,6 +61,25 @@ typedef struct ShidSlot
 	int64		wait_us;		/* time they waited */
 	int64		clock_behind;	/* calls that found the clock behind ms */
 	int64		max_lag_ms;		/* the most it was behind */
+	/* Citus (citus.c): the shard window this node holds, in Unix ms. */
+	int64		win_start;		/* its first millisecond */
+	int64		win_end;		/* the first after it; 0: no window */
+	int64		win_renew;		/* a windowed claim at or past it goes to
+								 * citus.c first: to renew, or to leave */
+	int64		next_start;		/* a window granted while this one lasts, */
+	int64		next_end;		/* not adjacent to it; 0: none */
+	int64		win_retry_us;	/* monotonic time before which no backend
+								 * asks the coordinator again (a back-off) */
+	int			win_asker;		/* pid of the backend asking now, 0: none */
+	int64		grant_end;		/* on the coordinator: the end of the last
+								 * window granted for the shard */
+	int64		grant_paced;	/* on the coordinator: the shard's paced
+								 * clock at the last grant (the wall clock,
+								 * or, after a step back, the time it read
+								 * before, moving on one ms per ms) */
+	int64		grant_mono;		/* the monotonic ms of that grant; 0: none */
+	ConditionVariable win_cv;	/* broadcast when an ask ends; not covered
+								 * by the mutex */
 	uint64		taken[SHID_BITMAP_WORDS];	/* sequence-field values taken */
 } ShidSlot;
 
@@ -75,8 +95,12 @@ typedef enum ShidSlotMake
 	SHID_SLOT_MINT,				/* next_id: makes it, within the free share
 								 * unless reserve.c says the caller may have
 								 * it from the whole table */
-	SHID_SLOT_ADMIN				/* the shard's admin functions: makes it from
+	SHID_SLOT_ADMIN,			/* the shard's admin functions: makes it from
 								 * the whole table */
+	SHID_SLOT_SHARE				/* a Citus grant for a node's caller that is
+								 * not a superuser: makes it within the free
+								 * share unless the shard is in this
+								 * database's shard catalog */
 } ShidSlotMake;
 
 /*
@@ -103,6 +127,8 @@ extern void shid_slot_follow_state(const ShidShardState *state);
 extern bool shid_set_shard_floor(ShidSlot *slot, int64 floor_ms, bool move,
 								 const uint32 *generation, bool here_only, bool sync);
 extern int64 shid_high_water_id(const ShidLayout *layout, int32 shard, int64 ms);
+extern int	shid_slots_to_renew(uint64 layout_key, const ShidSlot *except, int64 now_ms,
+								int64 mono_us, ShidSlot **out, int64 *min_starts, int max);
 extern void shid_refuse_recovery(const char *what);
 
 /* Refuse every call where the module was not preloaded. */
@@ -122,11 +148,11 @@ shid_slot_reset(ShidSlot *slot, int64 ms)
 	slot->fresh = 0;
 }
 
-/* The stripe's or Citus node's bits of the sequence field, for the layout. */
+/* The stripe's bits of the sequence field, for the layout. */
 static inline int64
 shid_stripe_base(const ShidLayout *layout)
 {
-	return (int64) shid_node << (layout->seq_bits - shid_stripe_bits);
+	return (int64) shid_stripe << (layout->seq_bits - shid_stripe_bits);
 }
 
 #endif							/* SHARDED_ID_SLOTS_H */

@@ -118,11 +118,11 @@ for pg_config in $configs; do
     done
 done
 
-# Citus: test/t/040_citus.pl and test/t/041_citus_tenant.pl run in the TAP
+# Citus: test/t/040_citus.pl, 041_citus_tenant.pl and 042_citus_windows.pl run in the TAP
 # suite of the major Citus's build is for, and skip themselves (skip_all, not
 # counted) elsewhere.  What each did is read from that suite's log.
 citus_log="$logs/pg$shid_citus_major-tap.log"
-for citus_test in 040_citus 041_citus_tenant; do
+for citus_test in 040_citus 041_citus_tenant 042_citus_windows; do
     if [ -f "$citus_log" ] && grep -q "^test/t/$citus_test\.pl \.* *\$" "$citus_log"; then
         echo "Citus: test/t/$citus_test.pl ran on PostgreSQL $shid_citus_major (../shared/citus)"
     elif [ -f "$citus_log" ] && grep -q "^test/t/$citus_test\.pl \.* skipped" "$citus_log"; then

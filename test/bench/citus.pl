@@ -17,9 +17,16 @@
 #    writer transaction (pgbench -l), the move's total time, the writes and
 #    the failed writes.  The writers run WRITER_SECONDS (by size, default
 #    "10 60"); a row says when a move outlasted them.
-#  - On worker 1: 1,000,000 calls in one statement of nextval, counter
-#    next_id and seed next_id over 8192 shards, and counter next_id on one
-#    shard (100,000 calls), CALL_ROUNDS rounds (default 5) in rotating order.
+#  - On worker 1: CALLS calls (default 1,000,000) in one statement of
+#    nextval, counter next_id and seed next_id over 8192 shards, and counter
+#    next_id on one shard (a tenth as many), CALL_ROUNDS rounds (default 5)
+#    in rotating order.
+#  - A hot shard: HOT_IDS ids (default 2,000,000) of one shard in one
+#    statement on the Citus coordinator (minting in its shard windows,
+#    src/citus.c) and on a data node of the same machine that does not
+#    preload Citus, HOT_ROUNDS rounds (default 3) in alternating order, and
+#    the ratio of their median times.
+#  SIZES='' skips the movers, CALL_ROUNDS=0 the calls on worker 1.
 use strict;
 use warnings;
 use FindBin;
@@ -43,6 +50,9 @@ my @writer_seconds = split ' ', ($ENV{WRITER_SECONDS} // '10 60');
 my $rounds = $ENV{ROUNDS} // 3;
 my $big_rounds = $ENV{BIG_ROUNDS} // 1;
 my $call_rounds = $ENV{CALL_ROUNDS} // 5;
+my $calls = $ENV{CALLS} // 1000000;
+my $hot_ids = $ENV{HOT_IDS} // 2000000;
+my $hot_rounds = $ENV{HOT_ROUNDS} // 3;
 my $out_file = $ENV{SHID_BENCH_OUT};
 
 sub citus_node
@@ -172,7 +182,7 @@ sub median
 my @report;
 push @report, '### citus_schema_move against move_shard, shard 1 under 2 writers without retries', '',
   '| mover | rows | moves | longest writer transaction, median (max) ms | total time, median s | writes per move | failed writes, all moves | moves longer than the writers |',
-  '|---|---:|---:|---:|---:|---:|---:|---:|';
+  '|---|---:|---:|---:|---:|---:|---:|---:|' if @sizes;
 for my $i (0 .. $#sizes)
 {
 	my $size = $sizes[$i];
@@ -206,35 +216,66 @@ for my $i (0 .. $#sizes)
 
 # next_id against nextval on worker 1.
 my $w = $workers[0];
-$w->safe_psql('postgres', 'CREATE SEQUENCE bench_seq');
-my %calls = (
-	'nextval' => [ 1000000, q{SELECT count(nextval('bench_seq')) FROM generate_series(1, 1000000)} ],
-	'counter next_id(n), 8192 shards' => [ 1000000, q{SELECT count(sharded_id.next_id(g % 8192)) FROM generate_series(1, 1000000) g} ],
-	'next_id(n, seq), 8192 shards' => [ 1000000, q{SELECT count(sharded_id.next_id(g % 8192, 'bench_seq')) FROM generate_series(1, 1000000) g} ],
-	'counter next_id(n), one shard' => [ 100000, q{SELECT count(sharded_id.next_id(7)) FROM generate_series(1, 100000) g} ]);
-my @names = sort keys %calls;
-my %ms;
-for my $r (1 .. $call_rounds)
+if ($call_rounds > 0)
 {
-	my @order = (@names[ ($r % @names) .. $#names ], @names[ 0 .. ($r % @names) - 1 ]);
-	for my $name (@order)
+	$w->safe_psql('postgres', 'CREATE SEQUENCE bench_seq');
+	my $n = $calls;
+	my $n1 = int($calls / 10);
+	my %calls = (
+		'nextval' => [ $n, qq{SELECT count(nextval('bench_seq')) FROM generate_series(1, $n)} ],
+		'counter next_id(n), 8192 shards' => [ $n, qq{SELECT count(sharded_id.next_id(g % 8192)) FROM generate_series(1, $n) g} ],
+		'next_id(n, seq), 8192 shards' => [ $n, qq{SELECT count(sharded_id.next_id(g % 8192, 'bench_seq')) FROM generate_series(1, $n) g} ],
+		'counter next_id(n), one shard' => [ $n1, qq{SELECT count(sharded_id.next_id(7)) FROM generate_series(1, $n1) g} ]);
+	my @names = sort keys %calls;
+	my %ms;
+	for my $r (1 .. $call_rounds)
 	{
-		my $t0 = time;
-		$w->safe_psql('postgres', $calls{$name}[1]);
-		push @{ $ms{$name} }, (time - $t0) * 1000;
+		my @order = (@names[ ($r % @names) .. $#names ], @names[ 0 .. ($r % @names) - 1 ]);
+		for my $name (@order)
+		{
+			my $t0 = time;
+			$w->safe_psql('postgres', $calls{$name}[1]);
+			push @{ $ms{$name} }, (time - $t0) * 1000;
+		}
+	}
+	my $nv = median(@{ $ms{nextval} });
+	push @report, '', "### next_id against nextval on a Citus worker (group 1), median of $call_rounds rounds", '',
+	  '| call | calls | ms | ns per call | × nextval per call | ids/s |', '|---|---:|---:|---:|---:|---:|';
+	for my $name (sort { median(@{ $ms{$a} }) / $calls{$a}[0] <=> median(@{ $ms{$b} }) / $calls{$b}[0] } @names)
+	{
+		my $m = median(@{ $ms{$name} });
+		push @report, sprintf('| %s | %d | %.0f | %.0f | %.2f | %.0f |', $name, $calls{$name}[0], $m,
+			$m * 1e6 / $calls{$name}[0], ($m / $calls{$name}[0]) / ($nv / $calls{nextval}[0]), $calls{$name}[0] / ($m / 1000));
 	}
 }
-my $nv = median(@{ $ms{nextval} });
-push @report, '', "### next_id against nextval on a Citus worker (group 1), median of $call_rounds rounds", '',
-  '| call | calls | ms | ns per call | × nextval per call | ids/s |', '|---|---:|---:|---:|---:|---:|';
-for my $name (sort { median(@{ $ms{$a} }) / $calls{$a}[0] <=> median(@{ $ms{$b} }) / $calls{$b}[0] } @names)
+is($w->safe_psql('postgres', 'SELECT sharded_id.next_id(7) > 0'), 't', 'worker 1 mints');
+
+# A hot shard: HOT_IDS ids of one shard in one statement on the Citus
+# coordinator and on a server of this machine that does not preload Citus
+# (data node node1), side by side, HOT_ROUNDS rounds in alternating order.
+my %hot_ms;
+my %hot_on = ('Citus coordinator' => [ $coord, 'postgres' ], 'server without Citus (node1)' => [ $nodes{node1}, 'app' ]);
+for my $r (1 .. $hot_rounds)
 {
-	my $m = median(@{ $ms{$name} });
-	push @report, sprintf('| %s | %d | %.0f | %.0f | %.2f | %.0f |', $name, $calls{$name}[0], $m,
-		$m * 1e6 / $calls{$name}[0], ($m / $calls{$name}[0]) / ($nv / 1000000), $calls{$name}[0] / ($m / 1000));
+	for my $where ($r % 2 ? sort keys %hot_on : reverse sort keys %hot_on)
+	{
+		my ($node, $db) = @{ $hot_on{$where} };
+		my $t0 = time;
+		$node->safe_psql($db, "SELECT count(sharded_id.next_id(5)) FROM generate_series(1, $hot_ids)");
+		push @{ $hot_ms{$where} }, (time - $t0) * 1000;
+	}
 }
-is($w->safe_psql('postgres', 'SELECT sharded_id.stripe_id(sharded_id.next_id(7), 32)'), '1',
-	'worker 1 minted with its group, 1');
+my $hot_ratio = median(@{ $hot_ms{'Citus coordinator'} }) / median(@{ $hot_ms{'server without Citus (node1)'} });
+push @report, '', "### A hot shard: $hot_ids ids of one shard in one statement, median of $hot_rounds rounds", '',
+  '| where | s, median | s, every round | ids/s |', '|---|---:|---|---:|';
+for my $where (sort keys %hot_on)
+{
+	my $m = median(@{ $hot_ms{$where} });
+	push @report, sprintf('| %s | %.2f | %s | %.0f |', $where, $m / 1000,
+		join(', ', map { sprintf('%.2f', $_ / 1000) } @{ $hot_ms{$where} }), $hot_ids / ($m / 1000));
+}
+push @report, '', sprintf('Ratio, Citus coordinator to the server without Citus: %.2f', $hot_ratio);
+note(sprintf('hot shard ratio: %.2f', $hot_ratio));
 
 my $report = join("\n", @report) . "\n";
 note($report);

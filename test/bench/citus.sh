@@ -2,9 +2,12 @@
 # test/bench/citus.sh: on Citus, side by side in one run, citus_schema_move
 # against sharded_id's move_shard at 10,000 and 1,000,000 rows under 2
 # writers (the longest writer transaction, the total time, failed writes),
-# and next_id against nextval on a Citus worker.  test/bench/citus.pl says
-# what it does; SIZES, ROUNDS, BIG_ROUNDS, WRITER_SECONDS and CALL_ROUNDS set
-# the effort.  Run as root on Debian bookworm with ../shared/citus:
+# next_id against nextval on a Citus worker, and a hot shard on the Citus
+# coordinator against a server without Citus (their ratio).
+# test/bench/citus.pl says what it does; SIZES, ROUNDS, BIG_ROUNDS,
+# WRITER_SECONDS, CALL_ROUNDS, CALLS, HOT_IDS and HOT_ROUNDS set the effort
+# (SIZES='' CALL_ROUNDS=0 times the hot shard only).  Run as root on Debian
+# bookworm with ../shared/citus:
 #
 #   bash test/bench/citus.sh [OUTPUT.md]     # about 10 minutes
 #
@@ -35,12 +38,12 @@ runuser -u "$test_user" -- env -C "$work" SHID_BENCH_OUT="$work/tables.md" \
     make -s installcheck PG_CONFIG="$PG_CONFIG" REGRESS= ISOLATION= \
     PROVE_TESTS=test/bench/citus.pl PROVE_FLAGS=-v
 {
-    echo "## Citus: its mover against move_shard, and next_id on a worker"
+    echo "## Citus: its mover against move_shard, next_id on a worker, and a hot shard"
     echo
     echo "- machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1), $(free -g | awk '/^Mem:/ {print $2}') GiB"
     echo "- server: $("$PG_CONFIG" --version), Citus $(sed -n "s/^default_version = '\(.*\)'/\1/p" "$("$PG_CONFIG" --sharedir)/extension/citus.control")"
     echo "- load average at the start and at the end (other work shares the machine): $load_start; $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "- run: $(date -u '+%Y-%m-%d %H:%M UTC'), SIZES='${SIZES:-10000 1000000}' ROUNDS=${ROUNDS:-3} BIG_ROUNDS=${BIG_ROUNDS:-1} WRITER_SECONDS='${WRITER_SECONDS:-10 60}' CALL_ROUNDS=${CALL_ROUNDS:-5}"
+    echo "- run: $(date -u '+%Y-%m-%d %H:%M UTC'), SIZES='${SIZES-10000 1000000}' ROUNDS=${ROUNDS:-3} BIG_ROUNDS=${BIG_ROUNDS:-1} WRITER_SECONDS='${WRITER_SECONDS:-10 60}' CALL_ROUNDS=${CALL_ROUNDS:-5} CALLS=${CALLS:-1000000} HOT_IDS=${HOT_IDS:-2000000} HOT_ROUNDS=${HOT_ROUNDS:-3}"
     echo
     cat "$work/tables.md"
 } | tee "$out"

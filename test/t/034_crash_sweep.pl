@@ -3,7 +3,9 @@
 # A crash at every durable step of the ceiling and of the shards' states.
 # The injection points ("sharded-id-..." string literals) are read from
 # src/*.c, not listed here: a point added to the sources is swept, and one
-# whose operation this file does not know fails the test.  For each point,
+# whose operation this file does not know fails the test.  The points of a
+# Citus coordinator's window grants ("sharded-id-grant-...") need Citus:
+# test/t/042_citus_windows.pl sweeps them.  For each point,
 # while two psql sessions copy out every id they are handed (COPY ... TO
 # STDOUT into a file: counter mode on shard 7, seed mode on shard 8 with
 # sequence s) and a pgbench client commits ids of both shards into a table,
@@ -63,7 +65,10 @@ for my $file (glob("$FindBin::RealBin/../../src/*.c"))
 	my $text = slurp_file($file);
 	$found{$1} = 1 while $text =~ /"(sharded-id-[a-z-]+)"/g;
 }
-my @points = sort keys %found;
+# The grant's points (citus.c) are reached only on a Citus coordinator:
+# test/t/042_citus_windows.pl crashes the coordinator at each of them.
+my @citus_points = sort grep { /^sharded-id-grant-/ } keys %found;
+my @points = sort grep { !/^sharded-id-grant-/ } keys %found;
 
 my $major = `pg_config --version` =~ /PostgreSQL (\d+)/ ? $1 : '?';
 my $include = `pg_config --includedir-server`;
@@ -85,7 +90,8 @@ if ($ret != 0)
 	plan skip_all => "PostgreSQL $major was built without injection points (CREATE EXTENSION injection_points: $err)";
 }
 
-ok(@points > 0, 'src/*.c names injection points: ' . scalar(@points))
+ok(@points > 0, 'src/*.c names injection points: ' . scalar(@points)
+	  . ' swept here, and ' . scalar(@citus_points) . ' of a Citus coordinator swept by 042_citus_windows')
   or BAIL_OUT('no injection point found in src/*.c');
 
 $node->safe_psql('postgres', q{

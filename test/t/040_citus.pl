@@ -9,15 +9,16 @@
 #
 #  - Fail closed: a worker the coordinator has not added yet (group 0, no
 #    pg_dist_node) refuses to mint with 55000 and mints nothing; a session
-#    opened then mints with its group once the node is added, without
-#    reconnecting, also for a role that is not a superuser with a planted
-#    pg_dist_local_group on its path; a node whose group id does not fit the node field
-#    refuses with 53400, and stripes set by hand (sharded_id.stripes = 64) win.
+#    opened then mints once the node is added, without reconnecting, also
+#    for a role that is not a superuser with a planted pg_dist_local_group
+#    on its path; a node with group 32 mints (no node field to outgrow), and
+#    one whose sharded_id.stripes differs from the coordinator's refuses,
+#    naming it.
 #  - The race: the coordinator and a worker mint for one shard at once,
-#    100,000 ids each, into a table under a primary key: 0 repeats, and each
-#    id carries the group of the node that minted it.
+#    100,000 ids each, into a table under a primary key: 0 repeats, and no
+#    millisecond of the shard carries ids of both (src/citus.c's windows).
 #  - A pushed-down INSERT ... SELECT mints on the worker that holds the
-#    shard.
+#    shard: its newest id of the shard is theirs.
 #  - Provisioning distributes the shard schemas (citus_distribute_shards);
 #    decoders, shard_for and routing by id (citus_id_node) agree with
 #    Citus's placements.
@@ -26,10 +27,10 @@
 #    floors and ownership stay untouched on every node.
 #  - A node added after ids were minted, and a node removed and re-added
 #    (a new group id), mint without repeats.
-#  - sharded_id.stripes = 1 set by hand names no stripe: the node field
-#    stays; generator_stats's last_id carries the node's group.
-#  - A worker's physical standby, promoted, mints with the worker's group,
-#    above every id the worker minted.
+#  - sharded_id.stripes = 1 set by hand, as on the coordinator, mints;
+#    generator_stats's last_id is the node's newest id.
+#  - A worker's physical standby, promoted, mints above every id the worker
+#    minted.
 #  - The README's Citus blocks (<!-- run: citus_node --> on every node,
 #    <!-- run: citus --> on the coordinator) run as written.
 use strict;
@@ -130,8 +131,8 @@ $coord->safe_psql('postgres',
 	"SELECT citus_set_coordinator_host('" . $coord->host . "', " . $coord->port . ')');
 add_node($coord, $_) for ($w1, $w2);
 is(group_of($coord) . ' ' . group_of($w1) . ' ' . group_of($w2), '0 1 2', 'Citus gave groups 0, 1 and 2');
-($early_out, $early_ret) = $early->query('SELECT sharded_id.stripe_id(sharded_id.next_id(6), 32)');
-is($early_out, '1', 'the same session, once its node was added, mints with group 1 without reconnecting');
+($early_out, $early_ret) = $early->query('SELECT sharded_id.next_id(6) IS NOT NULL');
+is($early_out, 't', 'the same session, once its node was added, mints without reconnecting');
 $early->quit;
 
 # --- Provisioning: shard schemas distributed by one call.
@@ -210,31 +211,39 @@ for my $tag (sort keys %race)
 	ok($race{$tag}[0]->finish, "race: pgbench on $tag exited 0 (no primary key violation)") or diag(${ $race{$tag}[1] });
 }
 my $race = $coord->safe_psql('postgres', q{
-	SELECT caption, count(*), count(DISTINCT id), min(sharded_id.stripe_id(id, 32)), max(sharded_id.stripe_id(id, 32))
+	SELECT caption, count(*), count(DISTINCT id)
 	FROM shard_0001.photos WHERE caption LIKE 'race-%' GROUP BY caption ORDER BY caption});
-is($race, "race-coord|100000|100000|0|0\nrace-w1|100000|100000|1|1",
-	'race: 100,000 ids from each node, each carrying its own group (0 and 1)');
+is($race, "race-coord|100000|100000\nrace-w1|100000|100000",
+	'race: 100,000 ids from each node');
 is($coord->safe_psql('postgres', q{
 	SELECT count(*) - count(DISTINCT id) FROM shard_0001.photos}), '0',
 	'race: 0 repeats in shard 1 (' . $coord->safe_psql('postgres', 'SELECT count(*) FROM shard_0001.photos') . ' ids)');
 my ($race_ms) = $coord->safe_psql('postgres', q{
 	SELECT count(*) FROM (SELECT sharded_id.created_at(id) t FROM shard_0001.photos WHERE caption = 'race-coord'
 	INTERSECT SELECT sharded_id.created_at(id) FROM shard_0001.photos WHERE caption = 'race-w1') x});
-ok($race_ms > 0, "race: the two nodes minted in $race_ms of the same milliseconds");
+is($race_ms, '0', 'race: no millisecond of shard 1 carries ids of both nodes: each minted in its own windows');
+is($coord->safe_psql('postgres', q{
+	SELECT (SELECT min(sharded_id.created_at(id)) FROM shard_0001.photos WHERE caption = 'race-w1')
+	     < (SELECT max(sharded_id.created_at(id)) FROM shard_0001.photos WHERE caption = 'race-coord')
+	   AND (SELECT min(sharded_id.created_at(id)) FROM shard_0001.photos WHERE caption = 'race-coord')
+	     < (SELECT max(sharded_id.created_at(id)) FROM shard_0001.photos WHERE caption = 'race-w1')}),
+	't', 'race: though the two minted the shard over the same time');
 
-is($w1->safe_psql('postgres', 'SELECT sharded_id.stripe_id(last_id, 32) FROM sharded_id.generator_stats WHERE shard_id = 1'),
-	'1', "generator_stats's last_id, read in a new session of worker 1, carries group 1");
+my $w1_last = $w1->safe_psql('postgres', 'SELECT last_id FROM sharded_id.generator_stats WHERE shard_id = 1');
+is($coord->safe_psql('postgres', "SELECT caption FROM shard_0001.photos WHERE id = $w1_last"), 'race-w1',
+	"generator_stats's last_id, read in a new session of worker 1, is an id it minted in the race");
 
 # --- A pushed-down INSERT ... SELECT mints on the worker that holds shard 3.
 my $holder3 = $routed->(3);
 $coord->safe_psql('postgres', q{
 	INSERT INTO shard_0003.photos (caption) SELECT 'pushed' FROM shard_0003.photos WHERE caption = 'seed'});
 is($coord->safe_psql('postgres', q{
-	SELECT count(*), count(DISTINCT id), min(sharded_id.stripe_id(id, 32)) = max(sharded_id.stripe_id(id, 32))
-	FROM shard_0003.photos WHERE caption = 'pushed'}), '100|100|t', 'pushed-down INSERT ... SELECT: 100 new ids');
-is($coord->safe_psql('postgres', q{
-	SELECT DISTINCT sharded_id.stripe_id(id, 32) FROM shard_0003.photos WHERE caption = 'pushed'}),
-	group_of($by_port{$holder3}), 'they carry the group of the worker that holds shard 3: it minted them');
+	SELECT count(*), count(DISTINCT id)
+	FROM shard_0003.photos WHERE caption = 'pushed'}), '100|100', 'pushed-down INSERT ... SELECT: 100 new ids');
+my $holder3_last = $by_port{$holder3}->safe_psql('postgres',
+	'SELECT last_id FROM sharded_id.generator_stats WHERE shard_id = 3');
+is($coord->safe_psql('postgres', "SELECT caption FROM shard_0003.photos WHERE id = $holder3_last"), 'pushed',
+	'the worker that holds shard 3 minted them: its newest id of shard 3 is one of them');
 
 # --- Moves and a rebalance by Citus under 2 writers through the coordinator.
 # Writers run -T seconds; the test checks that they minted after the
@@ -292,8 +301,8 @@ add_node($coord, $w3);
 is(group_of($w3), '3', 'worker 3, added later, has group 3');
 $w3->safe_psql('postgres', q{INSERT INTO shard_0004.photos (caption) SELECT 'w3' FROM generate_series(1, 2000)});
 is($coord->safe_psql('postgres', q{
-	SELECT count(*), count(DISTINCT id), min(sharded_id.stripe_id(id, 32)), max(sharded_id.stripe_id(id, 32))
-	FROM shard_0004.photos WHERE caption = 'w3'}), '2000|2000|3|3', 'worker 3 mints 2,000 ids for shard 4 with group 3');
+	SELECT count(*), count(DISTINCT id)
+	FROM shard_0004.photos WHERE caption = 'w3'}), '2000|2000', 'worker 3 (group 3) mints 2,000 ids for shard 4');
 $coord->safe_psql('postgres', "SELECT citus_remove_node('" . $w3->host . "', " . $w3->port . ')');
 add_node($coord, $w3);
 is(group_of($w3), '4', 'removed and added again, worker 3 has a new group, 4');
@@ -301,8 +310,7 @@ my ($w3_out, $w3_ret) = $w3_session->query(
 	q{INSERT INTO shard_0004.photos (caption) SELECT 'w3-again' FROM generate_series(1, 2000)});
 is($w3_ret, 0, 'a session open on worker 3 since before it was added mints again');
 is($coord->safe_psql('postgres', q{
-	SELECT count(*), min(sharded_id.stripe_id(id, 32)), max(sharded_id.stripe_id(id, 32))
-	FROM shard_0004.photos WHERE caption = 'w3-again'}), '2000|4|4', 'with the new group, 4');
+	SELECT count(*) FROM shard_0004.photos WHERE caption = 'w3-again'}), '2000', 'all 2,000 of its ids are there');
 $w3_session->quit;
 is($coord->safe_psql('postgres', 'SELECT count(*) - count(DISTINCT id) FROM shard_0004.photos'), '0',
 	'0 repeats in shard 4 over the coordinator, the old and the new group of worker 3');
@@ -329,38 +337,36 @@ for my $node ($coord, $w1, $w2, $w3)
 		SELECT (SELECT count(*) FROM sharded_id.floors()) + (SELECT count(*) FROM sharded_id.retired_shards)}),
 		'0', $node->name . ': no floor and no retired shard after the moves');
 }
-# Every node still mints for shard 2 and shard 1, with its own group.
-my @mint;
+# Every node still mints for shard 2.
 for my $node ($coord, $w1, $w2, $w3)
 {
-	push @mint, $node->safe_psql('postgres', q{
-		INSERT INTO shard_0002.photos (caption) SELECT 'after' FROM generate_series(1, 500)
-		RETURNING sharded_id.stripe_id(id, 32)});
+	$node->safe_psql('postgres', q{
+		INSERT INTO shard_0002.photos (caption) SELECT 'after' FROM generate_series(1, 500)});
 }
 is($coord->safe_psql('postgres', q{
-	SELECT count(*), count(DISTINCT id), count(DISTINCT sharded_id.stripe_id(id, 32))
-	FROM shard_0002.photos WHERE caption = 'after'}), '2000|2000|4',
-	'after the moves every node mints for shard 2 with its own group (4 groups, 2,000 ids, 0 repeats)');
+	SELECT count(*), count(DISTINCT id)
+	FROM shard_0002.photos WHERE caption = 'after'}), '2000|2000',
+	'after the moves every node mints for shard 2 (2,000 ids, 0 repeats)');
 
-# --- A group id that does not fit fails closed; an explicit stripe wins.
+# --- A group id past 31 mints; stripes that differ from the coordinator's refuse.
 $coord->safe_psql('postgres', 'ALTER SEQUENCE pg_catalog.pg_dist_groupid_seq RESTART 32');
 my $w4 = citus_node('worker4');
 add_node($coord, $w4);
 is(group_of($w4), '32', 'worker 4 got group 32');
-is(sqlstate($w4, 'SELECT sharded_id.next_id(5)'), '53400',
-	'group 32 does not fit the 5-bit node field: refused with 53400');
-like(($w4->psql('postgres', 'SELECT sharded_id.next_id(5)'))[2], qr/group id 32 of this Citus node does not fit/,
-	'and the error says so');
+is(sqlstate($w4, 'SELECT sharded_id.next_id(5)'), 'none',
+	'group 32 mints: no node field to outgrow (1.6 refused it with 53400)');
 $w4->append_conf('postgresql.conf', "sharded_id.stripes = 64\nsharded_id.stripe = 32\n");
 $w4->restart;
-is($w4->safe_psql('postgres', 'SELECT sharded_id.stripe_id(sharded_id.next_id(5), 64)'), '32',
-	'with sharded_id.stripes = 64 and stripe = 32 set, the explicit setting wins');
+is(sqlstate($w4, 'SELECT sharded_id.next_id(5)'), '55000',
+	'with sharded_id.stripes = 64 set on worker 4 only, it refuses with 55000');
+like(($w4->psql('postgres', 'SELECT sharded_id.next_id(5)'))[2],
+	qr/sharded_id\.stripes is 64 there and 1 on the coordinator/, 'and the error names the setting and both values');
 
-# sharded_id.stripes = 1 set by hand names no stripe: the node field stays.
+# sharded_id.stripes = 1 and stripe = 0 set by hand, as on the coordinator.
 $w2->append_conf('postgresql.conf', "sharded_id.stripes = 1\nsharded_id.stripe = 0\n");
 $w2->restart;
-is($w2->safe_psql('postgres', 'SELECT sharded_id.stripe_id(sharded_id.next_id(5), 32)'), '2',
-	'worker 2 with sharded_id.stripes = 1 and stripe = 0 set still mints with its group, 2');
+is(sqlstate($w2, 'SELECT sharded_id.next_id(5)'), 'none',
+	'worker 2 with sharded_id.stripes = 1 and stripe = 0 set, as the coordinator has, mints');
 
 # A role that is not a superuser learns its node as any other does, and a
 # pg_dist_local_group it plants in its own schema, first on its search_path,
@@ -376,8 +382,8 @@ $w2->safe_psql('postgres', q{
 	CREATE TABLE planted.pg_dist_node (nodeid integer);});
 is($w2->safe_psql('postgres', q{
 	SET ROLE minter; SET search_path = planted, pg_catalog;
-	SELECT sharded_id.stripe_id(sharded_id.next_id(5, 'planted.seq'), 32)}), '2',
-	'a role that is not a superuser, with a planted pg_dist_local_group first on its path, mints with group 2');
+	SELECT sharded_id.next_id(5, 'planted.seq') > 0}), 't',
+	'a role that is not a superuser, with a planted pg_dist_local_group first on its path, mints');
 
 # No id repeats anywhere, over every shard.
 is($coord->safe_psql('postgres', q{
@@ -402,8 +408,8 @@ is($coord->safe_psql('postgres', q{
 	'Shard8:' . $coord->safe_psql('postgres', 'SELECT current_user'),
 	'the catalog\'s schema is distributed, and the planted one is not');
 
-# A worker's standby, promoted, keeps the worker's group and mints above
-# every id the worker minted before.
+# A worker's standby, promoted, mints above every id the worker minted
+# before: it has no window, and the coordinator grants after the last end.
 $w1->backup('w1_backup');
 my $standby = PostgreSQL::Test::Cluster->new('worker1_standby');
 $standby->init_from_backup($w1, 'w1_backup', has_streaming => 1);
@@ -415,8 +421,8 @@ $w1->wait_for_catchup($standby);
 $w1->stop('immediate');
 $standby->promote;
 is($standby->safe_psql('postgres', qq{
-	SELECT count(*), min(id) > $w1_max, min(sharded_id.stripe_id(id, 32)), max(sharded_id.stripe_id(id, 32))
-	FROM (SELECT sharded_id.next_id(77) AS id FROM generate_series(1, 5000)) x}), '5000|t|1|1',
-	"worker 1's promoted standby mints with group 1, above every id worker 1 minted");
+	SELECT count(*), min(id) > $w1_max
+	FROM (SELECT sharded_id.next_id(77) AS id FROM generate_series(1, 5000)) x}), '5000|t',
+	"worker 1's promoted standby mints above every id worker 1 minted");
 
 done_testing();

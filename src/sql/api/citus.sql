@@ -365,3 +365,25 @@ $$;
 
 COMMENT ON FUNCTION sharded_id.citus_id_node(bigint) IS
 'on a Citus cluster: routing by id, the shard of the id (in the settings'' layout) and the node that holds its distributed schema';
+
+--
+-- Shard windows (src/citus.c).  On a Citus node, an id of a shard carries a
+-- millisecond of a window that the coordinator granted to that node alone,
+-- so the node uses the whole sequence field.  Nodes ask for windows over
+-- their own connection to the coordinator, as the extension's owner, for
+-- one shard and the others due for renewal with it; the coordinator
+-- grants to itself in-process.  Not for PUBLIC: every call moves the
+-- shards' windows on.
+--
+CREATE FUNCTION sharded_id.citus_grant_windows(shard_ids integer[], layout text, group_id integer,
+                                              node_name text, node_port integer, min_starts bigint[],
+                                              stripes integer, stripe integer, reserved boolean)
+RETURNS TABLE (shard_id integer, window_start bigint, window_end bigint, retry_after integer)
+AS 'MODULE_PATHNAME', 'shid_citus_grant_windows'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+
+COMMENT ON FUNCTION sharded_id.citus_grant_windows(integer[], text, integer, text, integer, bigint[], integer, integer, boolean) IS
+'on a Citus coordinator, called by a node over its own connection: for each shard in turn, grant the node a window [window_start, window_end) of Unix ms of it, from its min_starts on, durable before it returns; NULLs and retry_after (ms) where it would start more than a second ahead of the clock; refuses a node that is not an active primary of pg_dist_node or whose sharded_id.stripes or sharded_id.stripe differ from the coordinator''s; reserved: the node''s caller may have the first shard''s slot from the whole slot table (a superuser or a shard of its catalog), else it comes from sharded_id.max_free_slots; renewed shards without a slot get NULLs';
+
+REVOKE EXECUTE ON FUNCTION sharded_id.citus_grant_windows(integer[], text, integer, text, integer, bigint[], integer, integer, boolean) FROM PUBLIC;

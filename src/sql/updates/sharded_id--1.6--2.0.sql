@@ -8,6 +8,52 @@
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 \echo Use "ALTER EXTENSION sharded_id UPDATE TO '2.0'" to load this file. \quit
 
+-- On a Citus coordinator, 2.0's nodes mint in shard windows that the
+-- coordinator grants, with the whole sequence field; a node still on
+-- 1.6's library mints with its group id in that field and would repeat
+-- their ids.  Nodes on 2.0's library refuse to mint until this update has
+-- run here, so it runs only once every node runs 2.0's library: each
+-- active primary node is asked for its sharded_id.library_version (1.6's
+-- library has none), and a node that is inactive, does not answer or
+-- reports an older version stops the update.
+DO $citus$
+DECLARE
+    n record;
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'citus') THEN
+        RETURN;
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_dist_local_group g WHERE g.groupid OPERATOR(pg_catalog.=) 0) THEN
+        RETURN;
+    END IF;
+    FOR n IN
+        SELECT d.nodename, d.nodeport, d.groupid, false AS success, 'an inactive node' AS result
+        FROM pg_catalog.pg_dist_node d
+        WHERE NOT d.isactive AND d.noderole OPERATOR(pg_catalog.=) 'primary'
+        UNION ALL
+        SELECT d.nodename, d.nodeport, d.groupid, r.success, r.result
+        FROM pg_catalog.run_command_on_all_nodes(
+                 $$SELECT pg_catalog.current_setting('sharded_id.library_version', true)$$) r
+        LEFT JOIN pg_catalog.pg_dist_node d ON d.nodeid OPERATOR(pg_catalog.=) r.nodeid
+    LOOP
+        IF n.success AND n.result OPERATOR(pg_catalog.~) '^[0-9]+(\.[0-9]+)*'
+           AND pg_catalog.string_to_array(pg_catalog.regexp_replace(n.result, '^([0-9]+(\.[0-9]+)*).*$', '\1'), '.')::integer[]
+               OPERATOR(pg_catalog.>=) '{2,0}'::integer[] THEN
+            CONTINUE;
+        END IF;
+        RAISE EXCEPTION 'a Citus node does not run the sharded_id library of version 2.0'
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = pg_catalog.format('Node %s:%s (group %s): %s. From this update on, nodes mint in shard windows with the whole sequence field; a node on 1.6''s library mints with its group id there and would repeat their ids.',
+                                             coalesce(n.nodename, 'the coordinator'), coalesce(n.nodeport::text, pg_catalog.current_setting('port')),
+                                             coalesce(n.groupid, 0),
+                                             CASE WHEN NOT n.success THEN n.result
+                                                  WHEN n.result IS NULL OR n.result OPERATOR(pg_catalog.=) '' THEN 'its library is of version 1.6 or earlier'
+                                                  ELSE 'its library is of version ' OPERATOR(pg_catalog.||) n.result END),
+                  HINT = 'Install sharded_id 2.0 on every node of the cluster and restart each (or remove the node from the cluster), then run the update on the coordinator again.';
+    END LOOP;
+END
+$citus$;
+
 -- The step that creates a move's publication and slot takes the move's
 -- timeout: the slot's creation is watched and bounded.
 DROP FUNCTION sharded_id._move_create_publication(sharded_id.moves);
