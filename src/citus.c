@@ -275,13 +275,6 @@ shid_citus_preloaded(void)
 	return found;
 }
 
-/* Whether this server preloads Citus (known since _PG_init). */
-bool
-shid_citus_server(void)
-{
-	return shid_citus_preload;
-}
-
 /*
  * At start-up (_PG_init): whether Citus is preloaded, when backends learn
  * whether they mint in windows on their first call.

@@ -38,8 +38,6 @@ extern SHID_INTERNAL bool shid_mint_open;
  */
 extern SHID_INTERNAL bool shid_windowed;
 
-extern bool shid_citus_server(void);
-
 /* sharded_id.citus_window, in ms (init.c registers it). */
 extern int	shid_citus_window_ms;
 

@@ -33,7 +33,6 @@
 #include "access/htup_details.h"
 #include "access/xlog.h"
 #include "ceiling.h"
-#include "citus.h"
 #include "compat.h"
 #include "floors.h"
 #include "fmgr.h"
@@ -62,6 +61,13 @@ int			shid_max_shards = 16384;
 int			shid_max_free_slots = -1;
 int			shid_stripes = 1;
 int			shid_stripe = 0;
+
+/*
+ * How far ahead of the clock reset_ceiling starts later Citus grants: set
+ * by init.c on a server that preloads Citus (a second ahead and the longest
+ * window, citus.h), 0 elsewhere.
+ */
+int			shid_reset_grant_lead_ms = 0;
 
 /* log2(sharded_id.stripes): the top bits of the sequence field it takes. */
 int			shid_stripe_bits = 0;
@@ -677,8 +683,8 @@ shid_reset_ceiling(PG_FUNCTION_ARGS)
 	 * Only grants: new slots still start at top, at most a lease ahead.
 	 */
 	grant_floor = 0;
-	if (shid_citus_server())
-		grant_floor = now_ms + SHID_WINDOW_AHEAD_MS + SHID_WINDOW_MAX_MS;
+	if (shid_reset_grant_lead_ms > 0)
+		grant_floor = now_ms + shid_reset_grant_lead_ms;
 	shid_ceiling->grant_floor_ms = grant_floor;
 	SHID_INJECTION_POINT("sharded-id-reset-slots-moved");
 	shid_ceiling_reset_end(Max(top, grant_floor) + SHID_LEASE_MS, top);

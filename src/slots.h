@@ -116,6 +116,7 @@ extern SHID_INTERNAL int shid_stripe_bits;	/* log2(sharded_id.stripes) */
 extern int	shid_max_shards;
 extern int	shid_max_free_slots;
 extern int	shid_stripes;
+extern int	shid_reset_grant_lead_ms;
 
 extern Size shid_slots_shmem_size(void);
 extern void shid_slots_shmem_init(LWLock *lock);
