@@ -202,8 +202,10 @@ typedef struct ShidCitusShared
 static ShidCitusShared *shid_citus_shared = NULL;
 
 /*
- * This backend's connection to the coordinator, for one request, and
- * whether it holds one of the server's open requests.
+ * This backend's connection to the coordinator (kept until its transaction
+ * ends if shid_coord_keep allows), the connection string it was opened
+ * with, and whether it holds one of the server's open requests and one of
+ * its kept connections.
  */
 static PGconn *shid_coord_conn = NULL;
 static char *shid_coord_conninfo = NULL;
@@ -211,7 +213,8 @@ static bool shid_coord_permit = false;	/* one of the server's open requests */
 static bool shid_coord_kept = false;	/* one of the server's kept connections */
 
 static bool shid_coord_request_begin(uint32 max, int64 deadline_us);
-static void shid_coord_request_end(void);
+static void shid_coord_permit_release(void);
+static void shid_coord_kept_release(void);
 static bool shid_xact_callback_registered = false;
 
 /* The slot whose window this backend is asking for, for shid_window_exit. */
@@ -436,16 +439,8 @@ shid_window_exit(int code, Datum arg)
 
 	shid_asking_slot = NULL;
 	/* The server's open request and kept connection this backend held. */
-	if (shid_coord_permit)
-	{
-		shid_coord_permit = false;
-		shid_coord_request_end();
-	}
-	if (shid_coord_kept)
-	{
-		shid_coord_kept = false;
-		pg_atomic_fetch_sub_u32(&shid_citus_shared->kept, 1);
-	}
+	shid_coord_permit_release();
+	shid_coord_kept_release();
 	for (int i = -1; i < shid_renewing_n; i++)
 	{
 		ShidSlot   *s = i < 0 ? slot : shid_renewing[i];
@@ -1018,6 +1013,13 @@ shid_coord_close(void)
 		shid_coord_conninfo = NULL;
 	}
 	libpqsrv_disconnect(conn);
+	shid_coord_kept_release();
+}
+
+/* Give back this backend's kept connection of the server's, if it has one. */
+static void
+shid_coord_kept_release(void)
+{
 	if (shid_coord_kept)
 	{
 		shid_coord_kept = false;
