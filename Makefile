@@ -33,11 +33,18 @@ ROUTER_SCRIPT = src/sql/sharded_id_router--$(ROUTER_VERSION).sql
 # its hand-written part in src/sql/updates/ (catalog and data changes) with
 # every function statement of src/sql/api/ put in at its "-- @functions@"
 # line, re-created by src/sql/functions.awk: a function is written once.
-PREVVERSION = 1.6
+# The router's update is made the same way from src/sql/router/'s function
+# files.  Released scripts (1.6's update to 2.0, the router's 2.0 install
+# script) are frozen in src/sql/ as make built them.
+PREVVERSION = 2.0
 UPDATE_SCRIPT = src/sql/sharded_id--$(PREVVERSION)--$(EXTVERSION).sql
-DATA_built = src/sql/sharded_id--$(EXTVERSION).sql $(UPDATE_SCRIPT) $(ROUTER_SCRIPT)
+ROUTER_PREVVERSION = 2.0
+ROUTER_UPDATE = src/sql/sharded_id_router--$(ROUTER_PREVVERSION)--$(ROUTER_VERSION).sql
+ROUTER_FUNCTIONS = $(addprefix src/sql/router/,router.sql moves.sql)
+DATA_built = src/sql/sharded_id--$(EXTVERSION).sql $(UPDATE_SCRIPT) $(ROUTER_SCRIPT) $(ROUTER_UPDATE)
 DATA = src/sql/sharded_id--1.0.sql $(filter-out $(UPDATE_SCRIPT),$(wildcard src/sql/sharded_id--*--*.sql)) \
-	$(wildcard src/sql/sharded_id_router--*--*.sql)
+	src/sql/sharded_id_router--$(ROUTER_PREVVERSION).sql \
+	$(filter-out $(ROUTER_UPDATE),$(wildcard src/sql/sharded_id_router--*--*.sql))
 SCRIPTS = src/bin/sharded_id_move_shard src/bin/sharded_id_rebalance
 # Installed in $(pg_config --docdir)/extension.
 DOCS = $(wildcard doc/*.md)
@@ -89,4 +96,11 @@ $(UPDATE_SCRIPT): src/sql/updates/sharded_id--$(PREVVERSION)--$(EXTVERSION).sql 
 	{ printf '/* %s: made by make from src/sql/updates/ and src/sql/api/; edit those files instead */\n\n' '$@'; \
 	  awk -v f=$@.functions '/^-- @functions@$$/ { while ((getline l < f) > 0) print l; next } { print }' \
 	      src/sql/updates/sharded_id--$(PREVVERSION)--$(EXTVERSION).sql; } > $@
+	rm -f $@.functions
+
+$(ROUTER_UPDATE): src/sql/updates/sharded_id_router--$(ROUTER_PREVVERSION)--$(ROUTER_VERSION).sql src/sql/functions.awk $(ROUTER_FUNCTIONS) sharded_id_router.control
+	awk -f src/sql/functions.awk $(ROUTER_FUNCTIONS) > $@.functions
+	{ printf '/* %s: made by make from src/sql/updates/ and src/sql/router/; edit those files instead */\n\n' '$@'; \
+	  awk -v f=$@.functions '/^-- @functions@$$/ { while ((getline l < f) > 0) print l; next } { print }' \
+	      src/sql/updates/sharded_id_router--$(ROUTER_PREVVERSION)--$(ROUTER_VERSION).sql; } > $@
 	rm -f $@.functions

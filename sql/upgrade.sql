@@ -109,6 +109,18 @@ END
 $$;
 SELECT source, side, object, definition FROM differences ORDER BY 1, 2, 3;
 
+-- The router, installed at 2.0 and updated, against the fresh install.
+DROP EXTENSION sharded_id_router;
+DROP EXTENSION sharded_id;
+CREATE EXTENSION sharded_id;
+CREATE EXTENSION sharded_id_router VERSION '2.0';
+ALTER EXTENSION sharded_id_router UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'sharded_id_router';
+(SELECT 'only fresh' AS side, * FROM fresh EXCEPT SELECT 'only fresh', * FROM pg_temp.extension_objects())
+UNION ALL
+(SELECT 'only updated', * FROM pg_temp.extension_objects() EXCEPT SELECT 'only updated', * FROM fresh)
+ORDER BY 1, 2;
+
 -- Defaults from before the update still mint ids of their shard.
 DROP EXTENSION sharded_id_router;
 DROP EXTENSION sharded_id;

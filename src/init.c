@@ -67,7 +67,7 @@ static bool shid_move_end_blockers_setting = true;
  * it.  The test build of test/t/043_library_version.pl overrides it.
  */
 #ifndef SHID_LIBRARY_VERSION
-#define SHID_LIBRARY_VERSION "2.0"
+#define SHID_LIBRARY_VERSION "2.1"
 #endif
 static char *shid_library_version_setting = NULL;
 

@@ -508,8 +508,8 @@ is($upd_state, '55000', 'a worker that does not answer stops the update too');
 $w16->append_conf('postgresql.conf', "shared_preload_libraries = 'citus,sharded_id'\n");
 $w16->start;
 $c16->safe_psql('postgres', 'ALTER EXTENSION sharded_id UPDATE');
-is($c16->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'sharded_id'"), '2.0',
-	'once the worker runs 2.0\'s library, the update runs');
+is($c16->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'sharded_id'"), '2.1',
+	'once the worker runs the new library, the update runs');
 ($c16_r, $c16_o, $c16_e) = $c16->psql('postgres',
 	'SELECT count(DISTINCT sharded_id.next_id(1)) FROM generate_series(1, 5000)');
 is($c16_o, '5000', "once updated to 2.0 it mints in windows ($c16_e)");

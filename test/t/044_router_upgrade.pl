@@ -116,7 +116,7 @@ like($dump, qr/^GRANT ALL ON FUNCTION sharded_id\.route\(shard integer, cluster 
 like($dump, qr/^GRANT UPDATE\(node_name\) ON TABLE sharded_id\.shard_map TO app_role;$/m,
 	"pg_dump keeps the administrator's grant on a column");
 is($router->safe_psql('router', q{SELECT string_agg(extname || ' ' || extversion, ', ' ORDER BY extname)
-	FROM pg_extension WHERE extname LIKE 'sharded_id%'}), 'sharded_id 2.0, sharded_id_router 2.0', 'both extensions at 2.0');
+	FROM pg_extension WHERE extname LIKE 'sharded_id%'}), 'sharded_id 2.1, sharded_id_router 2.1', 'both extensions at 2.1');
 is($router->safe_psql('router', $state_sql), $before, 'the map, the nodes, the journal and the ops tables are kept');
 
 # Every router object is sharded_id_router's; sharded_id has none.
