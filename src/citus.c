@@ -123,6 +123,7 @@
 #include "catalog/pg_type.h"
 #include "ceiling.h"
 #include "citus.h"
+#include "citus_conn.h"
 #include "commands/dbcommands.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
@@ -768,20 +769,6 @@ shid_wait_for_standbys(XLogRecPtr lsn)
 				 errhint("Check the synchronous standbys named in synchronous_standby_names.")));
 }
 
-/* Append keyword = 'value' to a connection string, quoted as libpq reads it. */
-static void
-shid_conninfo_add(StringInfo buf, const char *keyword, const char *value)
-{
-	appendStringInfo(buf, " %s = '", keyword);
-	for (const char *p = value; *p; p++)
-	{
-		if (*p == '\'' || *p == '\\')
-			appendStringInfoChar(buf, '\\');
-		appendStringInfoChar(buf, *p);
-	}
-	appendStringInfoChar(buf, '\'');
-}
-
 /*
  * The coordinator's address and this node's own name and port, from this
  * database's pg_dist_node (Citus syncs it to every node).  Errors as SPI
@@ -835,33 +822,6 @@ shid_citus_addresses(int32 group, char **coord_host, int *coord_port,
 }
 
 /*
- * The owner of the sharded_id extension of this database, the role that
- * asks the coordinator for windows (as Citus's own connections between
- * nodes log in as its extension's owner); the bootstrap superuser if there
- * is none.
- */
-static Oid
-shid_extension_owner(void)
-{
-	Relation	rel;
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tuple;
-	Oid			owner = BOOTSTRAP_SUPERUSERID;
-
-	rel = table_open(ExtensionRelationId, AccessShareLock);
-	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
-				CStringGetDatum("sharded_id"));
-	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
-	tuple = systable_getnext(scan);
-	if (HeapTupleIsValid(tuple))
-		owner = ((Form_pg_extension) GETSTRUCT(tuple))->extowner;
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return owner;
-}
-
-/*
  * How long a node waits for the coordinator: to connect, and for the
  * answer to a request (the coordinator's statement_timeout, 5 s, and a
  * second more).  libpq's connect_timeout binds only its blocking connect,
@@ -876,129 +836,6 @@ shid_extension_owner(void)
  */
 #define SHID_COORD_MAX_REQUESTS	8
 #define SHID_COORD_MAX_KEPT		8
-
-/*
- * Connect to the coordinator, interruptibly, giving up at deadline_us
- * (monotonic): as libpqsrv_connect, with an end.  An external FD is
- * reserved for the connection, released by shid_coord_close; NULL only if
- * libpq could not allocate one.  The caller checks PQstatus: a connection
- * still in progress at the deadline is not CONNECTION_OK.
- */
-static PGconn *
-shid_coord_connect(const char *conninfo, int64 deadline_us)
-{
-	PGconn	   *conn;
-
-	if (!AcquireExternalFD())
-		ereport(ERROR,
-				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
-				 errmsg("could not establish connection"),
-				 errdetail("There are too many open files on the local server."),
-				 errhint("Raise the server's \"max_files_per_process\" and/or \"ulimit -n\" limits.")));
-	conn = PQconnectStart(conninfo);
-	if (conn == NULL)
-	{
-		ReleaseExternalFD();
-		return NULL;
-	}
-	if (PQstatus(conn) == CONNECTION_BAD)
-		return conn;
-	PG_TRY();
-	{
-		PostgresPollingStatusType status = PGRES_POLLING_WRITING;
-
-		while (status != PGRES_POLLING_OK && status != PGRES_POLLING_FAILED)
-		{
-			int64		left_ms = (deadline_us - shid_monotonic_us()) / 1000;
-			int			io_flag = status == PGRES_POLLING_READING ? WL_SOCKET_READABLE : WL_SOCKET_WRITEABLE;
-			int			rc;
-
-			if (left_ms <= 0)
-				break;
-			rc = WaitLatchOrSocket(MyLatch, WL_EXIT_ON_PM_DEATH | WL_LATCH_SET | WL_TIMEOUT | io_flag,
-								   PQsocket(conn), (long) left_ms, PG_WAIT_EXTENSION);
-			if (rc & WL_LATCH_SET)
-			{
-				ResetLatch(MyLatch);
-				CHECK_FOR_INTERRUPTS();
-			}
-			if (rc & io_flag)
-				status = PQconnectPoll(conn);
-		}
-	}
-	PG_CATCH();
-	{
-		ReleaseExternalFD();
-		PQfinish(conn);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	return conn;
-}
-
-/*
- * PQexecParams on the coordinator, interruptibly, giving up at deadline_us
- * (monotonic; *timed_out): the last result, or NULL where the query could
- * not be sent, the connection broke, or the deadline passed.
- */
-static PGresult *
-shid_coord_exec(PGconn *conn, const char *sql, int n, const char *const *params,
-				int64 deadline_us, bool *timed_out)
-{
-	PGresult   *volatile last = NULL;
-
-	*timed_out = false;
-	if (!PQsendQueryParams(conn, sql, n, NULL, params, NULL, NULL, 0))
-		return NULL;
-	PG_TRY();
-	{
-		for (;;)
-		{
-			PGresult   *res;
-
-			while (PQisBusy(conn))
-			{
-				int64		left_ms = (deadline_us - shid_monotonic_us()) / 1000;
-				int			rc;
-
-				if (left_ms <= 0)
-				{
-					*timed_out = true;
-					break;
-				}
-				rc = WaitLatchOrSocket(MyLatch, WL_EXIT_ON_PM_DEATH | WL_LATCH_SET | WL_TIMEOUT | WL_SOCKET_READABLE,
-									   PQsocket(conn), (long) left_ms, PG_WAIT_EXTENSION);
-				if (rc & WL_LATCH_SET)
-				{
-					ResetLatch(MyLatch);
-					CHECK_FOR_INTERRUPTS();
-				}
-				if (PQconsumeInput(conn) == 0)
-					break;
-			}
-			if (*timed_out)
-			{
-				PQclear(last);
-				last = NULL;
-				break;
-			}
-			res = PQgetResult(conn);
-			if (res == NULL)
-				break;
-			PQclear(last);
-			last = res;
-			if (PQstatus(conn) == CONNECTION_BAD)
-				break;
-		}
-	}
-	PG_CATCH();
-	{
-		PQclear(last);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	return last;
-}
 
 /* Close the connection to the coordinator, if any. */
 static void
@@ -1109,7 +946,6 @@ shid_window_grant_remote(const ShidLayout *layout, int32 shard, int64 min_start,
 	int			coord_port = 0;
 	int			own_port = 0;
 	StringInfoData conninfo;
-	const char *node_conninfo;
 	StringInfoData shard_text;
 	char		group_text[16];
 	char		port_text[16];
@@ -1129,14 +965,7 @@ shid_window_grant_remote(const ShidLayout *layout, int32 shard, int64 min_start,
 	}
 
 	coord_label = psprintf("%s:%d", coord_host, coord_port);
-	initStringInfo(&conninfo);
-	node_conninfo = GetConfigOption("citus.node_conninfo", true, false);
-	if (node_conninfo != NULL)
-		appendStringInfoString(&conninfo, node_conninfo);
-	shid_conninfo_add(&conninfo, "host", coord_host);
-	appendStringInfo(&conninfo, " port = %d", coord_port);
-	shid_conninfo_add(&conninfo, "dbname", get_database_name(MyDatabaseId));
-	shid_conninfo_add(&conninfo, "user", GetUserNameFromId(shid_extension_owner(), false));
+	shid_node_conninfo(&conninfo, coord_host, coord_port);
 
 	/*
 	 * The session's settings come with it, above what the coordinator
@@ -1213,14 +1042,14 @@ shid_window_grant_remote(const ShidLayout *layout, int32 shard, int64 min_start,
 			{
 				if (shid_coord_conn == NULL)
 				{
-					shid_coord_conn = shid_coord_connect(conninfo.data,
+					shid_coord_conn = shid_remote_connect(conninfo.data,
 														 Min(answer_deadline, shid_monotonic_us() + SHID_COORD_CONNECT_MS * INT64CONST(1000)));
 					shid_coord_conninfo = MemoryContextStrdup(TopMemoryContext, conninfo.data);
 					kept = false;
 				}
 				if (shid_coord_conn == NULL || PQstatus(shid_coord_conn) != CONNECTION_OK)
 					break;
-				res = shid_coord_exec(shid_coord_conn,
+				res = shid_remote_exec(shid_coord_conn,
 									  "SELECT shard_id, window_start, window_end, retry_after FROM sharded_id.citus_grant_windows"
 									  "($1::integer[], $2, $3::integer, $4, $5::integer, $6::bigint[], $7::integer, $8::integer, $9::boolean)",
 									  9, params, answer_deadline, &timed_out);
