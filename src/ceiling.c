@@ -421,7 +421,6 @@ shid_ceiling_shmem_init(LWLock *lock)
 		shid_ceiling->lock = lock;
 		shid_ceiling->lsn = lsn;
 		shid_ceiling->floor_ms = ceiling;
-		shid_ceiling->grant_floor_ms = 0;
 		shid_ceiling->raised_floor_ms = floor;
 		pg_atomic_init_u64(&shid_ceiling->ceiling_ms, (uint64) ceiling);
 		pg_atomic_init_u32(&shid_ceiling->generation, 0);

@@ -50,8 +50,6 @@ typedef struct ShidCeiling
 	LWLock	   *lock;			/* serialises writes of the state file */
 	XLogRecPtr	lsn;			/* the WAL the state file holds, up to here */
 	int64		floor_ms;		/* new slots start here */
-	int64		grant_floor_ms; /* Citus: windows start here at the earliest
-								 * (reset_ceiling; citus.c) */
 	pg_atomic_uint64 ceiling_ms;	/* durable bound on every ms handed out */
 	pg_atomic_uint32 generation;	/* bumped by every reset_ceiling */
 	int64		raised_floor_ms;	/* the server-wide floor 1.4's raise_floor

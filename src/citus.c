@@ -156,6 +156,20 @@
 /* How long a failed ask stops every backend of the server asking again. */
 #define SHID_WINDOW_BACKOFF_MS	1000
 
+/*
+ * The requester's clock of a grant (shid_window_grant), where it is not a
+ * node's: this server's own minting, or a node too old to send it.
+ */
+#define SHID_CLOCK_OWN			(-1)
+#define SHID_CLOCK_UNKNOWN		(-2)
+
+/*
+ * How far a node's clock may lie from the coordinator's for it to get
+ * windows: a node whose clock is off by more would lift the shards it
+ * mints that far from every other node's time.
+ */
+#define SHID_WINDOW_MAX_SKEW_MS	60000
+
 /* Longest a backend waits for a window that another backend asks for. */
 #define SHID_WINDOW_WAIT_MS		15000
 
@@ -198,6 +212,10 @@ typedef struct ShidCitusShared
 	ConditionVariable requests_cv;	/* signalled as one ends */
 	pg_atomic_uint32 kept;		/* connections kept between requests
 								 * (shid_coord_keep) */
+	/* On the coordinator: what the nodes reported (citus_learn.c). */
+	bool		learned;		/* since start-up or promotion */
+	uint32		learned_generation; /* the ceiling's generation then */
+	int64		learned_floor;	/* no window starts before it */
 } ShidCitusShared;
 
 static ShidCitusShared *shid_citus_shared = NULL;
@@ -586,17 +604,54 @@ shid_citus_learn_node(void)
 }
 
 /*
+ * On the coordinator: the time no window may start before, as the nodes
+ * reported it since this server started, was promoted, or its ceiling's
+ * generation last changed (reset_ceiling, lower_floor); asked again first
+ * if it is not known (citus_learn.c).  A reset between the read of the
+ * generation and the answers makes the next grant ask again.
+ *
+ * Locks: the Citus state's spinlock, not across the questions.
+ */
+static int64
+shid_grant_learned_floor(void)
+{
+	uint32		generation = shid_generation();
+	int64		floor_ms;
+
+	SpinLockAcquire(&shid_citus_shared->mutex);
+	if (shid_citus_shared->learned && shid_citus_shared->learned_generation == generation)
+	{
+		floor_ms = shid_citus_shared->learned_floor;
+		SpinLockRelease(&shid_citus_shared->mutex);
+		return floor_ms;
+	}
+	SpinLockRelease(&shid_citus_shared->mutex);
+	floor_ms = shid_citus_learn_floor();
+	SpinLockAcquire(&shid_citus_shared->mutex);
+	if (shid_citus_shared->learned && shid_citus_shared->learned_generation == generation)
+		floor_ms = Max(floor_ms, shid_citus_shared->learned_floor);
+	shid_citus_shared->learned = true;
+	shid_citus_shared->learned_generation = generation;
+	shid_citus_shared->learned_floor = floor_ms;
+	SpinLockRelease(&shid_citus_shared->mutex);
+	return floor_ms;
+}
+
+/*
  * Grant a window of the slot's shard, here on the coordinator: from the
- * latest of the clock, the end of the last window granted and min_start,
+ * latest of the requester's clock, the end of the last window granted,
+ * what the nodes reported (shid_grant_learned_floor) and min_start,
  * for sharded_id.citus_window ms, its end under the durable ceiling before
  * it is returned.  Returns false, granting nothing, with *retry_after (ms)
- * when it would start more than SHID_WINDOW_AHEAD_MS ahead of the shard's
- * paced clock: the clock, or, after the clock stepped back behind the
- * windows granted, the time it read at the last grant plus the monotonic
- * time since, so that the shard's windows move on one ms per ms, as a
- * slot ahead of the clock does, instead of stopping until the clock
- * catches up.  Uniqueness does not rest on it: grant_end only grows, and
- * every end is covered.
+ * when it would start more than SHID_WINDOW_AHEAD_MS ahead of the
+ * requester's clock: node_clock, a node's as it asked; for this server's
+ * own minting (node_clock SHID_CLOCK_OWN), or a node too old to send its
+ * clock (SHID_CLOCK_UNKNOWN), this server's paced clock: the clock, or,
+ * after the clock stepped back behind the windows it granted itself, the
+ * time it read at the last such grant plus the monotonic time since, so
+ * that its windows move on one ms per ms, as a slot ahead of the clock
+ * does.  Uniqueness does not rest on it: grant_end only grows, and every
+ * end is covered.
  *
  * Locks: the slot's spinlock, then (released) the ceiling lock; then, with
  * a synchronous standby, SyncRepLock.
@@ -605,12 +660,13 @@ static void shid_wait_for_standbys(XLogRecPtr lsn);
 
 static bool
 shid_window_grant(ShidSlot *slot, const ShidLayout *layout, int64 min_start,
-				  int64 *start, int64 *end, int32 *retry_after)
+				  int64 node_clock, int64 *start, int64 *end, int32 *retry_after)
 {
 	int64		now = shid_clock_ms();
 	int64		mono = shid_monotonic_ms();
 	int64		window = shid_citus_window_ms;
 	int64		paced;
+	int64		ref;
 	int64		s;
 	int64		e;
 	XLogRecPtr	lsn;
@@ -620,8 +676,9 @@ shid_window_grant(ShidSlot *slot, const ShidLayout *layout, int64 min_start,
 
 	shid_check_clock(now);
 	LWLockAcquire(shid_ceiling->lock, LW_SHARED);
-	base = Max(shid_ceiling->floor_ms, shid_ceiling->grant_floor_ms);
+	base = shid_ceiling->floor_ms;
 	LWLockRelease(shid_ceiling->lock);
+	base = Max(base, shid_grant_learned_floor());
 	SpinLockAcquire(&slot->mutex);
 	/*
 	 * Paced only while the windows granted lie ahead of the clock: once the
@@ -630,17 +687,21 @@ shid_window_grant(ShidSlot *slot, const ShidLayout *layout, int64 min_start,
 	paced = now;
 	if (slot->grant_mono > 0 && now < slot->grant_end)
 		paced = Max(now, slot->grant_paced + (mono - slot->grant_mono));
-	s = Max(Max(now, Max(base, slot->grant_end)), min_start);
-	if (s > paced + SHID_WINDOW_AHEAD_MS)
+	ref = node_clock >= 0 ? node_clock : paced;
+	s = Max(Max(ref, Max(base, slot->grant_end)), min_start);
+	if (s > ref + SHID_WINDOW_AHEAD_MS)
 	{
 		SpinLockRelease(&slot->mutex);
-		*retry_after = (int32) Min(s - paced - SHID_WINDOW_AHEAD_MS, SHID_WINDOW_AHEAD_MS);
+		*retry_after = (int32) Min(s - ref - SHID_WINDOW_AHEAD_MS, SHID_WINDOW_AHEAD_MS);
 		return false;
 	}
 	e = s + window;
 	slot->grant_end = e;
-	slot->grant_paced = paced;
-	slot->grant_mono = mono;
+	if (node_clock < 0)
+	{
+		slot->grant_paced = paced;
+		slot->grant_mono = mono;
+	}
 	SpinLockRelease(&slot->mutex);
 
 	/* A window the layout cannot hold is never used: its end is spent. */
@@ -952,7 +1013,10 @@ shid_window_grant_remote(const ShidLayout *layout, int32 shard, int64 min_start,
 	StringInfoData min_text;
 	char		stripes_text[16];
 	char		stripe_text[16];
-	const char *params[9];
+	char		clock_text[32];
+	const char *params[10];
+	char	   *version = shid_extension_version();
+	bool		with_clock = version == NULL || strcmp(version, "2.0") != 0;
 	const char *volatile coord_label;
 
 	if (!shid_citus_addresses(shid_citus_group, &coord_host, &coord_port, &own_name, &own_port))
@@ -1003,6 +1067,9 @@ shid_window_grant_remote(const ShidLayout *layout, int32 shard, int64 min_start,
 	params[6] = stripes_text;
 	params[7] = stripe_text;
 	params[8] = shid_slot_reserved(shard, layout) ? "true" : "false";
+	/* The clock last, read as late as can be; 2.0's form has none. */
+	snprintf(clock_text, sizeof(clock_text), INT64_FORMAT, shid_clock_ms());
+	params[9] = clock_text;
 
 	if (!shid_xact_callback_registered)
 	{
@@ -1049,10 +1116,12 @@ shid_window_grant_remote(const ShidLayout *layout, int32 shard, int64 min_start,
 				}
 				if (shid_coord_conn == NULL || PQstatus(shid_coord_conn) != CONNECTION_OK)
 					break;
-				res = shid_remote_exec(shid_coord_conn,
-									  "SELECT shard_id, window_start, window_end, retry_after FROM sharded_id.citus_grant_windows"
-									  "($1::integer[], $2, $3::integer, $4, $5::integer, $6::bigint[], $7::integer, $8::integer, $9::boolean)",
-									  9, params, answer_deadline, &timed_out);
+				res = shid_remote_exec(shid_coord_conn, with_clock ?
+									   "SELECT shard_id, window_start, window_end, retry_after FROM sharded_id.citus_grant_windows"
+									   "($1::integer[], $2, $3::integer, $4, $5::integer, $6::bigint[], $7::integer, $8::integer, $9::boolean, $10::bigint)" :
+									   "SELECT shard_id, window_start, window_end, retry_after FROM sharded_id.citus_grant_windows"
+									   "($1::integer[], $2, $3::integer, $4, $5::integer, $6::bigint[], $7::integer, $8::integer, $9::boolean)",
+									   with_clock ? 10 : 9, params, answer_deadline, &timed_out);
 				/* A kept connection that broke (the coordinator ended it idle): once more, anew. */
 				if (!timed_out && kept && PQstatus(shid_coord_conn) == CONNECTION_BAD)
 				{
@@ -1157,7 +1226,7 @@ shid_window_request(ShidSlot *slot, int64 min_start, ShidWindowAnswer *answer)
 			int32		retry_after = 0;
 
 			answer->ok = true;
-			if (!shid_window_grant(slot, layout, min_start, &answer->start, &answer->end,
+			if (!shid_window_grant(slot, layout, min_start, SHID_CLOCK_OWN, &answer->start, &answer->end,
 								   &retry_after))
 				answer->retry_after = retry_after;
 		}
@@ -1521,9 +1590,47 @@ shid_citus_node_active(int32 group, const char *name, int32 port)
 }
 
 /*
+ * One row of citus_grant_windows: the shard's window, or when to come
+ * back, or NULLs where it has no slot.  The shard asked for gets its slot
+ * as the node's caller would here (make): from the whole table for a
+ * superuser or a shard of the catalog, else within the free share, so
+ * that roles that are not superusers on the nodes cannot fill this table;
+ * a shard renewed with it that has no slot gets no window until it is
+ * asked for.
+ */
+static void
+shid_grant_row(ReturnSetInfo *rsinfo, const ShidLayout *layout, int32 shard, int64 min_start,
+			   int64 node_clock, ShidSlotMake make)
+{
+	ShidSlot   *slot = shid_lookup_slot(layout, shard, make);
+	Datum		values[4];
+	bool		nulls[4] = {0};
+	int64		start = 0;
+	int64		end = 0;
+	int32		retry_after = 0;
+
+	values[0] = Int32GetDatum(shard);
+	if (slot == NULL)
+		nulls[1] = nulls[2] = nulls[3] = true;
+	else if (shid_window_grant(slot, layout, min_start, node_clock, &start, &end, &retry_after))
+	{
+		values[1] = Int64GetDatum(start);
+		values[2] = Int64GetDatum(end);
+		nulls[3] = true;
+	}
+	else
+	{
+		nulls[1] = nulls[2] = true;
+		values[3] = Int32GetDatum(retry_after);
+	}
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/*
  * citus_grant_windows(shard_ids integer[], layout text, group_id integer,
  *					   node_name text, node_port integer, min_starts bigint[],
- *					   stripes integer, stripe integer, reserved boolean)
+ *					   stripes integer, stripe integer, reserved boolean,
+ *					   node_clock bigint)
  *		RETURNS TABLE (shard_id integer, window_start bigint,
  *					   window_end bigint, retry_after integer)
  *
@@ -1531,22 +1638,75 @@ shid_citus_node_active(int32 group, const char *name, int32 port)
  * (citus.c): grant the node, for each shard of shard_ids in turn, a window
  * of the shard's milliseconds, [start, end) in Unix ms, from its min_starts
  * on at the earliest, its end durable before it returns; or, where it would
- * start more than a second ahead of the clock, NULLs and the ms to come
- * back after.  One row per shard, in their order (1,024 at most).  Refuses
- * (55000) where this is not the coordinator, a requester that is not an
- * active primary of pg_dist_node, and one whose stripes or stripe differ
- * from this server's.  reserved says whether the node's caller may have
- * a slot of the first shard from the whole slot table (a superuser, or a
- * shard of the node's catalog); the others renew slots made already, and
- * get NULLs where there is none.
+ * start more than a second ahead of node_clock (the node's clock as it
+ * asked), NULLs and the ms to come back after.  One row per shard, in their
+ * order (1,024 at most).  Before its first grant since it started, was
+ * promoted or reset its ceiling, it asks every node what it holds
+ * (citus_learn.c).  Refuses (55000) where this is not the coordinator, a
+ * requester that is not an active primary of pg_dist_node, one whose
+ * stripes or stripe differ from this server's, and one whose clock lies
+ * more than a minute from this server's.  reserved says whether the
+ * node's caller may have a slot of the first shard from the whole slot
+ * table (a superuser, or a shard of the node's catalog); the others renew
+ * slots made already, and get NULLs where there is none.  The form without
+ * node_clock is 2.0's, for nodes still on its library: their windows are
+ * measured against this server's clock.
  *
  * Locks: AccessShareLock on pg_dist_local_group and pg_dist_node; the slot
- * table's lock, and sharded_id.shards, if the first shard has no slot yet; each slot's spinlock in turn;
- * the ceiling lock if the ceiling must be raised.
+ * table's lock, and sharded_id.shards, if the first shard has no slot yet;
+ * each slot's spinlock in turn; the ceiling lock if the ceiling must be
+ * raised; the Citus state's spinlock.
  */
+static Datum shid_grant_windows(FunctionCallInfo fcinfo, int64 node_clock);
+
+SHID_FUNCTION_INFO(shid_citus_grant_windows_clock);
+Datum
+shid_citus_grant_windows_clock(PG_FUNCTION_ARGS)
+{
+	return shid_grant_windows(fcinfo, PG_GETARG_INT64(9));
+}
+
 SHID_FUNCTION_INFO(shid_citus_grant_windows);
 Datum
 shid_citus_grant_windows(PG_FUNCTION_ARGS)
+{
+	return shid_grant_windows(fcinfo, SHID_CLOCK_UNKNOWN);
+}
+
+/* Refuse a requester whose settings or clock disagree with this server's. */
+static void
+shid_check_requester(const char *node_name, int32 node_port, int32 stripes, int32 stripe,
+					 int64 node_clock)
+{
+	int64		now = shid_clock_ms();
+
+	if (stripes != shid_stripes)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("settings of Citus node %s:%d disagree with the coordinator's: sharded_id.stripes is %d there and %d on the coordinator",
+						node_name, node_port, stripes, shid_stripes),
+				 errdetail("Every node of a Citus cluster mints with the coordinator's sharded_id.stripes and sharded_id.stripe, the settings that shape an id; a node that disagrees gets no shard window, so that a change rolled out node by node repeats no id."),
+				 errhint("Set sharded_id.stripes and sharded_id.stripe as on the coordinator, and restart the node.")));
+	if (stripe != shid_stripe)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("settings of Citus node %s:%d disagree with the coordinator's: sharded_id.stripe is %d there and %d on the coordinator",
+						node_name, node_port, stripe, shid_stripe),
+				 errdetail("Every node of a Citus cluster mints with the coordinator's sharded_id.stripes and sharded_id.stripe, the settings that shape an id; a node that disagrees gets no shard window, so that a change rolled out node by node repeats no id."),
+				 errhint("Set sharded_id.stripes and sharded_id.stripe as on the coordinator, and restart the node.")));
+	if (node_clock >= 0 && (node_clock > now + SHID_WINDOW_MAX_SKEW_MS ||
+							node_clock < now - SHID_WINDOW_MAX_SKEW_MS))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the clock of Citus node %s:%d lies " INT64_FORMAT " ms from the coordinator's",
+						node_name, node_port, node_clock - now),
+				 errdetail("A node gets shard windows near its own clock, and its clock may lie at most %d s from the coordinator's; the node's reads " INT64_FORMAT ", the coordinator's " INT64_FORMAT " (Unix ms).",
+						   SHID_WINDOW_MAX_SKEW_MS / 1000, node_clock, now),
+				 errhint("Synchronise the clocks of the cluster's nodes (NTP).")));
+}
+
+static Datum
+shid_grant_windows(FunctionCallInfo fcinfo, int64 node_clock)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ArrayType  *shard_array = PG_GETARG_ARRAYTYPE_P(0);
@@ -1555,8 +1715,6 @@ shid_citus_grant_windows(PG_FUNCTION_ARGS)
 	char	   *node_name = text_to_cstring(PG_GETARG_TEXT_PP(3));
 	int32		node_port = PG_GETARG_INT32(4);
 	ArrayType  *min_array = PG_GETARG_ARRAYTYPE_P(5);
-	int32		stripes = PG_GETARG_INT32(6);
-	int32		stripe = PG_GETARG_INT32(7);
 	bool		reserved = PG_GETARG_BOOL(8);
 	int32		own_group = -1;
 	Datum	   *shards;
@@ -1575,13 +1733,15 @@ shid_citus_grant_windows(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("citus_grant_windows takes 1 to %d shards, with one minimum start each",
 						SHID_WINDOW_BATCH + 1),
-				 errdetail("It was given %d shards and %d minimum starts.", n, n_mins)));
+				 errdetail("It was given %d shards and %d minimum starts.", n, n_mins),
+				 errhint("Pass as many minimum starts as shards.")));
 	for (int i = 0; i < n; i++)
 	{
 		if (shard_nulls[i] || min_nulls[i])
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("citus_grant_windows takes no NULL shard or minimum start")));
+					 errmsg("citus_grant_windows takes no NULL shard or minimum start"),
+					 errhint("Pass a shard id and a minimum start for each shard.")));
 		shid_check_shard(layout, DatumGetInt32(shards[i]));
 	}
 	shid_require_shared_state();
@@ -1595,20 +1755,7 @@ shid_citus_grant_windows(PG_FUNCTION_ARGS)
 				 errdetail("Shard windows are granted by the coordinator, the node of group 0 of a database with the citus extension, on a server that preloads Citus; this database's group is %d.",
 						   own_group),
 				 errhint("Name the coordinator in pg_dist_node (citus_set_coordinator_host).")));
-	if (stripes != shid_stripes)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("settings of Citus node %s:%d disagree with the coordinator's: sharded_id.stripes is %d there and %d on the coordinator",
-						node_name, node_port, stripes, shid_stripes),
-				 errdetail("Every node of a Citus cluster mints with the coordinator's sharded_id.stripes and sharded_id.stripe, the settings that shape an id; a node that disagrees gets no shard window, so that a change rolled out node by node repeats no id."),
-				 errhint("Set sharded_id.stripes and sharded_id.stripe as on the coordinator, and restart the node.")));
-	if (stripe != shid_stripe)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("settings of Citus node %s:%d disagree with the coordinator's: sharded_id.stripe is %d there and %d on the coordinator",
-						node_name, node_port, stripe, shid_stripe),
-				 errdetail("Every node of a Citus cluster mints with the coordinator's sharded_id.stripes and sharded_id.stripe, the settings that shape an id; a node that disagrees gets no shard window, so that a change rolled out node by node repeats no id."),
-				 errhint("Set sharded_id.stripes and sharded_id.stripe as on the coordinator, and restart the node.")));
+	shid_check_requester(node_name, node_port, PG_GETARG_INT32(6), PG_GETARG_INT32(7), node_clock);
 	if (!shid_citus_node_active(group, node_name, node_port))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -1619,42 +1766,7 @@ shid_citus_grant_windows(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	for (int i = 0; i < n; i++)
-	{
-		int32		shard = DatumGetInt32(shards[i]);
-		ShidSlot   *slot;
-		Datum		values[4];
-		bool		nulls[4] = {0};
-		int64		start = 0;
-		int64		end = 0;
-		int32		retry_after = 0;
-
-		/*
-		 * The shard asked for gets its slot as the node's caller would
-		 * here: from the whole table for a superuser or a shard of the
-		 * catalog, else within the free share, so that roles that are not
-		 * superusers on the nodes cannot fill this table.  A shard renewed
-		 * with it that has no slot here gets no window (NULLs) until it is
-		 * asked for.
-		 */
-		if (i == 0)
-			slot = shid_lookup_slot(layout, shard, reserved ? SHID_SLOT_ADMIN : SHID_SLOT_SHARE);
-		else
-			slot = shid_lookup_slot(layout, shard, SHID_SLOT_FIND);
-		values[0] = Int32GetDatum(shard);
-		if (slot == NULL)
-			nulls[1] = nulls[2] = nulls[3] = true;
-		else if (shid_window_grant(slot, layout, DatumGetInt64(mins[i]), &start, &end, &retry_after))
-		{
-			values[1] = Int64GetDatum(start);
-			values[2] = Int64GetDatum(end);
-			nulls[3] = true;
-		}
-		else
-		{
-			nulls[1] = nulls[2] = true;
-			values[3] = Int32GetDatum(retry_after);
-		}
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
+		shid_grant_row(rsinfo, layout, DatumGetInt32(shards[i]), DatumGetInt64(mins[i]),
+					   node_clock, i == 0 ? (reserved ? SHID_SLOT_ADMIN : SHID_SLOT_SHARE) : SHID_SLOT_FIND);
 	return (Datum) 0;
 }

@@ -287,8 +287,7 @@ _PG_init(void)
 						   shid_stripes, shid_stripes - 1)));
 	shid_stripe_bits = pg_leftmost_one_pos32((uint32) shid_stripes);
 	/* On Citus, backends learn on their first call whether they mint in windows. */
-	if (shid_citus_init())
-		shid_reset_grant_lead_ms = SHID_WINDOW_AHEAD_MS + SHID_WINDOW_MAX_MS;
+	(void) shid_citus_init();
 	shid_rmgr_register();
 	shid_owner_init();
 

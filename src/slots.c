@@ -67,7 +67,6 @@ int			shid_stripe = 0;
  * by init.c on a server that preloads Citus (a second ahead and the longest
  * window, citus.h), 0 elsewhere.
  */
-int			shid_reset_grant_lead_ms = 0;
 
 /* log2(sharded_id.stripes): the top bits of the sequence field it takes. */
 int			shid_stripe_bits = 0;
@@ -473,6 +472,32 @@ shid_slots_to_renew(uint64 layout_key, const ShidSlot *except, int64 now_ms,
 }
 
 /*
+ * The newest Unix millisecond past every slot's millisecond and every
+ * shard window this server holds (citus_learn.c): 0 without a slot.
+ *
+ * Locks: the slot table's lock, shared; each slot's spinlock in turn.
+ */
+int64
+shid_slots_window_high_water(void)
+{
+	HASH_SEQ_STATUS status;
+	ShidSlot   *slot;
+	int64		high = 0;
+
+	LWLockAcquire(shid_shared->slots_lock, LW_SHARED);
+	hash_seq_init(&status, shid_slots);
+	while ((slot = hash_seq_search(&status)) != NULL)
+	{
+		SpinLockAcquire(&slot->mutex);
+		high = Max(high, slot->ms + 1);
+		high = Max(high, Max(slot->win_end, slot->next_end));
+		SpinLockRelease(&slot->mutex);
+	}
+	LWLockRelease(shid_shared->slots_lock);
+	return high;
+}
+
+/*
  * generator_stats(OUT layout text, OUT shard_id integer, OUT ids bigint,
  *				   OUT full_ms_waits bigint, OUT wait_time double precision,
  *				   OUT clock_behind bigint, OUT max_clock_lag double precision,
@@ -621,7 +646,6 @@ shid_reset_ceiling(PG_FUNCTION_ARGS)
 	int64		now_ms;
 	int64		base;
 	int64		top;
-	int64		grant_floor;
 
 	if (!superuser())
 		ereport(ERROR,
@@ -667,27 +691,17 @@ shid_reset_ceiling(PG_FUNCTION_ARGS)
 		/*
 		 * Citus (citus.c): a window may lie below a slot moved back, so
 		 * every window is dropped and asked for again; on a coordinator,
-		 * the ceiling stays above every window it granted.
+		 * the ceiling stays above every window it granted since it
+		 * started, and the generation bumped makes it ask the nodes what
+		 * they hold before its next grant (citus_learn.c).
 		 */
 		slot->win_start = slot->win_end = slot->win_renew = 0;
 		slot->next_start = slot->next_end = 0;
 		top = Max(top, slot->grant_end);
 		SpinLockRelease(&slot->mutex);
 	}
-
-	/*
-	 * Citus: windows granted before this server's last start are no slot's
-	 * grant_end.  At the clock's pace they ended at most a second ahead of
-	 * the clock at their grant, and a window later, so grants start after
-	 * that from now on, and the durable ceiling covers it for a restart.
-	 * Only grants: new slots still start at top, at most a lease ahead.
-	 */
-	grant_floor = 0;
-	if (shid_reset_grant_lead_ms > 0)
-		grant_floor = now_ms + shid_reset_grant_lead_ms;
-	shid_ceiling->grant_floor_ms = grant_floor;
 	SHID_INJECTION_POINT("sharded-id-reset-slots-moved");
-	shid_ceiling_reset_end(Max(top, grant_floor) + SHID_LEASE_MS, top);
+	shid_ceiling_reset_end(top + SHID_LEASE_MS, top);
 	LWLockRelease(shid_shared->slots_lock);
 	PG_RETURN_TIMESTAMPTZ(shid_unix_ms_to_timestamptz(top));
 }

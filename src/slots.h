@@ -116,7 +116,6 @@ extern SHID_INTERNAL int shid_stripe_bits;	/* log2(sharded_id.stripes) */
 extern int	shid_max_shards;
 extern int	shid_max_free_slots;
 extern int	shid_stripes;
-extern int	shid_reset_grant_lead_ms;
 
 extern Size shid_slots_shmem_size(void);
 extern void shid_slots_shmem_init(LWLock *lock);
@@ -130,6 +129,7 @@ extern bool shid_set_shard_floor(ShidSlot *slot, int64 floor_ms, bool move,
 extern int64 shid_high_water_id(const ShidLayout *layout, int32 shard, int64 ms);
 extern int	shid_slots_to_renew(uint64 layout_key, const ShidSlot *except, int64 now_ms,
 								int64 mono_us, ShidSlot **out, int64 *min_starts, int max);
+extern int64 shid_slots_window_high_water(void);
 extern void shid_refuse_recovery(const char *what);
 
 /* Refuse every call where the module was not preloaded. */

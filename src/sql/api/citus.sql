@@ -387,3 +387,27 @@ COMMENT ON FUNCTION sharded_id.citus_grant_windows(integer[], text, integer, tex
 'on a Citus coordinator, called by a node over its own connection: for each shard in turn, grant the node a window [window_start, window_end) of Unix ms of it, from its min_starts on, durable before it returns; NULLs and retry_after (ms) where it would start more than a second ahead of the clock; refuses a node that is not an active primary of pg_dist_node or whose sharded_id.stripes or sharded_id.stripe differ from the coordinator''s; reserved: the node''s caller may have the first shard''s slot from the whole slot table (a superuser or a shard of its catalog), else it comes from sharded_id.max_free_slots; renewed shards without a slot get NULLs';
 
 REVOKE EXECUTE ON FUNCTION sharded_id.citus_grant_windows(integer[], text, integer, text, integer, bigint[], integer, integer, boolean) FROM PUBLIC;
+
+CREATE FUNCTION sharded_id.citus_grant_windows(shard_ids integer[], layout text, group_id integer,
+                                              node_name text, node_port integer, min_starts bigint[],
+                                              stripes integer, stripe integer, reserved boolean,
+                                              node_clock bigint)
+RETURNS TABLE (shard_id integer, window_start bigint, window_end bigint, retry_after integer)
+AS 'MODULE_PATHNAME', 'shid_citus_grant_windows_clock'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+
+COMMENT ON FUNCTION sharded_id.citus_grant_windows(integer[], text, integer, text, integer, bigint[], integer, integer, boolean, bigint) IS
+'on a Citus coordinator, called by a node over its own connection: as the form without node_clock, but each window starts at most a second ahead of node_clock, the node''s clock (Unix ms) as it asked, rather than of the coordinator''s; refuses a node whose clock lies more than a minute from the coordinator''s; before its first grant since it started, was promoted or reset its ceiling, the coordinator asks every node for the windows it holds (citus_window_high_water)';
+
+REVOKE EXECUTE ON FUNCTION sharded_id.citus_grant_windows(integer[], text, integer, text, integer, bigint[], integer, integer, boolean, bigint) FROM PUBLIC;
+
+CREATE FUNCTION sharded_id.citus_window_high_water(OUT high_water bigint, OUT clock_ms bigint)
+AS 'MODULE_PATHNAME', 'shid_citus_window_high_water'
+LANGUAGE C VOLATILE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp;
+
+COMMENT ON FUNCTION sharded_id.citus_window_high_water() IS
+'on a node of a Citus cluster, called by the coordinator before it grants windows after it started, was promoted or reset its ceiling: one past the newest Unix millisecond this server minted in or holds a shard window of (its durable ceiling and its slots), and its clock';
+
+REVOKE EXECUTE ON FUNCTION sharded_id.citus_window_high_water() FROM PUBLIC;

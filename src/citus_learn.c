@@ -1,0 +1,201 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/citus_learn.c
+ *	  What a Citus coordinator learns from the nodes before it grants a
+ *	  shard window: after it started, was promoted, or reset its ceiling,
+ *	  its own memory of the windows it granted may be gone (a restart) or
+ *	  behind (an asynchronous standby that missed WAL).  The nodes hold the
+ *	  truth: every id a node minted lies under its own durable ceiling, and
+ *	  every window it holds is in its slots.  Also the node's side of it,
+ *	  citus_window_high_water().  Design: doc/sharded_id-design.md, "Citus".
+ *
+ * Locks: AccessShareLock on pg_dist_node (SPI); on a node, the slot
+ * table's lock, shared, and each slot's spinlock in turn.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "ceiling.h"
+#include "citus.h"
+#include "citus_conn.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "layout.h"
+#include "libpq/libpq-be-fe-helpers.h"
+#include "miscadmin.h"
+#include "slots.h"
+#include "utils/builtins.h"
+
+/* How long the coordinator waits for all the nodes' answers together. */
+#define SHID_LEARN_MS			3000
+
+/* What one node answered, or why it did not. */
+typedef struct ShidNodeReport
+{
+	bool		ok;
+	int64		high_water;		/* its ceiling and the windows it holds */
+	int64		clock_ms;		/* its clock when it answered */
+	char	   *error;			/* else: why not */
+} ShidNodeReport;
+
+/*
+ * Ask the node at host:port for its high water and clock, giving up at
+ * deadline_us (monotonic).  Never raises for the node's own failure: that
+ * is in the report.
+ */
+static void
+shid_ask_node(const char *host, int port, int64 deadline_us, ShidNodeReport *report)
+{
+	StringInfoData conninfo;
+	PGconn	   *conn;
+	PGresult   *volatile res = NULL;
+	bool		timed_out = false;
+
+	memset(report, 0, sizeof(*report));
+	shid_node_conninfo(&conninfo, host, port);
+	appendStringInfoString(&conninfo, " connect_timeout = 2 application_name = sharded_id_learn"
+						   " options = '-c statement_timeout=2000 -c role=none'");
+	conn = shid_remote_connect(conninfo.data, deadline_us);
+	if (conn == NULL)
+	{
+		report->error = pstrdup("out of memory");
+		return;
+	}
+	PG_TRY();
+	{
+		if (PQstatus(conn) != CONNECTION_OK)
+			report->error = PQstatus(conn) == CONNECTION_BAD ? pstrdup(PQerrorMessage(conn)) :
+				pstrdup("it did not complete the connection in time");
+		else
+		{
+			res = shid_remote_exec(conn, "SELECT high_water, clock_ms FROM sharded_id.citus_window_high_water()",
+								   0, NULL, deadline_us, &timed_out);
+			if (timed_out)
+				report->error = pstrdup("it did not answer in time");
+			else if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
+					 PQgetisnull(res, 0, 0) || PQgetisnull(res, 0, 1))
+				report->error = pstrdup(res != NULL && PQresultErrorMessage(res)[0] != '\0' ?
+										PQresultErrorMessage(res) : PQerrorMessage(conn));
+			else
+			{
+				report->ok = true;
+				report->high_water = pg_strtoint64(PQgetvalue(res, 0, 0));
+				report->clock_ms = pg_strtoint64(PQgetvalue(res, 0, 1));
+			}
+		}
+	}
+	PG_FINALLY();
+	{
+		PQclear(res);
+		libpqsrv_disconnect(conn);
+	}
+	PG_END_TRY();
+}
+
+/*
+ * On the coordinator: the time before which no window may be granted, as
+ * the nodes report it.  Each primary node of pg_dist_node but this one is
+ * asked for the newest millisecond it minted or holds a window of
+ * (citus_window_high_water); the floor lies after each, and a second and
+ * a window after each node's clock, which covers the windows that a
+ * coordinator before this one granted itself if its clock was not ahead of
+ * every node's.  An active node that does not answer stops every grant
+ * (55000, naming it): its windows are not known.  An inactive one is
+ * skipped.
+ *
+ * Locks: AccessShareLock on pg_dist_node.
+ */
+int64
+shid_citus_learn_floor(void)
+{
+	static const char *sql =
+		"SELECT n.nodename, n.nodeport, n.groupid, n.isactive FROM pg_catalog.pg_dist_node n"
+		" WHERE n.noderole::pg_catalog.text OPERATOR(pg_catalog.=) 'primary'"
+		" AND n.groupid OPERATOR(pg_catalog.<>) 0 ORDER BY n.groupid";
+	int64		deadline_us = shid_monotonic_us() + SHID_LEARN_MS * INT64CONST(1000);
+	int64		floor_ms = 0;
+	MemoryContext caller = CurrentMemoryContext;
+	int			n;
+	char	  **hosts;
+	int		   *ports;
+	int		   *groups;
+	bool	   *active;
+
+	SPI_connect();
+	if (SPI_execute(sql, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read pg_dist_node");
+	n = (int) SPI_processed;
+	hosts = MemoryContextAllocZero(caller, sizeof(char *) * Max(n, 1));
+	ports = MemoryContextAllocZero(caller, sizeof(int) * Max(n, 1));
+	groups = MemoryContextAllocZero(caller, sizeof(int) * Max(n, 1));
+	active = MemoryContextAllocZero(caller, sizeof(bool) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		char	   *name = SPI_getvalue(tuple, desc, 1);
+
+		hosts[i] = name ? MemoryContextStrdup(caller, name) : NULL;
+		ports[i] = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
+		groups[i] = DatumGetInt32(SPI_getbinval(tuple, desc, 3, &isnull));
+		active[i] = DatumGetBool(SPI_getbinval(tuple, desc, 4, &isnull));
+	}
+	SPI_finish();
+
+	for (int i = 0; i < n; i++)
+	{
+		ShidNodeReport report;
+
+		if (hosts[i] == NULL)
+			continue;
+		shid_ask_node(hosts[i], ports[i], deadline_us, &report);
+		if (report.ok)
+		{
+			floor_ms = Max(floor_ms, report.high_water);
+			floor_ms = Max(floor_ms, report.clock_ms + SHID_WINDOW_AHEAD_MS + shid_citus_window_ms);
+		}
+		else if (active[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the Citus coordinator grants no shard window until node %s:%d (group %d) reports the windows it holds",
+							hosts[i], ports[i], groups[i]),
+					 errdetail("After it starts, is promoted or resets its ceiling, the coordinator asks every active node for the newest millisecond it minted in, so that it grants none of them again; that node did not answer: %s",
+							   report.error),
+					 errhint("Bring the node back, make sure it runs sharded_id 2.1 or later, or, if it is gone for good, disable it with citus_disable_node.")));
+	}
+	return floor_ms;
+}
+
+/*
+ * citus_window_high_water(OUT high_water bigint, OUT clock_ms bigint)
+ *
+ * On a node of a Citus cluster, for the coordinator (citus_learn.c): the
+ * newest Unix millisecond this server minted in or holds a shard window
+ * of, plus one (its durable ceiling covers every id it minted), and its
+ * clock.
+ *
+ * Locks: the slot table's lock, shared; each slot's spinlock in turn.
+ */
+SHID_FUNCTION_INFO(shid_citus_window_high_water);
+Datum
+shid_citus_window_high_water(PG_FUNCTION_ARGS)
+{
+	TupleDesc	desc;
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+	int64		high_water;
+
+	shid_require_shared_state();
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	high_water = Max((int64) pg_atomic_read_u64(&shid_ceiling->ceiling_ms),
+					 shid_slots_window_high_water());
+	values[0] = Int64GetDatum(high_water);
+	values[1] = Int64GetDatum(shid_clock_ms());
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+}

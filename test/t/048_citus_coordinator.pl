@@ -1,0 +1,194 @@
+# test/t/048_citus_coordinator.pl
+#
+# Ids of a Citus cluster survive the coordinator (src/citus_learn.c): a
+# coordinator that starts, is promoted or resets its ceiling asks every
+# active node what it minted in and holds before it grants a window, and a
+# window starts near the clock of the node that asks, not the
+# coordinator's.  One cluster: a coordinator with an asynchronous standby,
+# and two workers minting shard 5 all along (a loop of statements each, as
+# an application would, going on through errors).
+#
+#  - Asynchronous failover with a lagging standby: the standby stops
+#    receiving, the workers mint on, the coordinator is killed, and the
+#    standby, its clock 30 s behind, is promoted on the coordinator's port:
+#    the workers mint on, no id repeats, none runs more than a second ahead
+#    of the clock of the worker that minted it.
+#  - The promoted coordinator restarted 5 s further behind, then
+#    reset_ceiling(): no id repeats.
+#  - An active worker that does not answer stops the grants after a
+#    restart, with an error that names it (55000).
+#
+# Skipped (skip_all) when Citus is not installed for the PostgreSQL under
+# test.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use ShardedIdTest;
+use Test::More;
+use Time::HiRes qw(time);
+
+my $pkglibdir = `pg_config --pkglibdir`;
+chomp $pkglibdir;
+my $bindir = `pg_config --bindir`;
+chomp $bindir;
+if (!-f "$pkglibdir/citus.so")
+{
+	plan skip_all => "Citus is not installed for this PostgreSQL (no $pkglibdir/citus.so): "
+	  . 'run ../shared/citus/install.sh (PostgreSQL 18) to test sharded_id on Citus';
+}
+my $wait_s = $PostgreSQL::Test::Utils::timeout_default;
+
+sub citus_conf
+{
+	my ($node) = @_;
+	$node->append_conf('postgresql.conf', "shared_preload_libraries = 'citus,sharded_id'
+max_prepared_transactions = 50
+max_connections = 60
+citus.local_hostname = '" . $node->host . "'
+wal_level = replica
+");
+	return;
+}
+
+sub worker
+{
+	my ($name) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init;
+	citus_conf($node);
+	$node->start;
+	$node->safe_psql('postgres', q{CREATE EXTENSION citus; CREATE EXTENSION sharded_id;
+		SET citus.enable_ddl_propagation = off;
+		CREATE TABLE minted (id bigint, minted_at bigint)});
+	return $node;
+}
+
+# A loop on the node that mints 200 ids of shard 5 per statement, with the
+# node's clock beside each, until $stop exists, going on through errors.
+sub minter
+{
+	my ($node, $stop) = @_;
+	my $out = '';
+	my $sql = 'INSERT INTO minted SELECT sharded_id.next_id(5), (extract(epoch FROM clock_timestamp()) * 1000)::bigint FROM generate_series(1, 200)';
+	my $h = IPC::Run::start(
+		[ 'bash', '-c',
+		  qq{while [ ! -e '$stop' ]; do "$bindir/psql" -X -q -v ON_ERROR_STOP=1 -d '}
+			. $node->connstr('postgres') . qq{' -c '$sql' && echo ok; sleep 0.02; done} ],
+		'>', \$out, '2>&1');
+	return [ $h, \$out ];
+}
+
+sub count_of { return $_[0]->safe_psql('postgres', 'SELECT count(*) FROM minted'); }
+
+# Poll until the node minted more than $count ids; true if it did in time.
+sub minted_more
+{
+	my ($node, $count) = @_;
+	my $deadline = time + $wait_s;
+	while (time < $deadline)
+	{
+		return 1 if (eval { count_of($node) } // 0) > $count;
+		select(undef, undef, undef, 0.1);
+	}
+	return 0;
+}
+
+# How many ids the workers minted, how many repeat, and how many carry a
+# time more than a second after the clock of the worker that minted them.
+sub check_ids
+{
+	my ($label, @nodes) = @_;
+	my (%seen, $total, $ahead);
+	for my $node (@nodes)
+	{
+		$ahead += $node->safe_psql('postgres',
+			q{SELECT count(*) FROM minted
+			  WHERE (extract(epoch FROM sharded_id.created_at(id)) * 1000)::bigint > minted_at + 1000});
+		for my $id (split /\n/, $node->safe_psql('postgres', 'SELECT id FROM minted'))
+		{
+			$seen{$id}++;
+			$total++;
+		}
+	}
+	my $repeats = $total - scalar(keys %seen);
+	is($repeats, 0, "$label: $total ids of shard 5 on the workers, none repeats");
+	is($ahead, 0, "$label: none more than a second ahead of its worker's clock");
+	return;
+}
+
+my $coord = PostgreSQL::Test::Cluster->new('coordinator');
+$coord->init(allows_streaming => 1);
+citus_conf($coord);
+$coord->start;
+$coord->safe_psql('postgres', 'CREATE EXTENSION citus; CREATE EXTENSION sharded_id');
+my @workers = (worker('worker1'), worker('worker2'));
+$coord->safe_psql('postgres', "SELECT citus_set_coordinator_host('" . $coord->host . "', " . $coord->port . ')');
+$coord->safe_psql('postgres', "SELECT citus_add_node('" . $_->host . "', " . $_->port . ')') for @workers;
+
+$coord->backup('base');
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($coord, 'base', has_streaming => 1);
+chmod 0600, $standby->data_dir . '/server.key' if -f $standby->data_dir . '/server.key';
+my ($set_clock, $start_faked) = ShardedIdTest::faked_clock($standby);
+$start_faked->();
+$coord->poll_query_until('postgres',
+	q{SELECT count(*) = 1 FROM pg_stat_replication WHERE application_name = 'standby'})
+  or die 'the standby does not stream';
+
+my $stop = PostgreSQL::Test::Utils::tempdir() . '/stop';
+my @loops = map { minter($_, $stop) } @workers;
+ok(minted_more($_, 2000), $_->name . ' mints shard 5') for @workers;
+
+# --- Asynchronous failover to a standby that lags and whose clock is 30 s behind.
+$standby->safe_psql('postgres', q{ALTER SYSTEM SET primary_conninfo = ''; SELECT pg_reload_conf()});
+$coord->poll_query_until('postgres', q{SELECT count(*) = 0 FROM pg_stat_replication})
+  or die 'the standby still streams';
+# The workers mint on in windows that only the lost coordinator knew.
+my @before = map { count_of($_) } @workers;
+ok(minted_more($workers[$_], $before[$_] + 4000), "failover: worker " . ($_ + 1) . ' mints while the standby lags')
+  for 0 .. 1;
+$coord->stop('immediate');
+$set_clock->('-30');
+$standby->stop;
+$standby->append_conf('postgresql.conf', 'port = ' . $coord->port . "\n");
+$standby->{_port} = $coord->port;
+$start_faked->();
+$standby->promote;
+my $coord_clock = $standby->safe_psql('postgres', 'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint');
+cmp_ok($coord_clock, '<', time * 1000 - 25000, 'failover: the promoted coordinator\'s clock runs 30 s behind');
+@before = map { count_of($_) } @workers;
+ok(minted_more($workers[$_], $before[$_] + 4000), 'failover: worker ' . ($_ + 1) . ' mints again')
+  for 0 .. 1;
+check_ids('failover', @workers);
+
+# --- A restart 5 s further behind, then reset_ceiling().
+$standby->stop('immediate');
+$set_clock->('-35');
+$start_faked->();
+$standby->safe_psql('postgres', 'SELECT sharded_id.reset_ceiling()');
+@before = map { count_of($_) } @workers;
+ok(minted_more($workers[$_], $before[$_] + 4000), 'restart and reset: worker ' . ($_ + 1) . ' mints again')
+  for 0 .. 1;
+check_ids('restart and reset', @workers);
+
+open my $touch, '>', $stop or die $!;
+close $touch;
+$_->[0]->finish for @loops;
+
+# --- An active worker that does not answer: no grant after a restart, by name.
+$workers[1]->stop;
+$standby->stop('immediate');
+$start_faked->();
+my ($r, $o, $e) = $workers[0]->psql('postgres', "\\set VERBOSITY verbose\nSELECT sharded_id.next_id(6)");
+like($e, qr/55000: .*grants no shard window until node \S+:${\ $workers[1]->port } \(group \d+\) reports/,
+	'an active worker that does not answer stops the grants, by name');
+$workers[1]->start;
+ok($workers[0]->poll_query_until('postgres', 'SELECT sharded_id.next_id(6) > 0'),
+	'once it answers, the other worker mints');
+
+$_->stop for (@workers, $standby);
+done_testing();
