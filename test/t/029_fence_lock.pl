@@ -23,12 +23,14 @@
 #    freeze_timeout has passed (sharded_id.move_end_blockers, on by
 #    default), logs so, and the move completes within that timeout with 0
 #    failed writes.
-# 5. A LOGIN-only role on the source holds a transaction id, idle in its
-#    transaction: an online move's replication slot waits for it.  With
-#    timeout => '20 s', the move ends that session once half the timeout
-#    has passed, says so, and completes; with sharded_id.move_end_blockers
-#    off, it fails at its timeout naming the session, and leaves no slot
-#    behind.
+# 5. Transaction ids held open on the source by sessions that do not touch
+#    shard 5 (a LOGIN-only role's, a writer's that entered shard 3, a
+#    superuser's in another database): an online move's replication slot
+#    waits for them, and the move, by default (move_end_blockers on), ends
+#    none of them: it fails soon after its timeout (6 s), naming each
+#    session's pid, role, database and the age of its transaction, leaves
+#    no slot behind and rolls back at once; once they end, it completes.
+#    2.0 ended every one of them once half the timeout had passed.
 # 6. A move canceled, then one terminated, while its slot waits for such a
 #    transaction (move_end_blockers off, timeout 10 min): it ends at once,
 #    no call on the source still waits, and no slot appears once the
@@ -176,43 +178,69 @@ my $hold = sub {
 		'the freeze ended the reader');
 	ok($n->log_contains(qr/WARNING:  ended session \d+ of role "mallory", which still held the fence of shard 5 after half of/),
 		'the source logged that it ended the reader, naming its role');
+	ok(!$n->log_contains(qr/ended session \d+ of role "(?!mallory")[^"]*", which still held the fence of shard 5/),
+		'and ended no writer of the application');
 	eval { $h->finish; };
 	is($fence_locks->($_, 'ShareLock') + $fence_locks->($_, 'ExclusiveLock'), 0, 'no fence is left on ' . $_->name)
 	  for values %node;
 }
 
-# 5. An open transaction id on the source, held by a role that cannot write.
+# 5. Open transaction ids on the source that have nothing to do with the
+# shard: a LOGIN-only role's, an application writer's on another shard, a
+# superuser's in another database.
 {
 	my $from = map_owner($router, 5);
 	my ($to) = grep { $_ ne $from } sort keys %node;
 	my $n = $node{$from};
-	my $xid_holder = sub {
-		my $name = shift;
-		my ($h, $in, $out) = $hold->($n, 'mallory', $name, q{BEGIN; SELECT txid_current() > 0;});
-		return ($h, $in);
-	};
-	my ($h, $in) = $xid_holder->('xid_holder');
-	my ($ret, $o, $e) = $router->psql('router',
-		"SET sharded_id.move_end_blockers = off; CALL sharded_id.move_shard(5, '$to', method => 'online', timeout => '6 s')");
-	isnt($ret, 0, 'move_end_blockers off: the move fails behind the open transaction id');
+	# Shard 3 on the source too, for its writer.
+	$router->safe_psql('router', "CALL sharded_id.move_shard(3, '$from', method => 'dump')")
+	  if map_owner($router, 3) ne $from;
+	my ($h1, $in1) = $hold->($n, 'mallory', 'xid_holder', q{BEGIN; SELECT txid_current() > 0;});
+	my ($h2, $in2, $out2) = $hold->($n, 'node_writer', 'shard3_writer',
+		q{BEGIN; SELECT sharded_id.enter_shard(3); SELECT txid_current() > 0;});
+	like($$out2, qr/^shard_0003\nt$/m, 'a writer entered shard 3 on the source and holds a transaction id');
+	my $superuser = $n->safe_psql('app', 'SELECT current_user');
+	my ($h3, $in3, $out3) = ('', '', '');
+	{
+		my ($in, $out) = ('', '');
+		$h3 = IPC::Run::start([ 'psql', '-X', '-A', '-t', '-d', $n->connstr('postgres') . ' application_name=other_db' ],
+			'<', \$in, '>', \$out, '2>&1');
+		$in = "BEGIN; SELECT txid_current() > 0;\n\\echo held\n";
+		$h3->pump until $out =~ /held/;
+		$in3 = \$in;
+	}
+	my %pid = map { $_ => $n->safe_psql('app', "SELECT pid FROM pg_stat_activity WHERE application_name = '$_'") }
+	  qw(xid_holder shard3_writer other_db);
+	my $started = time;
+	my ($ret, $o, $e) = $router->psql('router', "CALL sharded_id.move_shard(5, '$to', method => 'online', timeout => '6 s')");
+	my $took = time - $started;
+	isnt($ret, 0, 'the move fails behind open transaction ids that do not touch the shard, by default');
+	cmp_ok($took, '<', 6 + $PostgreSQL::Test::Utils::timeout_default / 6, "it ends soon after its timeout ($took s)");
 	like($e, qr/the replication slot of move \d+ was not made on node "$from" within 00:00:06/,
 		'and says the slot was not made within its timeout');
-	like($e, qr/role "mallory", idle in transaction/, 'naming the session that held it up');
+	like($e, qr/\b$pid{xid_holder} \(role "mallory", database "app", idle in transaction, in a transaction for \d\d:\d\d:\d\d\)/,
+		'naming the LOGIN-only role\'s session: pid, role, database, age');
+	like($e, qr/\b$pid{shard3_writer} \(role "node_writer", database "app", idle in transaction, in a transaction for /,
+		'naming the writer of shard 3');
+	like($e, qr/\b$pid{other_db} \(role "$superuser", database "postgres", idle in transaction, in a transaction for /,
+		'naming the superuser\'s session in another database');
+	unlike($e, qr/ended \d+ session/, 'saying it ended no session');
+	is($n->safe_psql('app', q{SELECT count(*) FROM pg_stat_activity
+		WHERE application_name IN ('xid_holder', 'shard3_writer', 'other_db') AND backend_xid IS NOT NULL}), 3,
+		'the three sessions are left alone, in their transactions');
 	is($n->safe_psql('app', q{SELECT count(*) FROM pg_replication_slots}), 0, 'no slot is left on the source');
-	is($n->safe_psql('app', q{SELECT count(*) FROM pg_stat_activity WHERE application_name = 'xid_holder'}), 1,
-		'and the session is left alone');
-	$router->safe_psql('router', 'CALL sharded_id.recover_moves()');
+	is($router->safe_psql('router', 'SELECT count(*) FROM sharded_id.moves WHERE finished_at IS NULL'), '0',
+		'the move was rolled back at once');
 	is(map_owner($router, 5), $from, 'the shard stays where it was');
-	my $started = time;
+	for ([ $h1, $in1 ], [ $h2, $in2 ], [ $h3, $in3 ])
+	{
+		${ $_->[1] } .= "COMMIT;\n\\q\n";
+		eval { $_->[0]->finish; };
+	}
+	$started = time;
 	($ret, $o, $e) = $router->psql('router', "CALL sharded_id.move_shard(5, '$to', method => 'online', timeout => '20 s')");
-	is($ret, 0, 'by default the move completes') or diag($e);
-	cmp_ok(time - $started, '<', 20, 'within its timeout');
-	like($e, qr/ended 1 session\(s\) on node "$from" whose transactions held up its replication slot/,
-		'after ending the session that held the transaction id, with a warning');
-	ok($n->poll_query_until('app', q{SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'xid_holder'}),
-		'the session is gone');
+	is($ret, 0, 'once they have ended, the move completes') or diag($e);
 	is(map_owner($router, 5), $to, 'the map names the target');
-	eval { $h->finish; };
 }
 
 # 6. A move canceled, then one terminated, while its replication slot waits
