@@ -23,6 +23,11 @@
 #    freeze_timeout has passed (sharded_id.move_end_blockers, on by
 #    default), logs so, and the move completes within that timeout with 0
 #    failed writes.
+#    4b. The same reader beside a writer on the node whose transaction
+#    entered the shard before the freeze and goes on in short statements
+#    past half of freeze_timeout (a dump move, held before its freeze):
+#    the freeze ends the reader, never the writer, which commits, and the
+#    move completes.  2.0 ended both.
 # 5. Transaction ids held open on the source by sessions that do not touch
 #    shard 5 (a LOGIN-only role's, a writer's that entered shard 3, a
 #    superuser's in another database): an online move's replication slot
@@ -183,6 +188,67 @@ my $hold = sub {
 	eval { $h->finish; };
 	is($fence_locks->($_, 'ShareLock') + $fence_locks->($_, 'ExclusiveLock'), 0, 'no fence is left on ' . $_->name)
 	  for values %node;
+}
+
+# 4b. An application's writer on the source whose transaction entered the
+# shard before the freeze and goes on in short statements past half of
+# freeze_timeout, beside a LOGIN-only role that holds the fence in one long
+# statement: the freeze ends the role's session, not the writer's, waits for
+# the writer's commit, and the dump move completes.
+{
+	my $from = map_owner($router, 5);
+	my ($to) = grep { $_ ne $from } sort keys %node;
+	my $n = $node{$from};
+	# The move waits before its freeze while this session holds the hold lock.
+	my ($hold_in, $hold_out) = ("SELECT pg_advisory_lock(1936222579, 0);\n\\echo held\n", '');
+	my $hold_h = IPC::Run::start([ 'psql', '-X', '-A', '-t', '-d', $router->connstr('router') . ' application_name=move_holder' ],
+		'<', \$hold_in, '>', \$hold_out, '2>&1');
+	$hold_h->pump until $hold_out =~ /held/;
+	my ($mover_out, $mover_err) = ('', '');
+	my $mover = IPC::Run::start([ 'psql', '-X', '-q', '-d', $router->connstr('router') . ' application_name=held_mover',
+			'-c', "SET sharded_id.move_hold = 'freeze'",
+			'-c', "CALL sharded_id.move_shard(5, '$to', method => 'dump', freeze_timeout => '20 s')" ],
+		'>', \$mover_out, '2>', \$mover_err);
+	$router->poll_query_until('router', q{SELECT count(*) = 1 FROM pg_stat_activity
+		WHERE application_name = 'held_mover' AND wait_event = 'advisory'}) or die "the move does not wait: $mover_err";
+	my ($rh, $rin) = $hold->($n, 'mallory', 'long_reader', q{BEGIN; SELECT sharded_id.enter_shard(5);});
+	$$rin .= "SELECT pg_sleep(600);\n";
+	$rh->pump_nb;
+	# The writer's short statements, 15 s of them (past half of 20 s from
+	# the freeze's start), never idle, then its commit.
+	my ($wh, $win, $wout) = $hold->($n, 'node_writer', 'short_writer', q{BEGIN; SELECT sharded_id.enter_shard(5);});
+	$$win .= ("SELECT pg_sleep(0.1);\n" x 150) . "COMMIT;\n\\echo committed\n";
+	$wh->pump_nb;
+	is($fence_locks->($n, 'ShareLock'), 2, 'the reader and the writer hold the fence before the freeze');
+	# Released: the freeze waits for the fence on the source.
+	$hold_in .= "SELECT pg_advisory_unlock(1936222579, 0);\n";
+	$hold_h->pump_nb;
+	$n->poll_query_until('app', qq{SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = $fence_class
+		AND objid = 5 AND objsubid = $shard_kind AND mode = 'ExclusiveLock'}, 't') or die "the freeze does not wait: $mover_err";
+	my $freeze_seen = time;
+	my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
+	while ($$wout !~ /committed|terminat|closed/ && $wh->pumpable && time < $deadline)
+	{
+		$wh->pump_nb;
+		select(undef, undef, undef, 0.1);
+	}
+	like($$wout, qr/committed/, 'the writer went on past half of freeze_timeout and committed');
+	unlike($$wout, qr/FATAL|terminat/, 'the writer was not ended');
+	cmp_ok(time - $freeze_seen, '>', 10, 'the writer held the fence past half of the freeze\'s 20 s');
+	$mover->finish;
+	like($mover_err, qr/moved shard 5 .* by method dump/, 'the dump move completed') or diag($mover_err);
+	unlike($mover_err, qr/ERROR/, 'without an error');
+	is(map_owner($router, 5), $to, 'the map names the target');
+	ok($n->log_contains(qr/ended session \d+ of role "mallory", which still held the fence of shard 5 after half of 00:00:20, in one statement/),
+		'the freeze ended the LOGIN-only role\'s long statement');
+	ok(!$n->log_contains(qr/ended session \d+ of role "node_writer", which still held the fence/),
+		'and not the writer\'s session');
+	$$wout = '';
+	$$win .= "\\q\n";
+	eval { $wh->finish; };
+	eval { $rh->finish; };
+	$hold_in .= "\\q\n";
+	$hold_h->finish;
 }
 
 # 5. Open transaction ids on the source that have nothing to do with the
