@@ -90,6 +90,13 @@ shid_floor_checked(const ShidLayout *layout, int32 shard, int64 id, bool force,
  * schema as a member of sharded_id_provisioner, and the server's state of
  * the shard, if any, must belong to this database (privs.c).
  *
+ * Runs in a transaction (create_shard, moves and restores raise a floor in
+ * theirs), and a ROLLBACK, ROLLBACK TO SAVEPOINT or ROLLBACK PREPARED does
+ * not lower the floor again in shared memory: a floor only goes up, so a
+ * raise that outlives its transaction can repeat no id, it only keeps the
+ * shard's ids later than needed.  A crash before the commit may drop the
+ * floor; the ceiling then lies past every id minted above it (generator.c).
+ *
  * Locks: the ceiling lock, then the floors lock, then the slot's spinlock
  * (shid_set_shard_floor).
  */
@@ -146,7 +153,8 @@ shid_check_floor(PG_FUNCTION_ARGS)
  * the current time: ids that this server, or the server the shard came
  * from, minted for the shard with later times may be minted again.  Warns
  * so.  Touches no other shard, and not the ceiling.  Returns the time the
- * shard's new ids start after.
+ * shard's new ids start after.  Refuses to run inside a transaction block
+ * or a subtransaction (SQLSTATE 25001): no ROLLBACK could undo it.
  *
  * Locks: the ceiling lock (to bump the generation, so that no claim above
  * the old floor is returned), then the floors lock, then the slot's
@@ -167,6 +175,7 @@ shid_lower_floor(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("must be superuser to lower the floor of a shard")));
 	slot = shid_admin_slot(layout, shard, "lower the floor of a shard");
+	shid_refuse_transaction_block("sharded_id.lower_floor()");
 
 	/*
 	 * One hold of the ceiling lock: the generation is bumped first, so that

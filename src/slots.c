@@ -31,6 +31,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "access/xlog.h"
 #include "ceiling.h"
 #include "compat.h"
@@ -152,6 +153,28 @@ shid_refuse_recovery(const char *what)
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 				 errmsg("cannot %s during recovery", what),
 				 errhint("Do it on the primary; a standby follows it from WAL.")));
+}
+
+/*
+ * The error of a call that lowers where ids start (reset_ceiling,
+ * lower_floor) inside a transaction block or a subtransaction: its change
+ * is made in shared memory and WAL at once, and no ROLLBACK, ROLLBACK TO
+ * SAVEPOINT or ROLLBACK PREPARED could undo it, so it refuses to run where
+ * one could follow (as VACUUM does, SQLSTATE 25001).  A query string of
+ * several statements is an implicit transaction block and is refused too.
+ * A SQL-callable function cannot tell whether a function or DO block
+ * called it: there it runs, in its statement's own transaction.
+ */
+void
+shid_refuse_transaction_block(const char *call)
+{
+	if (IsTransactionBlock() || IsSubTransaction())
+		ereport(ERROR,
+				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+				 errmsg("%s cannot run inside a transaction block", call),
+				 errdetail("It lowers where new ids start at once, and no ROLLBACK could undo that."),
+				 errhint("Run it as a statement of its own, outside BEGIN ... COMMIT, a savepoint or an exception block.")));
+	PreventInTransactionBlock(true, call);
 }
 
 /*
@@ -633,6 +656,9 @@ shid_reset_stats(PG_FUNCTION_ARGS)
  * a floor that 1.4 raised server-wide.  Returns the time new ids of slots
  * without a floor start after.
  *
+ * Refuses to run inside a transaction block or a subtransaction
+ * (SQLSTATE 25001): no ROLLBACK could undo it (shid_refuse_transaction_block).
+ *
  * Locks: the slot table exclusively, then the ceiling lock, then each
  * slot's spinlock in turn.  The generation it bumps makes every minter
  * whose claim it overtook claim again.
@@ -656,6 +682,7 @@ shid_reset_ceiling(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 				 errmsg("cannot reset the sharded_id clock ceiling during recovery")));
+	shid_refuse_transaction_block("sharded_id.reset_ceiling()");
 
 	LWLockAcquire(shid_shared->slots_lock, LW_EXCLUSIVE);
 	base = shid_ceiling_reset_begin();

@@ -131,6 +131,7 @@ extern int	shid_slots_to_renew(uint64 layout_key, const ShidSlot *except, int64 
 								int64 mono_us, ShidSlot **out, int64 *min_starts, int max);
 extern int64 shid_slots_window_high_water(void);
 extern void shid_refuse_recovery(const char *what);
+extern void shid_refuse_transaction_block(const char *call);
 
 /* Refuse every call where the module was not preloaded. */
 static inline void

@@ -1,7 +1,8 @@
 # test/t/001_restart.pl
 #
 # Ids never repeat across an immediate shutdown or a backend crash, and the
-# module refuses to mint ids when it was not preloaded.
+# module refuses to mint ids when it was not preloaded (CREATE EXTENSION
+# then warns so).
 use strict;
 use warnings;
 use FindBin;
@@ -79,11 +80,24 @@ mint($node, $counter, 12, 50000);
 is($node->safe_psql('postgres', "SELECT count(*) FROM ids WHERE phase = 12 AND id <= $first_after"),
 	'0', 'counter mode: and the ids after it keep increasing');
 
+# CREATE EXTENSION on a server that preloads the library says nothing.
+$node->safe_psql('postgres', 'CREATE DATABASE preloaded');
+my ($ret, $stdout, $stderr) = $node->psql('preloaded', 'CREATE EXTENSION sharded_id');
+is($ret . $stderr, '0', 'CREATE EXTENSION with the library preloaded: no warning');
+
 # Without shared_preload_libraries there is no shared state: next_id
-# refuses, with a hint, instead of falling back to the unguarded formula.
+# refuses, with a hint, instead of falling back to the unguarded formula,
+# and CREATE EXTENSION warns (2.0 said nothing).
 $node->adjust_conf('postgresql.conf', 'shared_preload_libraries', "''");
 $node->restart;
-my ($ret, $stdout, $stderr) = $node->psql('postgres',
+$node->safe_psql('postgres', 'CREATE DATABASE not_preloaded');
+($ret, $stdout, $stderr) = $node->psql('not_preloaded', 'CREATE EXTENSION sharded_id');
+is($ret, 0, 'CREATE EXTENSION without the preload succeeds');
+like($stderr, qr/WARNING:  sharded_id is not in shared_preload_libraries: next_id will fail on this server/,
+	'but warns that next_id will fail');
+like($stderr, qr/HINT:  Add sharded_id to shared_preload_libraries in postgresql.conf and restart the server/,
+	'with the setting to add in its hint');
+($ret, $stdout, $stderr) = $node->psql('postgres',
 	"\\set VERBOSITY verbose\nSELECT sharded_id.next_id(7, 's');");
 isnt($ret, 0, 'next_id fails without the preload');
 like($stderr, qr/ERROR:  55000: sharded_id must be loaded via "shared_preload_libraries"/,

@@ -23,12 +23,19 @@
 #    freeze_timeout has passed (sharded_id.move_end_blockers, on by
 #    default), logs so, and the move completes within that timeout with 0
 #    failed writes.
-# 5. A LOGIN-only role on the source holds a transaction id, idle in its
-#    transaction: an online move's replication slot waits for it.  With
-#    timeout => '20 s', the move ends that session once half the timeout
-#    has passed, says so, and completes; with sharded_id.move_end_blockers
-#    off, it fails at its timeout naming the session, and leaves no slot
-#    behind.
+#    4b. The same reader beside a writer on the node whose transaction
+#    entered the shard before the freeze and goes on in short statements
+#    past half of freeze_timeout (a dump move, held before its freeze):
+#    the freeze ends the reader, never the writer, which commits, and the
+#    move completes.  2.0 ended both.
+# 5. Transaction ids held open on the source by sessions that do not touch
+#    shard 5 (a LOGIN-only role's, a writer's that entered shard 3, a
+#    superuser's in another database): an online move's replication slot
+#    waits for them, and the move, by default (move_end_blockers on), ends
+#    none of them: it fails soon after its timeout (6 s), naming each
+#    session's pid, role, database and the age of its transaction, leaves
+#    no slot behind and rolls back at once; once they end, it completes.
+#    2.0 ended every one of them once half the timeout had passed.
 # 6. A move canceled, then one terminated, while its slot waits for such a
 #    transaction (move_end_blockers off, timeout 10 min): it ends at once,
 #    no call on the source still waits, and no slot appears once the
@@ -176,43 +183,130 @@ my $hold = sub {
 		'the freeze ended the reader');
 	ok($n->log_contains(qr/WARNING:  ended session \d+ of role "mallory", which still held the fence of shard 5 after half of/),
 		'the source logged that it ended the reader, naming its role');
+	ok(!$n->log_contains(qr/ended session \d+ of role "(?!mallory")[^"]*", which still held the fence of shard 5/),
+		'and ended no writer of the application');
 	eval { $h->finish; };
 	is($fence_locks->($_, 'ShareLock') + $fence_locks->($_, 'ExclusiveLock'), 0, 'no fence is left on ' . $_->name)
 	  for values %node;
 }
 
-# 5. An open transaction id on the source, held by a role that cannot write.
+# 4b. An application's writer on the source whose transaction entered the
+# shard before the freeze and goes on in short statements past half of
+# freeze_timeout, beside a LOGIN-only role that holds the fence in one long
+# statement: the freeze ends the role's session, not the writer's, waits for
+# the writer's commit, and the dump move completes.
 {
 	my $from = map_owner($router, 5);
 	my ($to) = grep { $_ ne $from } sort keys %node;
 	my $n = $node{$from};
-	my $xid_holder = sub {
-		my $name = shift;
-		my ($h, $in, $out) = $hold->($n, 'mallory', $name, q{BEGIN; SELECT txid_current() > 0;});
-		return ($h, $in);
-	};
-	my ($h, $in) = $xid_holder->('xid_holder');
-	my ($ret, $o, $e) = $router->psql('router',
-		"SET sharded_id.move_end_blockers = off; CALL sharded_id.move_shard(5, '$to', method => 'online', timeout => '6 s')");
-	isnt($ret, 0, 'move_end_blockers off: the move fails behind the open transaction id');
+	# The move waits before its freeze while this session holds the hold lock.
+	my ($hold_in, $hold_out) = ("SELECT pg_advisory_lock(1936222579, 0);\n\\echo held\n", '');
+	my $hold_h = IPC::Run::start([ 'psql', '-X', '-A', '-t', '-d', $router->connstr('router') . ' application_name=move_holder' ],
+		'<', \$hold_in, '>', \$hold_out, '2>&1');
+	$hold_h->pump until $hold_out =~ /held/;
+	my ($mover_out, $mover_err) = ('', '');
+	my $mover = IPC::Run::start([ 'psql', '-X', '-q', '-d', $router->connstr('router') . ' application_name=held_mover',
+			'-c', "SET sharded_id.move_hold = 'freeze'",
+			'-c', "CALL sharded_id.move_shard(5, '$to', method => 'dump', freeze_timeout => '20 s')" ],
+		'>', \$mover_out, '2>', \$mover_err);
+	$router->poll_query_until('router', q{SELECT count(*) = 1 FROM pg_stat_activity
+		WHERE application_name = 'held_mover' AND wait_event = 'advisory'}) or die "the move does not wait: $mover_err";
+	my ($rh, $rin) = $hold->($n, 'mallory', 'long_reader', q{BEGIN; SELECT sharded_id.enter_shard(5);});
+	$$rin .= "SELECT pg_sleep(600);\n";
+	$rh->pump_nb;
+	# The writer's short statements, 15 s of them (past half of 20 s from
+	# the freeze's start), never idle, then its commit.
+	my ($wh, $win, $wout) = $hold->($n, 'node_writer', 'short_writer', q{BEGIN; SELECT sharded_id.enter_shard(5);});
+	$$win .= ("SELECT pg_sleep(0.1);\n" x 150) . "COMMIT;\n\\echo committed\n";
+	$wh->pump_nb;
+	is($fence_locks->($n, 'ShareLock'), 2, 'the reader and the writer hold the fence before the freeze');
+	# Released: the freeze waits for the fence on the source.
+	$hold_in .= "SELECT pg_advisory_unlock(1936222579, 0);\n";
+	$hold_h->pump_nb;
+	$n->poll_query_until('app', qq{SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = $fence_class
+		AND objid = 5 AND objsubid = $shard_kind AND mode = 'ExclusiveLock'}, 't') or die "the freeze does not wait: $mover_err";
+	my $freeze_seen = time;
+	my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
+	while ($$wout !~ /committed|terminat|closed/ && $wh->pumpable && time < $deadline)
+	{
+		$wh->pump_nb;
+		select(undef, undef, undef, 0.1);
+	}
+	like($$wout, qr/committed/, 'the writer went on past half of freeze_timeout and committed');
+	unlike($$wout, qr/FATAL|terminat/, 'the writer was not ended');
+	cmp_ok(time - $freeze_seen, '>', 10, 'the writer held the fence past half of the freeze\'s 20 s');
+	$mover->finish;
+	like($mover_err, qr/moved shard 5 .* by method dump/, 'the dump move completed') or diag($mover_err);
+	unlike($mover_err, qr/ERROR/, 'without an error');
+	is(map_owner($router, 5), $to, 'the map names the target');
+	ok($n->log_contains(qr/ended session \d+ of role "mallory", which still held the fence of shard 5 after half of 00:00:20, in one statement/),
+		'the freeze ended the LOGIN-only role\'s long statement');
+	ok(!$n->log_contains(qr/ended session \d+ of role "node_writer", which still held the fence/),
+		'and not the writer\'s session');
+	$$wout = '';
+	$$win .= "\\q\n";
+	eval { $wh->finish; };
+	eval { $rh->finish; };
+	$hold_in .= "\\q\n";
+	$hold_h->finish;
+}
+
+# 5. Open transaction ids on the source that have nothing to do with the
+# shard: a LOGIN-only role's, an application writer's on another shard, a
+# superuser's in another database.
+{
+	my $from = map_owner($router, 5);
+	my ($to) = grep { $_ ne $from } sort keys %node;
+	my $n = $node{$from};
+	# Shard 3 on the source too, for its writer.
+	$router->safe_psql('router', "CALL sharded_id.move_shard(3, '$from', method => 'dump')")
+	  if map_owner($router, 3) ne $from;
+	my ($h1, $in1) = $hold->($n, 'mallory', 'xid_holder', q{BEGIN; SELECT txid_current() > 0;});
+	my ($h2, $in2, $out2) = $hold->($n, 'node_writer', 'shard3_writer',
+		q{BEGIN; SELECT sharded_id.enter_shard(3); SELECT txid_current() > 0;});
+	like($$out2, qr/^shard_0003\nt$/m, 'a writer entered shard 3 on the source and holds a transaction id');
+	my $superuser = $n->safe_psql('app', 'SELECT current_user');
+	my ($h3, $in3, $out3) = ('', '', '');
+	{
+		my ($in, $out) = ('', '');
+		$h3 = IPC::Run::start([ 'psql', '-X', '-A', '-t', '-d', $n->connstr('postgres') . ' application_name=other_db' ],
+			'<', \$in, '>', \$out, '2>&1');
+		$in = "BEGIN; SELECT txid_current() > 0;\n\\echo held\n";
+		$h3->pump until $out =~ /held/;
+		$in3 = \$in;
+	}
+	my %pid = map { $_ => $n->safe_psql('app', "SELECT pid FROM pg_stat_activity WHERE application_name = '$_'") }
+	  qw(xid_holder shard3_writer other_db);
+	my $started = time;
+	my ($ret, $o, $e) = $router->psql('router', "CALL sharded_id.move_shard(5, '$to', method => 'online', timeout => '6 s')");
+	my $took = time - $started;
+	isnt($ret, 0, 'the move fails behind open transaction ids that do not touch the shard, by default');
+	cmp_ok($took, '<', 6 + $PostgreSQL::Test::Utils::timeout_default / 6, "it ends soon after its timeout ($took s)");
 	like($e, qr/the replication slot of move \d+ was not made on node "$from" within 00:00:06/,
 		'and says the slot was not made within its timeout');
-	like($e, qr/role "mallory", idle in transaction/, 'naming the session that held it up');
+	like($e, qr/\b$pid{xid_holder} \(role "mallory", database "app", idle in transaction, in a transaction for \d\d:\d\d:\d\d\)/,
+		'naming the LOGIN-only role\'s session: pid, role, database, age');
+	like($e, qr/\b$pid{shard3_writer} \(role "node_writer", database "app", idle in transaction, in a transaction for /,
+		'naming the writer of shard 3');
+	like($e, qr/\b$pid{other_db} \(role "$superuser", database "postgres", idle in transaction, in a transaction for /,
+		'naming the superuser\'s session in another database');
+	unlike($e, qr/ended \d+ session/, 'saying it ended no session');
+	is($n->safe_psql('app', q{SELECT count(*) FROM pg_stat_activity
+		WHERE application_name IN ('xid_holder', 'shard3_writer', 'other_db') AND backend_xid IS NOT NULL}), 3,
+		'the three sessions are left alone, in their transactions');
 	is($n->safe_psql('app', q{SELECT count(*) FROM pg_replication_slots}), 0, 'no slot is left on the source');
-	is($n->safe_psql('app', q{SELECT count(*) FROM pg_stat_activity WHERE application_name = 'xid_holder'}), 1,
-		'and the session is left alone');
-	$router->safe_psql('router', 'CALL sharded_id.recover_moves()');
+	is($router->safe_psql('router', 'SELECT count(*) FROM sharded_id.moves WHERE finished_at IS NULL'), '0',
+		'the move was rolled back at once');
 	is(map_owner($router, 5), $from, 'the shard stays where it was');
-	my $started = time;
+	for ([ $h1, $in1 ], [ $h2, $in2 ], [ $h3, $in3 ])
+	{
+		${ $_->[1] } .= "COMMIT;\n\\q\n";
+		eval { $_->[0]->finish; };
+	}
+	$started = time;
 	($ret, $o, $e) = $router->psql('router', "CALL sharded_id.move_shard(5, '$to', method => 'online', timeout => '20 s')");
-	is($ret, 0, 'by default the move completes') or diag($e);
-	cmp_ok(time - $started, '<', 20, 'within its timeout');
-	like($e, qr/ended 1 session\(s\) on node "$from" whose transactions held up its replication slot/,
-		'after ending the session that held the transaction id, with a warning');
-	ok($n->poll_query_until('app', q{SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'xid_holder'}),
-		'the session is gone');
+	is($ret, 0, 'once they have ended, the move completes') or diag($e);
 	is(map_owner($router, 5), $to, 'the map names the target');
-	eval { $h->finish; };
 }
 
 # 6. A move canceled, then one terminated, while its replication slot waits

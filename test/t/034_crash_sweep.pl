@@ -289,7 +289,8 @@ sub sweep_point
 	if (defined $op_sql)
 	{
 		$op_out = '';
-		my $tx = $op eq 'reset' ? $op_sql : "BEGIN;\n$op_sql\nCOMMIT;\n";
+		# reset_ceiling and lower_floor refuse a transaction block.
+		my $tx = ($op eq 'reset' || $op eq 'lower_floor') ? $op_sql : "BEGIN;\n$op_sql\nCOMMIT;\n";
 		$op_h = IPC::Run::start(
 			[ 'psql', '-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-d', connstr($n, 'sweep_op'),
 			  '-c', $tx, '-c', '\echo op done' ],

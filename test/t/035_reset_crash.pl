@@ -16,6 +16,18 @@
 # logs in the open transaction are on disk at the crash only if sharded_id
 # flushed them itself before it wrote its state file.  Needs no injection
 # points: it runs on every major.
+#
+# Then the admin calls and transactions, on shard 1: 20,000 ids minted
+# with the clock 20 s ahead, the clock set right.  reset_ceiling() and
+# lower_floor() refuse to run inside a transaction block, a query string of
+# several statements and an exception block (25001), and leave the ceiling
+# as it was: the next id still lies past the 20,000 (on 2.0 a rolled-back
+# reset_ceiling() took effect, and the next id carried the clock's time,
+# below them).  raise_floor() in a transaction that is prepared and then
+# rolled back (ROLLBACK PREPARED) keeps its floor, which only goes up.  An
+# immediate stop after all that, a start, and 20,000 ids more: none repeats
+# one minted before, and all lie past them.  A reset_ceiling() of its own
+# still runs.
 use strict;
 use warnings;
 use FindBin;
@@ -30,7 +42,7 @@ use Time::HiRes ();
 my $before_n = 2_500_000;
 my $after_n = 200_000;
 
-my $node = sharded_node('reset_crash', conf => "statement_timeout = '120s'\nwal_writer_delay = '10s'\n");
+my $node = sharded_node('reset_crash', conf => "statement_timeout = '120s'\nwal_writer_delay = '10s'\nmax_prepared_transactions = 2\n");
 my ($set_clock, $start_faked) = faked_clock($node);
 $node->start;
 $node->safe_psql('postgres', q{
@@ -94,6 +106,60 @@ for my $mode ([ 'counter', 'sharded_id.next_id(7)' ], [ 'seed', q{sharded_id.nex
 	diag("$name mode: $repeats of $after_n ids after the crash repeat one of the "
 		  . $node->safe_psql('postgres', 'SELECT count(*) FROM handed') . ' handed out before');
 }
+
+# --- Admin calls and transactions (see the top).  The server still runs
+# with libfaketime, which reads the clock file at every call.
+$set_clock->('+20');
+$node->safe_psql('postgres',
+	'CREATE TABLE minted AS SELECT sharded_id.next_id(1) AS id FROM generate_series(1, 20000)');
+$set_clock->('+0');
+my $ahead_max = $node->safe_psql('postgres', 'SELECT max(id) FROM minted');
+cmp_ok($node->safe_psql('postgres', 'SELECT extract(epoch FROM sharded_id.created_at(max(id)) - clock_timestamp()) FROM minted'),
+	'>', 15, 'the 20,000 ids of shard 1 carry a time about 20 s ahead of the clock set right');
+
+# Each refusal: its SQLSTATE, printed by psql after the error.
+my $refused = sub {
+	my ($sql, $what) = @_;
+	my ($ret, $out, $err) = $node->psql('postgres', "$sql\n\\echo state :LAST_ERROR_SQLSTATE\n", on_error_stop => 0);
+	like($out, qr/state 25001/, "$what: refused with 25001");
+	like($err, qr/cannot run inside a transaction block/, "$what: the error says why");
+};
+$refused->("BEGIN;\nSELECT sharded_id.reset_ceiling();\nROLLBACK;", 'reset_ceiling() in BEGIN ... ROLLBACK');
+$refused->("BEGIN;\nSAVEPOINT s;\nSELECT sharded_id.reset_ceiling();\nROLLBACK;", 'reset_ceiling() after a savepoint');
+$refused->('SELECT sharded_id.reset_ceiling() \; SELECT 1;', 'reset_ceiling() in a query string of two statements');
+$refused->(q{DO $$BEGIN PERFORM sharded_id.reset_ceiling(); EXCEPTION WHEN division_by_zero THEN NULL; END$$;},
+	'reset_ceiling() in an exception block');
+$refused->("BEGIN;\nSELECT sharded_id.lower_floor(1);\nROLLBACK;", 'lower_floor() in BEGIN ... ROLLBACK');
+$node->safe_psql('postgres', 'INSERT INTO minted SELECT sharded_id.next_id(1)');
+is($node->safe_psql('postgres', 'SELECT max(id) > ' . $ahead_max . ' FROM minted'), 't',
+	'after the refused calls and their rollbacks, the next id of shard 1 still lies past the 20,000 minted ahead');
+
+# raise_floor() prepared, then rolled back: its floor stays.
+my $above = $node->safe_psql('postgres',
+	"SELECT sharded_id.encode(sharded_id.created_at($ahead_max) + interval '10 s', 1, 0)");
+$node->safe_psql('postgres', "BEGIN;\nSELECT sharded_id.raise_floor(1, $above);\nPREPARE TRANSACTION 'raise';");
+$node->safe_psql('postgres', "ROLLBACK PREPARED 'raise'");
+$node->safe_psql('postgres', 'INSERT INTO minted SELECT sharded_id.next_id(1)');
+is($node->safe_psql('postgres', "SELECT max(id) > $above FROM minted"), 't',
+	'raise_floor() rolled back with ROLLBACK PREPARED: its floor stays, the next id lies past it');
+
+# A crash now, and minting after it.
+my $before_max = $node->safe_psql('postgres', 'SELECT max(id) FROM minted');
+$node->stop('immediate');
+$start_faked->();
+$node->safe_psql('postgres',
+	'CREATE TABLE minted_after AS SELECT sharded_id.next_id(1) AS id FROM generate_series(1, 20000)');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM minted_after a JOIN minted m USING (id)'), '0',
+	'after the rollbacks and a crash: none of 20,000 ids of shard 1 repeats one minted before');
+is($node->safe_psql('postgres', "SELECT min(id) > $before_max FROM minted_after"), 't',
+	'after the rollbacks and a crash: every id of shard 1 lies past those minted before');
+
+# A reset_ceiling() of its own runs: shard 2, which starts at the ceiling
+# (shard 1 keeps its floor), goes from ahead back to the clock.
+my $lead = q{SELECT extract(epoch FROM sharded_id.created_at(sharded_id.next_id(2)) - clock_timestamp())};
+cmp_ok($node->safe_psql('postgres', $lead), '>', 10, 'before a reset_ceiling() of its own, shard 2 starts at the ceiling, ahead');
+$node->safe_psql('postgres', 'SELECT sharded_id.reset_ceiling()');
+cmp_ok($node->safe_psql('postgres', $lead), '<', 2, 'reset_ceiling() as a statement of its own still takes the ids back to the clock');
 
 $node->stop;
 done_testing();

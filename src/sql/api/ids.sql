@@ -232,3 +232,19 @@ REVOKE EXECUTE ON FUNCTION sharded_id.floors() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.high_water(integer, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._retire_shard(integer, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._own_shard(integer, text) FROM PUBLIC;
+
+-- A server that did not preload the library has no shared memory, and
+-- next_id fails there (55000): say so at CREATE EXTENSION and at every
+-- update, with a WARNING, rather than at the first id.  floors() is the
+-- cheapest call that needs the shared memory; it reads nothing else.  A
+-- router that mints no ids need not preload the library.
+-- @update@
+DO $preload$
+BEGIN
+    PERFORM FROM sharded_id.floors();
+EXCEPTION WHEN object_not_in_prerequisite_state THEN
+    RAISE WARNING 'sharded_id is not in shared_preload_libraries: next_id will fail on this server'
+        USING DETAIL = 'The extension is installed, but the library was not loaded when the server started, so it has no shared memory to guarantee that no id repeats; only the decoders work.',
+              HINT = 'Add sharded_id to shared_preload_libraries in postgresql.conf and restart the server. A router that mints no ids may ignore this.';
+END
+$preload$;

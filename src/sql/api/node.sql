@@ -791,9 +791,12 @@ COMMENT ON FUNCTION sharded_id._node_backend_pid() IS
 
 -- The transactions that hold up the slot that backend slot_pid creates:
 -- those of client backends that hold an xid and began before its call, by
--- this server's clock.  _node_slot_blockers names them, as text (NULL:
--- none); _node_end_slot_blockers ends them (pg_terminate_backend) and
--- returns them as [{"pid", "role", "since", "ended"}] (NULL: none).
+-- this server's clock, in any database.  _node_slot_blockers names them,
+-- as text (NULL: none): pid, role, database, state and how long their
+-- transactions have run.  _node_end_slot_blockers ends them
+-- (pg_terminate_backend) and returns them as [{"pid", "role", "since",
+-- "ended"}] (NULL: none); a router of 2.1 no longer calls it (a move
+-- ends no session that does not hold its shard), one of 2.0 still does.
 -- Locks: none.
 CREATE FUNCTION sharded_id._node_slot_blockers(slot_pid integer)
 RETURNS text
@@ -802,7 +805,10 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._node_slot_blockers');
-    RETURN (SELECT pg_catalog.string_agg(pg_catalog.format('%s (role "%s", %s since %s)', a.pid, a.usename, a.state, a.xact_start), ', ')
+    RETURN (SELECT pg_catalog.string_agg(pg_catalog.format('%s (role "%s", database "%s", %s, in a transaction for %s)',
+                                                           a.pid, a.usename, a.datname, a.state,
+                                                           pg_catalog.date_trunc('second', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) a.xact_start)),
+                                         ', ' ORDER BY a.pid)
             FROM pg_catalog.pg_stat_activity a
             WHERE a.backend_xid IS NOT NULL AND a.backend_type = 'client backend'
               AND a.xact_start < (SELECT b.query_start FROM pg_catalog.pg_stat_activity b WHERE b.pid = slot_pid)

@@ -85,17 +85,21 @@ COMMENT ON FUNCTION sharded_id._unlock_shard(integer, text) IS
 -- a session that has sat idle in a transaction for 500 ms or more while
 -- holding it has no call in flight (PL/Proxy commits each call on its node
 -- when it returns), only the lock: this ends it (pg_terminate_backend),
--- with a warning that names why.  Once half the timeout has passed, it
--- ends every session that still holds the lock, as pg_repack ends the
--- sessions that block it (those whose transactions began before the wait;
--- a transaction that began after it, entering between its slices, is let
--- through), unless
--- sharded_id.move_end_blockers is off: a
--- reader that entered the shard, or a role that cannot write to it, can
--- then neither fail the move nor hold it beyond its timeout.  The wait is
--- taken in slices of 100 ms, doubling, so that such a session is found
--- while the writers that queue behind the move wait at most a slice for
--- it.  Fails with 55P03 naming the sessions that still hold the lock.
+-- with a warning that names why.  Once half the timeout has passed, and
+-- unless sharded_id.move_end_blockers is off, it also ends the sessions
+-- that hold the lock in one statement still running since before the wait
+-- began, as pg_repack ends the sessions that hold the very table it waits
+-- for: a reader that entered the shard, or a role that cannot write to it,
+-- can then neither fail the move nor hold it beyond its timeout.  A
+-- transaction of short statements, even one that began before the wait
+-- (an application's writer), is never ended: the freeze waits for it, at
+-- most its timeout (2.0 ended every holder whose transaction began before
+-- the wait, and so the writers that held the fence beside such a reader).
+-- The wait is taken in slices of 100 ms, doubling, so that such a session
+-- is found while the writers that queue behind the move wait at most a
+-- slice for it; the sessions' states are read afresh at each slice (2.0
+-- read them once, so a writer seen idle for a moment was later ended as if
+-- it had stayed idle).  Fails with 55P03 naming the sessions that still hold the lock.
 CREATE FUNCTION sharded_id._wait_shard_lock(shard integer, kind text, timeout interval, why text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
@@ -120,6 +124,10 @@ BEGIN
         RAISE EXCEPTION 'a move waits for no lock of kind "%"', kind USING ERRCODE = 'invalid_parameter_value';
     END IF;
     LOOP
+        -- pg_stat_activity is read once per transaction, then cached: read
+        -- it afresh at each slice, or a writer seen idle once would stay
+        -- idle, and a statement seen once would stay running, to the end.
+        PERFORM pg_catalog.pg_stat_clear_snapshot();
         FOR h IN
             SELECT a.pid, a.usename, a.application_name, a.state, a.query,
                    clock_timestamp() - a.state_change AS idle_for
@@ -129,7 +137,7 @@ BEGIN
               AND l.mode = 'ShareLock' AND l.granted AND l.pid <> pg_backend_pid()
               AND ((a.state IN ('idle in transaction', 'idle in transaction (aborted)')
                     AND a.state_change < clock_timestamp() - interval '500 ms')
-                   OR (end_all AND clock_timestamp() >= end_after AND a.xact_start < started))
+                   OR (end_all AND clock_timestamp() >= end_after AND a.state = 'active' AND a.query_start < started))
         LOOP
             BEGIN
                 IF pg_terminate_backend(h.pid) THEN
@@ -141,7 +149,7 @@ BEGIN
                                                             ELSE 'statements after it entered the shard had all returned' END,
                                                   h.application_name);
                     ELSE
-                        RAISE WARNING 'ended session % of role "%", which still held the % of shard % after half of %',
+                        RAISE WARNING 'ended session % of role "%", which still held the % of shard % after half of %, in one statement running since before the freeze',
                                       h.pid, h.usename, noun, shard, timeout
                             USING DETAIL = format('%s; the session was %s, running: %s. Application name: "%s".', why,
                                                   h.state, left(h.query, 200), h.application_name),

@@ -1353,14 +1353,16 @@ COMMENT ON FUNCTION sharded_id._move_record_objects(sharded_id.moves) IS
 -- Create the move's replication slot on the source, on its connection
 -- src, within timeout.  A new logical slot waits for every transaction
 -- that holds an xid on the source (in any database) to end, so the call is
--- sent without waiting (dblink_send_query) and watched: once half the
--- timeout has passed, the sessions whose transactions began before it and
--- still hold an xid are ended, with a WARNING naming each, unless
--- sharded_id.move_end_blockers is off; at the timeout, or when the move is
+-- sent without waiting (dblink_send_query) and watched.  Those
+-- transactions need not touch the shard (another shard, another database,
+-- any role), so the move ends none of them, whatever
+-- sharded_id.move_end_blockers says (which concerns the holders of the
+-- shard itself, _wait_shard_lock): at the timeout, or when the move is
 -- canceled, the call is canceled on the source (the slot, not yet
--- persistent, goes with it) and the move fails naming what held it.  A
--- router that dies instead is noticed by the source's check of its client
--- (_remote_open), which ends the call there too.
+-- persistent, goes with it) and the move fails (55P03) naming each
+-- session that held it up: pid, role, database and the age of its
+-- transaction.  A router that dies instead is noticed by the source's
+-- check of its client (_remote_open), which ends the call there too.
 CREATE FUNCTION sharded_id._move_create_slot(m sharded_id.moves, src text, repl text, timeout interval)
 RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
@@ -1369,13 +1371,9 @@ AS $$
 DECLARE
     dblink name;
     watch text := sharded_id._move_conn(m.move_id, 'slot_watch', m.source_node);
-    started timestamptz := clock_timestamp();
     deadline timestamptz := clock_timestamp() + timeout;
-    end_after timestamptz := clock_timestamp() + timeout / 2;
-    end_all boolean := coalesce(current_setting('sharded_id.move_end_blockers', true), 'on') <> 'off';
     busy boolean := true;
     source_pid integer;
-    ended jsonb;
     blockers text;
     result integer;
 BEGIN
@@ -1389,24 +1387,14 @@ BEGIN
         LOOP
             EXECUTE format('SELECT %I.dblink_is_busy($1) = 1', dblink) INTO busy USING src;
             EXIT WHEN NOT busy;
-            IF end_all AND clock_timestamp() >= end_after THEN
-                PERFORM sharded_id._remote_open(watch, m.source_node);
-                ended := sharded_id._node_call(watch, '_node_end_slot_blockers', source_pid::text)::jsonb;
-                IF ended IS NOT NULL THEN
-                    RAISE WARNING 'move % ended % session(s) on node "%" whose transactions held up its replication slot: %',
-                                  m.move_id, jsonb_array_length(ended), m.source_node, ended
-                        USING HINT = 'SET sharded_id.move_end_blockers = off to have the move fail at its timeout instead.';
-                END IF;
-                end_after := 'infinity';
-            END IF;
             IF clock_timestamp() >= deadline THEN
                 PERFORM sharded_id._remote_open(watch, m.source_node);
                 blockers := sharded_id._node_call(watch, '_node_slot_blockers', source_pid::text);
                 RAISE EXCEPTION 'the replication slot of move % was not made on node "%" within %', m.move_id, m.source_node, timeout
                     USING ERRCODE = 'lock_not_available',
-                          DETAIL = format('A new logical replication slot waits for every transaction that holds a transaction id to end. Sessions in such transactions: %s.',
+                          DETAIL = format('A new logical replication slot waits for every transaction on the server that holds a transaction id, in any database, to end; the move ends none of them. Sessions in such transactions: %s.',
                                           coalesce(blockers, 'none left')),
-                          HINT = 'End those transactions, or raise the move''s timeout.';
+                          HINT = 'Let those transactions end (or end them, SELECT pg_terminate_backend(pid), if they may be ended), then move again; or raise the move''s timeout.';
             END IF;
             PERFORM pg_catalog.pg_sleep(0.05);
         END LOOP;
@@ -1432,7 +1420,7 @@ END
 $$;
 
 COMMENT ON FUNCTION sharded_id._move_create_slot(sharded_id.moves, text, text, interval) IS
-'internal: create a move''s replication slot on its source within a timeout, ending the transactions that hold it up after half of it';
+'internal: create a move''s replication slot on its source within a timeout, naming the transactions that hold it up if it fails';
 
 CREATE FUNCTION sharded_id._move_create_publication(m sharded_id.moves, timeout interval)
 RETURNS void
