@@ -3,7 +3,7 @@
 --
 -- sharded_id_sql: the layouts and the decoders, in SQL and PL/pgSQL, with
 -- the names, signatures and results of the C extension's (src/layout.c,
--- src/decode.c, src/shortcode.c, src/shard_for.c).  See doc/sql-edition.md.
+-- src/decode.c, src/shortcode.c, src/shard_for.c).  See doc/sharded_id-sql-edition.md.
 -- Nothing here reads the clock or a table: all are IMMUTABLE.
 --
 

@@ -1,5 +1,5 @@
 # src/sql/edition/edition.mk: sharded_id_sql, the SQL edition (see
-# doc/sql-edition.md), made in three forms from the topic files of
+# doc/sharded_id-sql-edition.md), made in three forms from the topic files of
 # src/sql/edition/, in this order; none is written by hand:
 #   src/sql/sharded_id_sql--V.sql       for CREATE EXTENSION (installed with
 #                                       sharded_id_sql.control)
@@ -43,6 +43,6 @@ $(SQL_EDITION_PLAIN): $(SQL_EDITION_SOURCES) sharded_id_sql.control
 	@mkdir -p dist
 	{ printf '/* %s: made by make from src/sql/edition/; edit those files instead.\n' '$@'; \
 	  printf '   psql -v ON_ERROR_STOP=1 -f this file, as the database owner. */\n\n'; \
-	  printf 'BEGIN;\nCREATE SCHEMA sharded_id;\nCOMMENT ON SCHEMA sharded_id IS %s;\n\n' "'$(SQL_EDITION_COMMENT)'"; \
+	  printf 'BEGIN;\nCREATE SCHEMA sharded_id;\n\n'; \
 	  sed 's/@extowner@/CURRENT_USER/g' $(SQL_EDITION_SOURCES); \
 	  printf 'COMMIT;\n'; } > $@

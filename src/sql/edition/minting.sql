@@ -12,7 +12,7 @@
 -- is a sequence lock: a move counts it up to odd before it reads, and to
 -- even after its setval, and a value taken without the lock counts only if
 -- the moves count read before and after its nextval is the same even
--- number.  See doc/sql-edition.md.
+-- number.  See doc/sharded_id-sql-edition.md.
 --
 -- The functions that touch the sequences are SECURITY DEFINER, owned by
 -- the role that installed the edition (the database owner): they run only
@@ -54,13 +54,12 @@ COMMENT ON FUNCTION sharded_id._shard_sequence(integer, text) IS
 -- Under the shard's move lock: reserve n values, none below floor_v, above
 -- every value handed out; returns the first.  The lock is a session lock,
 -- held only here, so a long transaction never holds up other movers.
-CREATE FUNCTION sharded_id._move(seq regclass, floor_v bigint, n bigint)
+CREATE FUNCTION sharded_id._move(seq regclass, moves regclass, floor_v bigint, n bigint)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE STRICT
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    moves regclass := pg_catalog.format('%s_moves', seq::text)::regclass;
     last_v bigint;
     first_v bigint;
 BEGIN
@@ -83,8 +82,8 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION sharded_id._move(regclass, bigint, bigint) IS
-'internal: under the shard''s move lock, reserve n values of the sequence from the greater of floor_v and the next value; returns the first';
+COMMENT ON FUNCTION sharded_id._move(regclass, regclass, bigint, bigint) IS
+'internal: under the shard''s move lock (moves: its moves sequence), reserve n values of the sequence from the greater of floor_v and the next value; returns the first';
 
 -- The current millisecond since the layout's epoch.
 CREATE FUNCTION sharded_id._clock_ms(epoch_ms bigint)
@@ -130,8 +129,10 @@ AS $$
 DECLARE
     l record := sharded_id._layout(layout);
     per_ms bigint := 1::bigint << l.seq_bits;
-    seq regclass := sharded_id._shard_sequence(shard_id, layout);
-    moves regclass := pg_catalog.format('%s_moves', seq::text)::regclass;
+    name text := pg_catalog.format('%s_%s', layout, shard_id);
+    seq regclass := COALESCE(pg_catalog.to_regclass(pg_catalog.format('sharded_id.%I', name)),
+                             sharded_id._shard_sequence(shard_id, layout));
+    moves regclass := pg_catalog.to_regclass(pg_catalog.format('sharded_id.%I', name || '_moves'));
     now_ms bigint;
     g bigint;
     v bigint;
@@ -140,7 +141,8 @@ BEGIN
         IF n = 1 THEN
             g := pg_catalog.pg_sequence_last_value(moves);
             v := pg_catalog.nextval(seq);
-            now_ms := sharded_id._clock_ms(l.epoch_ms);
+            -- sharded_id._clock_ms, written out: a function with SET is not inlined
+            now_ms := pg_catalog.floor(EXTRACT(epoch FROM pg_catalog.clock_timestamp()) * 1000)::bigint - l.epoch_ms;
             IF v >= now_ms * per_ms AND g % 2 = 0 AND g = pg_catalog.pg_sequence_last_value(moves) THEN
                 EXIT WHEN v / per_ms <= now_ms + 1000;
                 PERFORM sharded_id._wait_for(l.epoch_ms, v / per_ms);   -- v is skipped
@@ -148,7 +150,7 @@ BEGIN
             END IF;
         END IF;
         now_ms := sharded_id._clock_ms(l.epoch_ms);
-        v := sharded_id._move(seq, now_ms * per_ms, n);
+        v := sharded_id._move(seq, moves, now_ms * per_ms, n);
         -- the reserved block ends at most 1 s ahead of the clock
         PERFORM sharded_id._wait_for(l.epoch_ms, (v + n - 1) / per_ms);
         EXIT;

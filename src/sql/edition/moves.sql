@@ -3,7 +3,7 @@
 --
 -- sharded_id_sql: a shard across servers, with the C extension's names.
 -- high_water on the server a shard leaves, raise_floor with it on the one
--- that takes it over, whichever edition each runs.  See doc/sql-edition.md.
+-- that takes it over, whichever edition each runs.  See doc/sharded_id-sql-edition.md.
 --
 
 CREATE FUNCTION sharded_id.high_water(shard_id integer, layout text DEFAULT 'instagram')
@@ -56,6 +56,7 @@ BEGIN
     END IF;
     -- every later value of the shard's sequence is above the id's
     PERFORM sharded_id._move(sharded_id._shard_sequence(shard_id, layout),
+                             pg_catalog.to_regclass(pg_catalog.format('sharded_id.%I', pg_catalog.format('%s_%s_moves', layout, shard_id))),
                              ((above_id >> (l.shard_bits + l.seq_bits)) << l.seq_bits) + f.seq_id + 1, 1);
     RETURN above_id;
 END

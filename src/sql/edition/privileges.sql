@@ -6,8 +6,11 @@
 -- edition (@extowner@: the database owner), who grants minting to the
 -- application's roles as a table owner grants INSERT:
 --     GRANT EXECUTE ON FUNCTION sharded_id.next_id(integer) TO app;
--- See doc/sql-edition.md.
+-- See doc/sharded_id-sql-edition.md.
 --
+COMMENT ON SCHEMA sharded_id IS
+'sharded_id_sql: 64-bit, time-sortable, shard-carrying ids; each shard''s sequences are made here on its first id';
+
 GRANT USAGE ON SCHEMA sharded_id TO PUBLIC;
 
 DO $grants$
