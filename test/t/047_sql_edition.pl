@@ -162,6 +162,31 @@ UNION ALL SELECT string_agg(sharded_id.shard_for(s, 1024)::text, ',') FROM unnes
 is(psql_as('ext', 'owner_ext', $more), $cnode->safe_psql('postgres', $more),
 	'layouts, min_id_at, max_id_at, encode, check_shard and shard_for agree with the C extension');
 
+# Bad input gets the C extension's SQLSTATE, and the SQL edition's own
+# refusals theirs.
+sub sqlstate
+{
+	my ($n, $db, $role, $sql) = @_;
+	my ($rc, $out, $err) =
+	  $n->psql($db, "\\set VERBOSITY verbose\n$sql", extra_params => [ defined $role ? ('-U', $role) : () ]);
+	return $err =~ /ERROR:  ([0-9A-Z]{5}):/ ? $1 : "no error ($rc)";
+}
+my $id7 = psql_as('ext', 'owner_ext', 'SELECT max(id) FROM ids');
+for my $bad ('SELECT sharded_id.next_id(8192)', "SELECT sharded_id.next_id_in_layout(1, 'nope')",
+	'SELECT sharded_id.next_ids(1, -1)', 'SELECT sharded_id.next_ids(1, 1000001)', 'SELECT sharded_id.next_ids(8192, 0)',
+	"SELECT sharded_id.decode(-1)", "SELECT sharded_id.from_shortcode('a!')", 'SELECT sharded_id.to_shortcode(-1)',
+	'SELECT sharded_id.encode(now(), 1, 1024)', 'SELECT sharded_id.shard_for(1, 0)',
+	"SELECT sharded_id.min_id_at('2001-01-01')", "SELECT sharded_id.raise_floor(8, $id7)")
+{
+	my $state = sqlstate($node, 'ext', 'owner_ext', $bad);
+	is($state, sqlstate($cnode, 'postgres', undef, $bad),
+		"$bad: $state, as in the C extension");
+}
+is( sqlstate(
+		$node, 'ext', 'owner_ext',
+		"SELECT sharded_id.raise_floor(7, sharded_id.encode(clock_timestamp() + interval '1 min', 7, 0))"),
+	'SI003', 'a floor more than 1 s ahead of the clock is refused unless forced');
+
 # Shard 7 moves to the C server and back.
 my $hw = psql_as('ext', 'owner_ext', 'SELECT sharded_id.high_water(7)');
 is($hw, psql_as('ext', 'owner_ext', 'SELECT max(id) FROM ids'), "high_water is the shard's newest id");
@@ -176,6 +201,16 @@ is( psql_as(
 		"WITH n AS (INSERT INTO ids (id) SELECT sharded_id.next_id(7) FROM generate_series(1, 500) RETURNING id) "
 		  . "SELECT min(id) > $c_hw FROM n"),
 	't', 'back on the SQL edition, the shard mints above the C server\'s high-water mark');
+
+# Minting is the owner's to grant; the shards' sequences stay the owner's.
+$node->safe_psql('postgres', 'CREATE ROLE app LOGIN');
+is(sqlstate($node, 'ext', 'app', 'SELECT sharded_id.next_id(7)'), '42501', 'a role not granted next_id cannot mint');
+psql_as('ext', 'owner_ext', 'GRANT EXECUTE ON FUNCTION sharded_id.next_id(integer) TO app');
+is($node->safe_psql('ext', 'SELECT sharded_id.shard_id(sharded_id.next_id(7))', extra_params => [ '-U', 'app' ]),
+	'7', 'once granted, it mints');
+is(sqlstate($node, 'ext', 'app', "SELECT setval('sharded_id.instagram_7', 1)"), '42501',
+	'and cannot move the shard\'s sequence itself');
+is(sqlstate($node, 'ext', 'app', 'SELECT sharded_id.raise_floor(7, 1)'), '42501', 'nor raise a floor');
 
 # pg_dump and restore into a new database, then minting.
 $node->safe_psql('postgres', 'CREATE DATABASE restored OWNER owner_ext');

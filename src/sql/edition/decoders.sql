@@ -300,14 +300,14 @@ AS $$
 BEGIN
     IF shard_count < 1 THEN
         RAISE EXCEPTION 'shard count % is out of range', shard_count
-            USING ERRCODE = 'numeric_value_out_of_range', DETAIL = 'The shard count must be at least 1.',
+            USING ERRCODE = 'invalid_parameter_value', DETAIL = 'The shard count must be at least 1.',
                   HINT = 'Pass the number of logical shards.';
     END IF;
 END
 $$;
 
 COMMENT ON FUNCTION sharded_id._check_shard_count(integer) IS
-'internal: 22003 unless shard_count is at least 1';
+'internal: 22023 unless shard_count is at least 1';
 
 CREATE FUNCTION sharded_id.shard_for(key bigint, shard_count integer)
 RETURNS integer

@@ -20,36 +20,45 @@
 --
 
 -- The sequences of a shard, made on its first id.  Two sessions making them
--- at once: the second waits on the first's catalog row and finds them.
-CREATE FUNCTION sharded_id._shard_sequence(shard_id integer, layout text)
-RETURNS regclass
+-- at once: the second waits on the first's catalog row, fails, and finds
+-- them.  They are looked up in pg_class with the statement's snapshot, not
+-- by to_regclass, whose cache may still say they do not exist.
+CREATE FUNCTION sharded_id._shard_sequences(shard_id integer, layout text, OUT seq regclass, OUT moves regclass)
 LANGUAGE plpgsql VOLATILE STRICT
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     name text := pg_catalog.format('%s_%s', layout, shard_id);
-    seq regclass := pg_catalog.to_regclass(pg_catalog.format('sharded_id.%I', name));
 BEGIN
-    IF seq IS NOT NULL THEN
-        RETURN seq;
-    END IF;
     PERFORM sharded_id.check_shard(shard_id, layout);
-    BEGIN
-        EXECUTE pg_catalog.format('CREATE SEQUENCE sharded_id.%I AS bigint MINVALUE 0 CACHE 1 NO CYCLE', name);
-        EXECUTE pg_catalog.format('CREATE SEQUENCE sharded_id.%I AS bigint MINVALUE 0 START 0 CACHE 1 NO CYCLE', name || '_moves');
-        EXECUTE pg_catalog.format('COMMENT ON SEQUENCE sharded_id.%I IS %L', name,
-            pg_catalog.format('ids of shard %s, layout %s: (ms since the epoch) * ids per ms + counter', shard_id, layout));
-        EXECUTE pg_catalog.format('COMMENT ON SEQUENCE sharded_id.%I IS %L', name || '_moves',
-            pg_catalog.format('moves of sharded_id.%s up to the clock: odd while one runs', name));
-    EXCEPTION WHEN duplicate_table OR unique_violation THEN
-        NULL;       -- made by another session meanwhile
-    END;
-    RETURN pg_catalog.to_regclass(pg_catalog.format('sharded_id.%I', name));
+    IF pg_catalog.to_regclass(pg_catalog.format('sharded_id.%I', name)) IS NULL
+       OR pg_catalog.to_regclass(pg_catalog.format('sharded_id.%I', name || '_moves')) IS NULL THEN
+        BEGIN
+            EXECUTE pg_catalog.format('CREATE SEQUENCE sharded_id.%I AS bigint MINVALUE 0 CACHE 1 NO CYCLE', name);
+            EXECUTE pg_catalog.format('CREATE SEQUENCE sharded_id.%I AS bigint MINVALUE 0 START 0 CACHE 1 NO CYCLE', name || '_moves');
+            EXECUTE pg_catalog.format('COMMENT ON SEQUENCE sharded_id.%I IS %L', name,
+                pg_catalog.format('ids of shard %s, layout %s: (ms since the epoch) * ids per ms + counter', shard_id, layout));
+            EXECUTE pg_catalog.format('COMMENT ON SEQUENCE sharded_id.%I IS %L', name || '_moves',
+                pg_catalog.format('moves of sharded_id.%s up to the clock: odd while one runs', name));
+        EXCEPTION WHEN duplicate_table OR unique_violation THEN
+            NULL;       -- made by another session meanwhile
+        END;
+    END IF;
+    seq := (SELECT c.oid FROM pg_catalog.pg_class c
+            WHERE c.relnamespace = 'sharded_id'::pg_catalog.regnamespace AND c.relname = name AND c.relkind = 'S');
+    moves := (SELECT c.oid FROM pg_catalog.pg_class c
+              WHERE c.relnamespace = 'sharded_id'::pg_catalog.regnamespace AND c.relname = name || '_moves' AND c.relkind = 'S');
+    IF seq IS NULL OR moves IS NULL THEN
+        RAISE EXCEPTION 'the sequences of shard % of layout % are missing', shard_id, layout
+            USING ERRCODE = 'undefined_object',
+                  DETAIL = pg_catalog.format('sharded_id.%I and sharded_id.%I must both exist, or neither.', name, name || '_moves'),
+                  HINT = pg_catalog.format('Drop sharded_id.%I if it is left alone, after noting sharded_id.high_water(%s, %L) and before raising the floor again with it.', name, shard_id, layout);
+    END IF;
 END
 $$;
 
-COMMENT ON FUNCTION sharded_id._shard_sequence(integer, text) IS
-'internal: the sequence of the shard''s ids in the layout, made with its moves sequence on first use';
+COMMENT ON FUNCTION sharded_id._shard_sequences(integer, text) IS
+'internal: the sequence of the shard''s ids in the layout and its moves sequence, both made on first use';
 
 -- Under the shard's move lock: reserve n values, none below floor_v, above
 -- every value handed out; returns the first.  The lock is a session lock,
@@ -130,13 +139,15 @@ DECLARE
     l record := sharded_id._layout(layout);
     per_ms bigint := 1::bigint << l.seq_bits;
     name text := pg_catalog.format('%s_%s', layout, shard_id);
-    seq regclass := COALESCE(pg_catalog.to_regclass(pg_catalog.format('sharded_id.%I', name)),
-                             sharded_id._shard_sequence(shard_id, layout));
+    seq regclass := pg_catalog.to_regclass(pg_catalog.format('sharded_id.%I', name));
     moves regclass := pg_catalog.to_regclass(pg_catalog.format('sharded_id.%I', name || '_moves'));
     now_ms bigint;
     g bigint;
     v bigint;
 BEGIN
+    IF seq IS NULL OR moves IS NULL THEN
+        SELECT s.seq, s.moves INTO seq, moves FROM sharded_id._shard_sequences(shard_id, layout) s;
+    END IF;
     LOOP
         IF n = 1 THEN
             g := pg_catalog.pg_sequence_last_value(moves);
@@ -155,6 +166,10 @@ BEGIN
         PERFORM sharded_id._wait_for(l.epoch_ms, (v + n - 1) / per_ms);
         EXIT;
     END LOOP;
+    IF v IS NULL THEN
+        RAISE EXCEPTION 'no id was reserved for shard %', shard_id
+            USING ERRCODE = 'internal_error', HINT = 'Report the case to the project.';
+    END IF;
     IF (v + n - 1) / per_ms > (1::bigint << l.time_bits) - 1 THEN
         RAISE EXCEPTION 'timestamp out of range for sharded ids'
             USING ERRCODE = 'datetime_field_overflow',
@@ -219,10 +234,14 @@ DECLARE
     l record := sharded_id._layout(layout);
     first_v bigint;
 BEGIN
-    IF n < 1 OR n > 1000000 THEN
-        RAISE EXCEPTION 'cannot reserve % ids in one call', n
-            USING ERRCODE = 'numeric_value_out_of_range', DETAIL = 'One call reserves 1 to 1000000 ids.',
+    IF n < 0 OR n > 1000000 THEN
+        RAISE EXCEPTION 'batch size % is out of range', n
+            USING ERRCODE = 'invalid_parameter_value', DETAIL = 'Batches must hold between 0 and 1000000 ids.',
                   HINT = 'Call next_ids again for more.';
+    END IF;
+    IF n = 0 THEN
+        PERFORM sharded_id.check_shard(shard_id, layout);
+        RETURN;
     END IF;
     first_v := sharded_id._reserve(shard_id, layout, n);
     -- sharded_id._id_of, written out: a function with SET is not inlined

@@ -13,7 +13,10 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     l record := sharded_id._layout(layout);
-    seq regclass := pg_catalog.to_regclass(pg_catalog.format('sharded_id.%I', pg_catalog.format('%s_%s', layout, shard_id)));
+    -- pg_class with the statement's snapshot: to_regclass's cache may lag
+    seq regclass := (SELECT c.oid FROM pg_catalog.pg_class c
+                     WHERE c.relnamespace = 'sharded_id'::pg_catalog.regnamespace
+                       AND c.relname = pg_catalog.format('%s_%s', layout, shard_id) AND c.relkind = 'S');
     last_v bigint;
 BEGIN
     PERFORM sharded_id.check_shard(shard_id, layout);
@@ -55,9 +58,8 @@ BEGIN
                   HINT = 'If ids that late really exist, pass force => true.';
     END IF;
     -- every later value of the shard's sequence is above the id's
-    PERFORM sharded_id._move(sharded_id._shard_sequence(shard_id, layout),
-                             pg_catalog.to_regclass(pg_catalog.format('sharded_id.%I', pg_catalog.format('%s_%s_moves', layout, shard_id))),
-                             ((above_id >> (l.shard_bits + l.seq_bits)) << l.seq_bits) + f.seq_id + 1, 1);
+    PERFORM sharded_id._move(s.seq, s.moves, ((above_id >> (l.shard_bits + l.seq_bits)) << l.seq_bits) + f.seq_id + 1, 1)
+    FROM sharded_id._shard_sequences(shard_id, layout) s;
     RETURN above_id;
 END
 $$;

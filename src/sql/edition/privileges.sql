@@ -19,7 +19,7 @@ DECLARE
 BEGIN
     FOR f IN SELECT p.oid::regprocedure FROM pg_catalog.pg_proc p
              WHERE p.pronamespace OPERATOR(pg_catalog.=) 'sharded_id'::regnamespace
-               AND p.proname OPERATOR(pg_catalog.=) ANY (ARRAY['_shard_sequence', '_move', '_clock_ms', '_wait_for',
+               AND p.proname OPERATOR(pg_catalog.=) ANY (ARRAY['_shard_sequences', '_move', '_clock_ms', '_wait_for',
                    '_reserve', 'next_id', 'next_id_in_layout', 'next_ids', 'next_ids_in_layout',
                    'high_water', 'raise_floor'])
     LOOP
