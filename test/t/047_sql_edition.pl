@@ -219,6 +219,8 @@ $node->command_ok([ 'pg_dump', '-Fc', '-U', 'owner_ext', '-f', $dump, '-d', $nod
 	'pg_dump by the owner');
 $node->command_ok([ 'pg_restore', '-U', 'owner_ext', '--exit-on-error', '-d', $node->connstr('restored'), $dump ],
 	'pg_restore by the owner');
+is(psql_as('restored', 'owner_ext', 'SELECT sharded_id.high_water(7) >= max(id) FROM ids'),
+	't', "the dump carries the shard's sequence: its high-water mark is at least the newest id restored");
 is( psql_as(
 		'restored', 'owner_ext',
 		"INSERT INTO ids (id) SELECT sharded_id.next_id(7) FROM generate_series(1, 500); "
