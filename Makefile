@@ -75,6 +75,9 @@ ISOLATION_OPTS = --inputdir=test --load-extension=sharded_id
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
 
+# sharded_id_sql, the SQL edition, in its three forms.
+include src/sql/edition/edition.mk
+
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 

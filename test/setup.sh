@@ -44,6 +44,19 @@ for pg_config in $(shid_pg_configs); do
         echo "Citus installed into PostgreSQL $major from $(dirname "$citus")"
     fi
     [ -x "$pg_config" ] || { echo "test/setup.sh: no pg_config at $pg_config" >&2; exit 1; }
+    # pg_tle 1.5.2 into the same tree, for test/t/047_sql_edition.pl (the
+    # SQL edition's pg_tle script), which skips where it is missing.  Its
+    # build is skipped when that version is in place already.
+    if [ -f ../shared/pg_tle/install.sh ]; then
+        tle_control="$("$pg_config" --sharedir)/extension/pg_tle.control"
+        if [ -f "$("$pg_config" --pkglibdir)/pg_tle.so" ] &&
+            grep -qx "default_version = '1.5.2'" "$tle_control" 2>/dev/null; then
+            echo "pg_tle 1.5.2 already in PostgreSQL $major"
+        else
+            bash ../shared/pg_tle/install.sh "$pg_config" >/dev/null
+            echo "pg_tle installed into PostgreSQL $major from ../shared/pg_tle"
+        fi
+    fi
     make -s clean PG_CONFIG="$pg_config"
     echo "building sharded_id for PostgreSQL $major${PG_CFLAGS:+ with PG_CFLAGS=$PG_CFLAGS}"
     make -s PG_CONFIG="$pg_config" ${PG_CFLAGS:+PG_CFLAGS="$PG_CFLAGS"}
