@@ -29,7 +29,7 @@ WITH generator AS (VALUES ('reset_ceiling'), ('generator_stats'), ('generator_in
                           ('_lock_shard'), ('_unlock_shard'), ('_lock_route'), ('_enter_fence'), ('_lock_fence'),
                           ('_catalog_retire'), ('_catalog_own'), ('_catalog_unretire'), ('_catalog_add_table'),
                           -- moves a Citus shard's windows on (src/citus.c)
-                          ('citus_grant_windows'),
+                          ('citus_grant_windows'), ('citus_window_high_water'),
                           -- the check of internal functions: run at every call
                           ('_superuser_only'),
                           -- reads the catalog with the newest snapshot

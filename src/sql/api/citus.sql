@@ -404,7 +404,7 @@ REVOKE EXECUTE ON FUNCTION sharded_id.citus_grant_windows(integer[], text, integ
 
 CREATE FUNCTION sharded_id.citus_window_high_water(OUT high_water bigint, OUT clock_ms bigint)
 AS 'MODULE_PATHNAME', 'shid_citus_window_high_water'
-LANGUAGE C VOLATILE STRICT PARALLEL SAFE
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 
 COMMENT ON FUNCTION sharded_id.citus_window_high_water() IS
