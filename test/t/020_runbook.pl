@@ -6,7 +6,11 @@
 # them (scram-sha-256 over TCP, peer for local connections, a superuser
 # postgres without a password): SQL blocks with psql -v ON_ERROR_STOP=1 as
 # the named role over TCP with the runbook's password file, or locally
-# through peer; shell blocks with bash in one scratch directory, with
+# through peer; shell blocks with plain bash (no options: a block that must
+# stop at a failed step sets them itself) in one scratch directory, with the
+# PATH of a Debian reader who also has a newer major's client installed (the
+# newest installed major's psql, pg_dump and pg_restore first; on the newest
+# major itself there is none newer, and the blocks run with its own), with
 # ROUTER, NODE1 and NODE2 holding the servers' connection strings and
 # POSTGRES_PASSWORD and APP_PASSWORD the roles' passwords;
 # postgresql.conf blocks appended to the server's file before a restart,
@@ -202,6 +206,7 @@ sub run_steps
 	local $ENV{APP_PASSWORD} = $passwords{app};
 	local $ENV{PGPASSFILE} = $opt{client_pgpass} // $server->{pgpass};
 	local $ENV{HOME} = $server->{home};
+	my ($reader_path) = reader_path();
 	my $run = 0;
 	for my $step (@$steps)
 	{
@@ -231,7 +236,10 @@ sub run_steps
 		elsif ($step->{kind} eq 'shell')
 		{
 			my ($stdout, $stderr) = ('', '');
-			$ok = IPC::Run::run([ 'bash', '-e', '-o', 'pipefail', '-c', "cd '$scratch' && $step->{body}" ],
+			# As a reader runs it: plain bash (a block that must stop at a
+			# failed step says so itself), the newest client first on PATH.
+			local $ENV{PATH} = $reader_path;
+			$ok = IPC::Run::run([ 'bash', '-c', "cd '$scratch' || exit 1\n$step->{body}" ],
 				'<', \undef, '>', \$stdout, '2>', \$stderr,
 				IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
 			$out = $stdout . $stderr;
