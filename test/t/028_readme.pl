@@ -137,9 +137,10 @@ for my $i (0 .. $#blocks)
 	elsif ($ctx eq 'app') { ($server, $db) = ($single, 'app'); }
 	elsif ($ctx eq 'admin')
 	{
-		$single->safe_psql('postgres', 'CREATE ROLE app_admin LOGIN');
-		$single->safe_psql('app', 'ALTER SCHEMA app OWNER TO app_admin;
-			ALTER TABLE app.users OWNER TO app_admin; ALTER TABLE app.photos OWNER TO app_admin');
+		# The block makes app_admin itself (the README creates every role
+		# it uses).
+		is($single->safe_psql('postgres', q{SELECT count(*) FROM pg_roles WHERE rolname = 'app_admin'}), '0',
+			"$name: no role app_admin before the block");
 		($server, $db) = ($single, 'app');
 	}
 	elsif ($ctx eq 'router') { ($server, $db) = ($router, 'router'); }
@@ -233,6 +234,14 @@ for my $i (0 .. $#blocks)
 	{
 		my ($r, $o, $e) = $single->psql('app', q{SET ROLE app_admin; SELECT sharded_id.create_shard(100)});
 		is($r, 0, 'after the README grants, app_admin provisions a shard') or diag($e);
+		# add_table on the shards the superuser made (the quick start's) and
+		# on its own: one copy each.
+		my $shards = $single->safe_psql('app', 'SELECT count(*) FROM sharded_id.shards');
+		($r, $o, $e) = $single->psql('app', q{SET ROLE app_admin;
+			CREATE TABLE app.likes (id bigint PRIMARY KEY, photo_id bigint NOT NULL);
+			SELECT sharded_id.add_table('app.likes')});
+		is("$r/$o", "0/$shards", "after the README grants, app_admin adds a table to every shard ($shards)")
+		  or diag($e);
 	}
 	if ($ctx eq 'router' && $b->{body} =~ /move_shard\(5, 'node2'\)/)
 	{
