@@ -18,7 +18,7 @@ use Test::More;
 use File::Basename qw(dirname);
 use IPC::Run;
 
-our @EXPORT = qw(sharded_node mint phase_ms read_ceiling faked_clock move_under_writers
+our @EXPORT = qw(reader_path sharded_node mint phase_ms read_ceiling faked_clock move_under_writers
   data_node router_node all_ids restart_node router_writers map_owner
   logged_writers committed writers_go_on stop_writers
   hold_on hold_off wait_at_hold hold_pause
@@ -49,6 +49,25 @@ my $example = dirname(__FILE__) . '/../example';
 
 # A new cluster with sharded_id preloaded, plus the postgresql.conf lines
 # in $opt{conf}; $opt{init} is passed to init.  Not started.
+# The PATH a reader's shell has on Debian, for running a document's shell
+# blocks as written: the newest installed major's psql, pg_dump, pg_restore
+# and pg_dumpall first (Debian's wrappers in /usr/bin pick that one too),
+# then the test's own PATH.  A block that relies on the default client
+# against an older server then breaks as it would for the reader (an 18
+# pg_dump's SET transaction_timeout, refused by 15).  Against the newest
+# installed major itself there is no newer client: the block runs with that
+# major's.  Returns (PATH, major of that client).
+sub reader_path
+{
+	my ($major) = sort { $b <=> $a } grep { -x "/usr/lib/postgresql/$_/bin/pg_dump" }
+	  map { m{/(\d+)$} ? $1 : () } glob('/usr/lib/postgresql/*');
+	return ($ENV{PATH}, undef) unless defined $major;
+	my $dir = PostgreSQL::Test::Utils::tempdir();
+	symlink("/usr/lib/postgresql/$major/bin/$_", "$dir/$_") or die "symlink $_: $!"
+	  for grep { -x "/usr/lib/postgresql/$major/bin/$_" } qw(psql pg_dump pg_restore pg_dumpall);
+	return ("$dir:$ENV{PATH}", $major);
+}
+
 sub sharded_node
 {
 	my ($name, %opt) = @_;

@@ -6,7 +6,11 @@
 # them (scram-sha-256 over TCP, peer for local connections, a superuser
 # postgres without a password): SQL blocks with psql -v ON_ERROR_STOP=1 as
 # the named role over TCP with the runbook's password file, or locally
-# through peer; shell blocks with bash in one scratch directory, with
+# through peer; shell blocks with plain bash (no options: a block that must
+# stop at a failed step sets them itself) in one scratch directory, with the
+# PATH of a Debian reader who also has a newer major's client installed (the
+# newest installed major's psql, pg_dump and pg_restore first; on the newest
+# major itself there is none newer, and the blocks run with its own), with
 # ROUTER, NODE1 and NODE2 holding the servers' connection strings and
 # POSTGRES_PASSWORD and APP_PASSWORD the roles' passwords;
 # postgresql.conf blocks appended to the server's file before a restart,
@@ -19,6 +23,8 @@
 #   tables (as itself, not as the superuser);
 # - the pgbench writer of the online move, through the router as that
 #   role, runs through the whole move and has 0 failed transactions;
+# - the restore block, first run against a node1 whose shard_0006 is in
+#   the way, stops, and leaves node2's rows, node1 and the map as they were;
 # - after the restore, the first call through the router for the restored
 #   shard succeeds and reaches the node it was restored on;
 # - the recovery drill leaves a move unfinished, and recover_moves rolls
@@ -202,6 +208,7 @@ sub run_steps
 	local $ENV{APP_PASSWORD} = $passwords{app};
 	local $ENV{PGPASSFILE} = $opt{client_pgpass} // $server->{pgpass};
 	local $ENV{HOME} = $server->{home};
+	my ($reader_path) = reader_path();
 	my $run = 0;
 	for my $step (@$steps)
 	{
@@ -231,7 +238,10 @@ sub run_steps
 		elsif ($step->{kind} eq 'shell')
 		{
 			my ($stdout, $stderr) = ('', '');
-			$ok = IPC::Run::run([ 'bash', '-e', '-o', 'pipefail', '-c', "cd '$scratch' && $step->{body}" ],
+			# As a reader runs it: plain bash (a block that must stop at a
+			# failed step says so itself), the newest client first on PATH.
+			local $ENV{PATH} = $reader_path;
+			$ok = IPC::Run::run([ 'bash', '-c', "cd '$scratch' || exit 1\n$step->{body}" ],
 				'<', \undef, '>', \$stdout, '2>', \$stderr,
 				IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
 			$out = $stdout . $stderr;
@@ -345,6 +355,32 @@ my %after = (
 		($restored_user, $restored_name) = split /\|/, $server->{node2}->safe_psql('app',
 			'SELECT id, name FROM shard_0006.users ORDER BY id LIMIT 1');
 		ok(defined $restored_name, "shard 6 has a user before the restore ($restored_user)");
+
+		# First the restore block against a node1 whose schema shard_0006 is in
+		# the way (a table that is no shard's): it must stop, with node2's
+		# rows, node1 and the map as they were.  Then node2 takes its shard
+		# back, and the runbook's own run of the block follows.
+		my ($scratch) = @_;
+		my $count_sql = q{SELECT (SELECT count(*) FROM shard_0006.users) || '/' || (SELECT count(*) FROM shard_0006.photos)};
+		my $rows = $server->{node2}->safe_psql('app', $count_sql);
+		my $map_sql = 'SELECT node_name FROM sharded_id.shard_map WHERE shard_id = 6';
+		my $map_before = $server->{router}->safe_psql('app', $map_sql);
+		$server->{node1}->safe_psql('app', 'CREATE SCHEMA shard_0006; CREATE TABLE shard_0006.users (planted int)');
+		local $ENV{PATH} = (reader_path())[0];
+		my ($stdout, $stderr) = ('', '');
+		my $ran = IPC::Run::run([ 'bash', '-c', "cd '$scratch' || exit 1\n$steps[$restore - 1]{body}" ],
+			'<', \undef, '>', \$stdout, '2>', \$stderr,
+			IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+		ok(!$ran, 'a restore onto a node whose shard_0006 is in the way stops') or diag($stdout);
+		is($server->{node1}->safe_psql('app', q{SELECT string_agg(c.relname || '.' || a.attname, ',')
+			FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0
+			WHERE c.relnamespace = 'shard_0006'::regnamespace}), 'users.planted', '... leaves nothing of it on node1');
+		is($server->{node1}->safe_psql('app', 'SELECT count(*) FROM sharded_id.shards WHERE shard_id = 6'), '0',
+			'... registers no shard 6 on node1');
+		is($server->{node2}->safe_psql('app', $count_sql), $rows, "... node2 keeps shard 6's rows ($rows)");
+		is($server->{router}->safe_psql('app', $map_sql), $map_before, "... and the map still names $map_before");
+		$server->{node1}->safe_psql('app', 'DROP SCHEMA shard_0006 CASCADE');
+		$server->{node2}->safe_psql('app', 'SELECT sharded_id.create_shard(6)');
 	},
 	($recover - 1) => sub {
 		is($server->{router}->safe_psql('app', q{SELECT state FROM sharded_id.moves WHERE shard_id = 2 AND finished_at IS NULL}),

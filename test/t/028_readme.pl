@@ -31,6 +31,11 @@
 # them; the quick start's ids decode to the shard that holds them,
 # the grants let app_admin provision, the move and the restore leave shard 5
 # minting on the node the map names and nowhere else, and no id repeats.
+# Shell blocks run as a reader runs them: plain bash, no options added, the
+# newest installed major's psql, pg_dump and pg_restore first on PATH (on a 15
+# server, 18's; on the newest major itself there is none newer).  The restore
+# block is first run against a target that makes it fail, and must stop
+# there, with the source's rows, the target and the map as they were.
 use strict;
 use warnings;
 use FindBin;
@@ -132,9 +137,10 @@ for my $i (0 .. $#blocks)
 	elsif ($ctx eq 'app') { ($server, $db) = ($single, 'app'); }
 	elsif ($ctx eq 'admin')
 	{
-		$single->safe_psql('postgres', 'CREATE ROLE app_admin LOGIN');
-		$single->safe_psql('app', 'ALTER SCHEMA app OWNER TO app_admin;
-			ALTER TABLE app.users OWNER TO app_admin; ALTER TABLE app.photos OWNER TO app_admin');
+		# The block makes app_admin itself (the README creates every role
+		# it uses).
+		is($single->safe_psql('postgres', q{SELECT count(*) FROM pg_roles WHERE rolname = 'app_admin'}), '0',
+			"$name: no role app_admin before the block");
 		($server, $db) = ($single, 'app');
 	}
 	elsif ($ctx eq 'router') { ($server, $db) = ($router, 'router'); }
@@ -160,7 +166,31 @@ for my $i (0 .. $#blocks)
 		local $ENV{SOURCE} = $node{$restore_source}->connstr('app');
 		local $ENV{TARGET} = $node{ $other->($restore_source) }->connstr('app');
 		my ($out, $err) = ('', '');
-		my $ok = IPC::Run::run([ 'bash', '-e', '-o', 'pipefail', '-c', $b->{body} ], '>', \$out, '2>', \$err);
+		# As a reader runs it: plain bash, the newest installed major's
+		# client first on PATH (none newer when that is the major tested).
+		local $ENV{PATH} = (reader_path())[0];
+		my $source = $node{$restore_source};
+		my $target = $node{ $other->($restore_source) };
+
+		# First a restore that fails: the target already holds a schema
+		# shard_0005 whose users table is no shard's.  The block must stop
+		# (non-zero), leave the target's schema as it was, the map and the
+		# source's rows untouched.
+		my $count_sql = q{SELECT (SELECT count(*) FROM shard_0005.users) || '/' || (SELECT count(*) FROM shard_0005.photos)};
+		my $source_rows = $source->safe_psql('app', $count_sql);
+		$target->safe_psql('app', q{CREATE SCHEMA shard_0005; CREATE TABLE shard_0005.users (planted int)});
+		my $failed = IPC::Run::run([ 'bash', '-c', $b->{body} ], '>', \$out, '2>', \$err);
+		ok(!$failed, "$name stops when the restore fails") or diag($out);
+		is($target->safe_psql('app', q{SELECT string_agg(c.relname || '.' || a.attname, ',') FROM pg_class c
+			JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0
+			WHERE c.relnamespace = 'shard_0005'::regnamespace}), 'users.planted',
+			'... and leaves nothing of it on the target');
+		is($source->safe_psql('app', $count_sql), $source_rows, "... the source keeps its rows ($source_rows)");
+		is(map_owner($router, 5), $restore_source, '... and the map still names the source');
+		$target->safe_psql('app', 'DROP SCHEMA shard_0005 CASCADE');
+
+		($out, $err) = ('', '');
+		my $ok = IPC::Run::run([ 'bash', '-c', $b->{body} ], '>', \$out, '2>', \$err);
 		ok($ok, "$name runs") or diag($err);
 		next;
 	}
@@ -204,6 +234,14 @@ for my $i (0 .. $#blocks)
 	{
 		my ($r, $o, $e) = $single->psql('app', q{SET ROLE app_admin; SELECT sharded_id.create_shard(100)});
 		is($r, 0, 'after the README grants, app_admin provisions a shard') or diag($e);
+		# add_table on the shards the superuser made (the quick start's) and
+		# on its own: one copy each.
+		my $shards = $single->safe_psql('app', 'SELECT count(*) FROM sharded_id.shards');
+		($r, $o, $e) = $single->psql('app', q{SET ROLE app_admin;
+			CREATE TABLE app.likes (id bigint PRIMARY KEY, photo_id bigint NOT NULL);
+			SELECT sharded_id.add_table('app.likes')});
+		is("$r/$o", "0/$shards", "after the README grants, app_admin adds a table to every shard ($shards)")
+		  or diag($e);
 	}
 	if ($ctx eq 'router' && $b->{body} =~ /move_shard\(5, 'node2'\)/)
 	{
