@@ -1,6 +1,6 @@
 #!/usr/bin/env perl
 # test/docs.pl: every relative link of the documents resolves: README.md,
-# doc/*.md and test/bench/README.md.  A link to a file needs the file; a link
+# doc/*.md, test/bench/README.md and test/README.md.  A link to a file needs the file; a link
 # with #anchor needs a heading whose GitHub anchor it is.  Prints TAP: one
 # line per link.
 use strict;
@@ -9,7 +9,7 @@ use File::Basename qw(dirname);
 use File::Spec;
 
 my $top = File::Spec->rel2abs(dirname(__FILE__) . '/..');
-my @docs = ('README.md', (map { "doc/" . (split m{/}, $_)[-1] } glob("$top/doc/*.md")), 'test/bench/README.md');
+my @docs = ('README.md', (map { "doc/" . (split m{/}, $_)[-1] } glob("$top/doc/*.md")), 'test/bench/README.md', 'test/README.md');
 
 # The anchors of a Markdown file's headings, as GitHub makes them.
 my %anchors;

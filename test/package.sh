@@ -15,7 +15,11 @@ pg_config=/usr/lib/postgresql/15/bin/pg_config
 package=postgresql-15-sharded-id
 
 export DEBIAN_FRONTEND=noninteractive
-apt-get -q -o DPkg::Lock::Timeout=600 install -y --no-install-recommends \
+# Every change to the installed packages goes through apt-get, which waits
+# up to 10 minutes for the dpkg lock that another apt or dpkg may hold (dpkg
+# itself fails at once).
+apt=(apt-get -q -o DPkg::Lock::Timeout=600)
+"${apt[@]}" install -y --no-install-recommends \
     debhelper dpkg-dev fakeroot postgresql-server-dev-all >/dev/null
 
 work=$(mktemp -d /tmp/sharded_id_package.XXXXXX)
@@ -30,7 +34,7 @@ deb=$(ls "$work"/${package}_*.deb)
 echo "built $(basename "$deb")"
 
 restore() {
-    dpkg -r "$package" >/dev/null 2>&1 || true
+    "${apt[@]}" remove -y "$package" >/dev/null 2>&1 || true
     make -s -C "$work/sharded-id" clean PG_CONFIG="$pg_config"
     make -s -C "$work/sharded-id" PG_CONFIG="$pg_config" ${PG_CFLAGS:+PG_CFLAGS="$PG_CFLAGS"} >/dev/null
     make -s -C "$work/sharded-id" install PG_CONFIG="$pg_config" >/dev/null
@@ -39,7 +43,7 @@ trap restore EXIT
 
 # The suite must see the package's files only.
 make -s -C "$work/sharded-id" uninstall PG_CONFIG="$pg_config" >/dev/null
-dpkg -i "$deb" >/dev/null
+"${apt[@]}" install -y --no-install-recommends "$deb" >/dev/null
 for tool in sharded_id_move_shard sharded_id_rebalance; do
     dpkg -L "$package" | grep -qx "$("$pg_config" --bindir)/$tool" ||
         { echo "the package lacks $tool" >&2; exit 1; }

@@ -13,11 +13,14 @@
 #
 # Suites, per major: pg_regress (sql/, expected/) and pg_isolation_regress
 # (test/specs/) on a throwaway cluster made by pg_virtualenv with sharded_id
-# preloaded; TAP tests (test/t/) that start clusters of their own.  Once: the
-# documents' links (test/docs.pl), and that the file-level call graph of
-# src/*.c has no cycle (test/callgraph.sh).  Each
-# suite's full output is kept in the log directory the run prints.  The last
-# line is "N passed, M failed", over all majors.
+# preloaded; TAP tests (test/t/) that start clusters of their own, several
+# files at a time (SHID_PROVE_JOBS, default 3), in a copy of the tree per
+# major.  Once: the documents' links (test/docs.pl), that the file-level call
+# graph of src/*.c has no cycle (test/callgraph.sh), and the sources' size
+# limits (test/limits.sh, advisory unless SHID_LIMITS_ENFORCE=1).  Each
+# suite's full output is kept in the log directory the run prints, with the
+# TAP files' times (test/times.sh) in times.md.  The last line is
+# "N passed, M failed", over all majors.
 set -euo pipefail
 
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -48,6 +51,7 @@ if [ "$(id -u)" -eq 0 ]; then
     chown -R "$test_user:" "$work"
     rc=0
     runuser -u "$test_user" -- env -C "$work" SHID_LOGS="$logs" \
+        SHID_PROVE_JOBS="${SHID_PROVE_JOBS:-}" SHID_LIMITS_ENFORCE="${SHID_LIMITS_ENFORCE:-}" \
         SHID_PG_CONFIGS="$(shid_pg_configs | paste -sd ' ')" bash test/run.sh || rc=$?
     exit $rc
 fi
@@ -98,6 +102,20 @@ run_suite docs perl test/docs.pl
 # first major).
 run_suite callgraph bash test/callgraph.sh
 
+# The sources' size limits (test/limits.sh): advisory unless
+# SHID_LIMITS_ENFORCE=1, once.
+run_suite limits bash test/limits.sh
+
+# TAP files run side by side, SHID_PROVE_JOBS at a time (prove -j; 3 by
+# default, for the 2-core machine CI runs on: most of a file's time is spent
+# waiting on its servers).  PostgreSQL::Test::Cluster gives each server a
+# free port, reserved under PG_TEST_PORT_DIR, which every suite of the run
+# shares.  Each major's TAP suite runs in a fresh copy of the tree, so
+# that nothing a file left behind (its tmp_check, a server still running)
+# stops the next major's suite.
+prove_jobs=${SHID_PROVE_JOBS:-3}
+export PG_TEST_PORT_DIR="$logs/portlock"
+mkdir -p "$PG_TEST_PORT_DIR"
 for pg_config in $configs; do
     major=$(shid_major "$pg_config")
     preload=(pg_virtualenv -v "$major" -o shared_preload_libraries=sharded_id)
@@ -105,12 +123,17 @@ for pg_config in $configs; do
     echo "== PostgreSQL $major ($("$pg_config" --version))"
     run_suite "pg$major-regress" "${preload[@]}" "${mk[@]}" ISOLATION= TAP_TESTS=
     run_suite "pg$major-isolation" "${preload[@]}" "${mk[@]}" REGRESS= TAP_TESTS=
-    run_suite "pg$major-tap" "${mk[@]}" REGRESS= ISOLATION= PROVE_FLAGS=-v
+    tap_tree=$(mktemp -d "${TMPDIR:-/tmp}/sharded_id_tap_pg$major.XXXXXX")
+    echo "   (TAP files of PostgreSQL $major run in $tap_tree)"
+    tar -C "$src" --exclude=./tmp_check --exclude=./results --exclude=./output_iso -cf - . | tar -C "$tap_tree" -xf -
+    run_suite "pg$major-tap" "${mk[@]}" -C "$tap_tree" REGRESS= ISOLATION= \
+        PROVE_FLAGS="-v --timer -j$prove_jobs"
 done
 
 [ -f "$logs/pg15-package.log" ] && count pg15-package
 count docs
 count callgraph
+count limits
 for pg_config in $configs; do
     major=$(shid_major "$pg_config")
     for suite in regress isolation tap; do
@@ -146,6 +169,11 @@ done
 for major in $(shid_skipped_majors "$configs"); do
     echo "PostgreSQL $major skipped: no test build in ../shared/pg$major"
 done
+# The ten slowest TAP files of each major (test/times.sh; all of them in
+# times.md of the log directory).
+bash test/times.sh "$logs" >"$logs/times.md" 2>&1 || true
+echo "The ten slowest TAP files (seconds; every file in $logs/times.md):"
+N=10 bash test/times.sh "$logs" 2>&1 | sed 's/^/   /' || true
 echo "logs: $logs"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

@@ -19,7 +19,7 @@ use File::Basename qw(dirname);
 use IPC::Run;
 
 our @EXPORT = qw(reader_path sharded_node mint phase_ms read_ceiling faked_clock move_under_writers
-  data_node router_node all_ids restart_node router_writers map_owner
+  data_node router_node all_ids restart_node router_writers stop_router_writers map_owner
   logged_writers committed writers_go_on stop_writers
   hold_on hold_off wait_at_hold hold_pause
   HOLD_CLASS ROUTE_LOCK_CLASS MOVE_LOCK_CLASS FENCE_CLASS KEY_PAIR_KIND SHARD_LOCK_KIND);
@@ -250,10 +250,13 @@ sub router_node
 # $opt{caption} ('during the move' by default) for the users of its table
 # demo_users that $where picks, retrying a write up to $opt{max_tries} times
 # on 40001 (1000 by default; 0: pgbench's default of no retry, without
-# --max-tries).  Returns the harness and a reference to pgbench's output.
+# --max-tries).  $seconds undef: until stop_router_writers ends them (or
+# the default timeout).  Returns the harness and a reference to pgbench's
+# output.
 sub router_writers
 {
 	my ($router, $where, $seconds, %opt) = @_;
+	$seconds //= $PostgreSQL::Test::Utils::timeout_default;
 	my $caption = $opt{caption} // 'during the move';
 	my $tries = $opt{max_tries} // 1000;
 	my $users = $router->safe_psql('router', "DROP TABLE IF EXISTS writer_users;
@@ -270,6 +273,23 @@ sub router_writers
 		  '-f', $script, $router->connstr('router') ],
 		'>', \$out, '2>&1');
 	return ($h, \$out);
+}
+
+# End the writers of router_writers once they have committed $n more rows
+# (20 by default) that the query $count_sql counts, then wait for pgbench to
+# exit.  SIGALRM ends a pgbench -T run as its clock does: each client
+# finishes its transaction, and pgbench prints its report.  True if pgbench
+# exited 0.
+sub stop_router_writers
+{
+	my ($router, $h, $count_sql, $n) = @_;
+	$n //= 20;
+	my $before = $router->safe_psql('router', $count_sql);
+	my $went_on = $router->poll_query_until('router', "SELECT ($count_sql) >= $before + $n");
+	diag("the writers did not commit $n more rows") unless $went_on;
+	$h->signal('ALRM');
+	my $exited = $h->finish;
+	return $went_on && $exited;
 }
 
 # The data node that the shard map of $router names for shard $shard, as

@@ -62,9 +62,12 @@ for my $mode (qw(seed counter))
 
 		# Two writers through the router, on the users of the moving shard.
 		my $rows_before = $router->safe_psql('router', 'SELECT count(*) FROM ops.photos');
-		my ($writers, $w_out) = router_writers($router, "sharded_id.shard_id(user_id) = $shard", 8);
-		$router->poll_query_until('router', "SELECT count(*) > 0 FROM ops.photos
-			WHERE caption = 'during the move' AND sharded_id.shard_id(id) = $shard")
+		# They run from before the move until they have written 20 more
+		# photos after it.
+		my ($writers, $w_out) = router_writers($router, "sharded_id.shard_id(user_id) = $shard", undef);
+		my $during = "SELECT count(*) FROM ops.photos
+			WHERE caption = 'during the move' AND sharded_id.shard_id(id) = $shard";
+		$router->poll_query_until('router', "SELECT ($during) > 0")
 		  or die "the writers did not start: $$w_out";
 
 		my ($m_out, $m_err) = ('', '');
@@ -75,7 +78,7 @@ for my $mode (qw(seed counter))
 		  or diag($m_err);
 		like($m_out, qr/^high-water mark: \d+$/m, "$what: the source reported its high-water mark");
 
-		ok($writers->finish, "$what: the writers finished") or diag($$w_out);
+		ok(stop_router_writers($router, $writers, $during), "$what: the writers finished") or diag($$w_out);
 		my ($processed) = $$w_out =~ /number of transactions actually processed: (\d+)/;
 		my ($failed) = $$w_out =~ /number of failed transactions: (\d+)/;
 		cmp_ok($processed // 0, '>', 0, "$what: the writers wrote " . ($processed // 0) . ' photos');
