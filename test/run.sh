@@ -14,7 +14,7 @@
 # Suites, per major: pg_regress (sql/, expected/) and pg_isolation_regress
 # (test/specs/) on a throwaway cluster made by pg_virtualenv with sharded_id
 # preloaded; TAP tests (test/t/) that start clusters of their own, several
-# files at a time (SHID_PROVE_JOBS, default 3), in a copy of the tree per
+# files at a time (SHID_PROVE_JOBS, default 2), in a copy of the tree per
 # major.  Once: the documents' links (test/docs.pl), that the file-level call
 # graph of src/*.c has no cycle (test/callgraph.sh), and the sources' size
 # limits (test/limits.sh, advisory unless SHID_LIMITS_ENFORCE=1).  Each
@@ -106,14 +106,14 @@ run_suite callgraph bash test/callgraph.sh
 # SHID_LIMITS_ENFORCE=1, once.
 run_suite limits bash test/limits.sh
 
-# TAP files run side by side, SHID_PROVE_JOBS at a time (prove -j; 3 by
+# TAP files run side by side, SHID_PROVE_JOBS at a time (prove -j; 2 by
 # default, for the 2-core machine CI runs on: most of a file's time is spent
 # waiting on its servers).  PostgreSQL::Test::Cluster gives each server a
 # free port, reserved under PG_TEST_PORT_DIR, which every suite of the run
 # shares.  Each major's TAP suite runs in a fresh copy of the tree, so
 # that nothing a file left behind (its tmp_check, a server still running)
 # stops the next major's suite.
-prove_jobs=${SHID_PROVE_JOBS:-3}
+prove_jobs=${SHID_PROVE_JOBS:-2}
 export PG_TEST_PORT_DIR="$logs/portlock"
 mkdir -p "$PG_TEST_PORT_DIR"
 for pg_config in $configs; do
@@ -145,7 +145,7 @@ done
 # suite of the major Citus's build is for, and skip themselves (skip_all, not
 # counted) elsewhere.  What each did is read from that suite's log.
 citus_log="$logs/pg$shid_citus_major-tap.log"
-for citus_test in 040_citus 041_citus_tenant 042_citus_windows; do
+for citus_test in 040_citus 041_citus_tenant 042_citus_windows 046_citus_limits 048_citus_coordinator; do
     if [ -f "$citus_log" ] && grep -q "^test/t/$citus_test\.pl \.* *\$" "$citus_log"; then
         echo "Citus: test/t/$citus_test.pl ran on PostgreSQL $shid_citus_major (../shared/citus)"
     elif [ -f "$citus_log" ] && grep -q "^test/t/$citus_test\.pl \.* skipped" "$citus_log"; then
