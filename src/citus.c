@@ -213,7 +213,8 @@ typedef struct ShidCitusShared
 	pg_atomic_uint32 kept;		/* connections kept between requests
 								 * (shid_coord_keep) */
 	/* On the coordinator: what the nodes reported (citus_learn.c). */
-	bool		learned;		/* since start-up or promotion */
+	bool		learned;		/* since start-up (a standby grants none,
+								 * so none before its promotion) */
 	uint32		learned_generation; /* the ceiling's generation then */
 	int64		learned_floor;	/* no window starts before it */
 } ShidCitusShared;
@@ -626,6 +627,18 @@ shid_grant_learned_floor(void)
 		return floor_ms;
 	}
 	SpinLockRelease(&shid_citus_shared->mutex);
+
+	/*
+	 * Until the update to 2.1 has run (Citus runs it on every node), the
+	 * nodes have no citus_window_high_water to answer with: grant as 2.0
+	 * did, and ask once updated.
+	 */
+	{
+		char	   *version = shid_extension_version();
+
+		if (version != NULL && strcmp(version, "2.0") == 0)
+			return 0;
+	}
 	floor_ms = shid_citus_learn_floor();
 	SpinLockAcquire(&shid_citus_shared->mutex);
 	if (shid_citus_shared->learned && shid_citus_shared->learned_generation == generation)
@@ -1067,8 +1080,7 @@ shid_window_grant_remote(const ShidLayout *layout, int32 shard, int64 min_start,
 	params[6] = stripes_text;
 	params[7] = stripe_text;
 	params[8] = shid_slot_reserved(shard, layout) ? "true" : "false";
-	/* The clock last, read as late as can be; 2.0's form has none. */
-	snprintf(clock_text, sizeof(clock_text), INT64_FORMAT, shid_clock_ms());
+	/* The clock, read again just before each call; 2.0's form has none. */
 	params[9] = clock_text;
 
 	if (!shid_xact_callback_registered)
@@ -1116,6 +1128,7 @@ shid_window_grant_remote(const ShidLayout *layout, int32 shard, int64 min_start,
 				}
 				if (shid_coord_conn == NULL || PQstatus(shid_coord_conn) != CONNECTION_OK)
 					break;
+				snprintf(clock_text, sizeof(clock_text), INT64_FORMAT, shid_clock_ms());
 				res = shid_remote_exec(shid_coord_conn, with_clock ?
 									   "SELECT shard_id, window_start, window_end, retry_after FROM sharded_id.citus_grant_windows"
 									   "($1::integer[], $2, $3::integer, $4, $5::integer, $6::bigint[], $7::integer, $8::integer, $9::boolean, $10::bigint)" :
@@ -1256,11 +1269,11 @@ shid_window_request(ShidSlot *slot, int64 min_start, ShidWindowAnswer *answer)
 		if (shid_monotonic_us() > deadline_us)
 		{
 			shid_answer_failed(answer, "55000",
-							   psprintf("the windows of shard %d run more than %d ms ahead of the coordinator's clock",
+							   psprintf("the windows of shard %d run more than %d ms ahead of this node's clock",
 										slot->key.shard, SHID_WINDOW_AHEAD_MS),
-							   psprintf("Ids of shard %d may not be minted more than %d ms ahead of the coordinator's clock, and the windows it granted for the shard reach that far: the coordinator's clock was set back behind the windows it granted, nodes mint the shard faster than the layout's ids per millisecond, or this node's clock runs ahead of the coordinator's.",
+							   psprintf("Ids of shard %d may not be minted more than %d ms ahead of the clock of the node that mints them, and the windows granted for the shard reach that far: another node whose clock runs ahead of this one's mints the shard, the shard is minted faster than the layout's ids per millisecond, or, where the coordinator mints, its clock was set back.",
 										slot->key.shard, SHID_WINDOW_AHEAD_MS),
-							   pstrdup("If the coordinator's clock was set back, the shard mints again once the clock reaches the windows it granted; otherwise synchronise the clocks of the cluster's nodes, or spread the shard's writes over time."));
+							   pstrdup("Synchronise the clocks of the cluster's nodes, or spread the shard's writes over time; after a clock set back, the shard mints again once the clock reaches the windows granted."));
 			return;
 		}
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,

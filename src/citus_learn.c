@@ -94,6 +94,14 @@ shid_ask_node(const char *host, int port, int64 deadline_us, ShidNodeReport *rep
 		libpqsrv_disconnect(conn);
 	}
 	PG_END_TRY();
+	/* libpq's messages end in a newline: one line in the detail. */
+	if (report->error != NULL)
+	{
+		size_t		len = strlen(report->error);
+
+		while (len > 0 && (report->error[len - 1] == '\n' || report->error[len - 1] == ' '))
+			report->error[--len] = '\0';
+	}
 }
 
 /*
@@ -104,8 +112,8 @@ shid_ask_node(const char *host, int port, int64 deadline_us, ShidNodeReport *rep
  * a window after each node's clock, which covers the windows that a
  * coordinator before this one granted itself if its clock was not ahead of
  * every node's.  An active node that does not answer stops every grant
- * (55000, naming it): its windows are not known.  An inactive one is
- * skipped.
+ * (55000, naming it): its windows are not known.  An inactive one is asked
+ * too, and counts if it answers.
  *
  * Locks: AccessShareLock on pg_dist_node.
  */

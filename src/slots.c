@@ -63,12 +63,6 @@ int			shid_max_free_slots = -1;
 int			shid_stripes = 1;
 int			shid_stripe = 0;
 
-/*
- * How far ahead of the clock reset_ceiling starts later Citus grants: set
- * by init.c on a server that preloads Citus (a second ahead and the longest
- * window, citus.h), 0 elsewhere.
- */
-
 /* log2(sharded_id.stripes): the top bits of the sequence field it takes. */
 int			shid_stripe_bits = 0;
 

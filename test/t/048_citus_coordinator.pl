@@ -5,14 +5,17 @@
 # active node what it minted in and holds before it grants a window, and a
 # window starts near the clock of the node that asks, not the
 # coordinator's.  One cluster: a coordinator with an asynchronous standby,
-# and two workers minting shard 5 all along (a loop of statements each, as
-# an application would, going on through errors).
+# and two workers, the second's clock 3 s ahead, minting all along (a loop
+# of statements each, as an application would, going on through errors).
 #
 #  - Asynchronous failover with a lagging standby: the standby stops
-#    receiving, the workers mint on, the coordinator is killed, and the
-#    standby, its clock 30 s behind, is promoted on the coordinator's port:
-#    the workers mint on, no id repeats, none runs more than a second ahead
-#    of the clock of the worker that minted it.
+#    receiving while worker 2 mints shard 5 in windows 3 s ahead of worker
+#    1's clock, until they run 2.5 s past the ceiling the standby has; the
+#    coordinator is killed, and the standby, its clock 30 s behind, is
+#    promoted on the coordinator's port.  Worker 1 then mints shard 5 too:
+#    no id repeats (without what the nodes report, the new coordinator
+#    would grant worker 1 the milliseconds worker 2 minted in), none runs
+#    more than a second ahead of the clock of the worker that minted it.
 #  - The promoted coordinator restarted 5 s further behind, then
 #    reset_ceiling(): no id repeats.
 #  - An active worker that does not answer stops the grants after a
@@ -56,24 +59,30 @@ wal_level = replica
 
 sub worker
 {
-	my ($name) = @_;
+	my ($name, $clock) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
 	$node->init;
 	citus_conf($node);
-	$node->start;
+	if (defined $clock)
+	{
+		my ($set, $start) = ShardedIdTest::faked_clock($node);
+		$set->($clock);
+		$start->();
+	}
+	else { $node->start; }
 	$node->safe_psql('postgres', q{CREATE EXTENSION citus; CREATE EXTENSION sharded_id;
 		SET citus.enable_ddl_propagation = off;
 		CREATE TABLE minted (id bigint, minted_at bigint)});
 	return $node;
 }
 
-# A loop on the node that mints 200 ids of shard 5 per statement, with the
-# node's clock beside each, until $stop exists, going on through errors.
+# A loop on the node that mints 200 ids of the shard per statement, with
+# the node's clock beside each, until $stop exists, going on through errors.
 sub minter
 {
-	my ($node, $stop) = @_;
+	my ($node, $stop, $shard) = @_;
 	my $out = '';
-	my $sql = 'INSERT INTO minted SELECT sharded_id.next_id(5), (extract(epoch FROM clock_timestamp()) * 1000)::bigint FROM generate_series(1, 200)';
+	my $sql = "INSERT INTO minted SELECT sharded_id.next_id($shard), (extract(epoch FROM clock_timestamp()) * 1000)::bigint FROM generate_series(1, 200)";
 	my $h = IPC::Run::start(
 		[ 'bash', '-c',
 		  qq{while [ ! -e '$stop' ]; do "$bindir/psql" -X -q -v ON_ERROR_STOP=1 -d '}
@@ -115,7 +124,7 @@ sub check_ids
 		}
 	}
 	my $repeats = $total - scalar(keys %seen);
-	is($repeats, 0, "$label: $total ids of shard 5 on the workers, none repeats");
+	is($repeats, 0, "$label: $total ids on the workers, none repeats");
 	is($ahead, 0, "$label: none more than a second ahead of its worker's clock");
 	return;
 }
@@ -125,7 +134,7 @@ $coord->init(allows_streaming => 1);
 citus_conf($coord);
 $coord->start;
 $coord->safe_psql('postgres', 'CREATE EXTENSION citus; CREATE EXTENSION sharded_id');
-my @workers = (worker('worker1'), worker('worker2'));
+my @workers = (worker('worker1'), worker('worker2', '+3'));
 $coord->safe_psql('postgres', "SELECT citus_set_coordinator_host('" . $coord->host . "', " . $coord->port . ')');
 $coord->safe_psql('postgres', "SELECT citus_add_node('" . $_->host . "', " . $_->port . ')') for @workers;
 
@@ -140,17 +149,19 @@ $coord->poll_query_until('postgres',
   or die 'the standby does not stream';
 
 my $stop = PostgreSQL::Test::Utils::tempdir() . '/stop';
-my @loops = map { minter($_, $stop) } @workers;
-ok(minted_more($_, 2000), $_->name . ' mints shard 5') for @workers;
+my @loops = (minter($workers[0], $stop, 6), minter($workers[1], $stop, 5));
+ok(minted_more($_, 2000), $_->name . ' mints') for @workers;
 
 # --- Asynchronous failover to a standby that lags and whose clock is 30 s behind.
 $standby->safe_psql('postgres', q{ALTER SYSTEM SET primary_conninfo = ''; SELECT pg_reload_conf()});
 $coord->poll_query_until('postgres', q{SELECT count(*) = 0 FROM pg_stat_replication})
   or die 'the standby still streams';
-# The workers mint on in windows that only the lost coordinator knew.
-my @before = map { count_of($_) } @workers;
-ok(minted_more($workers[$_], $before[$_] + 4000), "failover: worker " . ($_ + 1) . ' mints while the standby lags')
-  for 0 .. 1;
+# Worker 2 mints on in windows that only the lost coordinator knew, until
+# they run 2.5 s past the ceiling the standby has.
+my $standby_ceiling = ShardedIdTest::read_ceiling($standby);
+ok($workers[1]->poll_query_until('postgres',
+		"SELECT max((extract(epoch FROM sharded_id.created_at(id)) * 1000)::bigint) > $standby_ceiling + 2500 FROM minted"),
+	'failover: worker 2 mints 2.5 s past the ceiling the lagging standby has');
 $coord->stop('immediate');
 $set_clock->('-30');
 $standby->stop;
@@ -160,12 +171,18 @@ $start_faked->();
 $standby->promote;
 my $coord_clock = $standby->safe_psql('postgres', 'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint');
 cmp_ok($coord_clock, '<', time * 1000 - 25000, 'failover: the promoted coordinator\'s clock runs 30 s behind');
-@before = map { count_of($_) } @workers;
-ok(minted_more($workers[$_], $before[$_] + 4000), 'failover: worker ' . ($_ + 1) . ' mints again')
-  for 0 .. 1;
+# Worker 1 mints shard 5 now, worker 2 no more.
+open my $touch1, '>', $stop or die $!;
+close $touch1;
+$_->[0]->finish for @loops;
+unlink $stop;
+@loops = (minter($workers[0], $stop, 5));
+my @before = map { count_of($_) } @workers;
+ok(minted_more($workers[0], $before[0] + 4000), 'failover: worker 1 mints shard 5 after it');
 check_ids('failover', @workers);
+push @loops, minter($workers[1], $stop, 7);
 
-# --- A restart 5 s further behind, then reset_ceiling().
+# --- A restart 5 s further behind, then reset_ceiling(): both workers mint on.
 $standby->stop('immediate');
 $set_clock->('-35');
 $start_faked->();
