@@ -639,7 +639,7 @@ shid_grant_learned_floor(void)
 		if (version != NULL && strcmp(version, "2.0") == 0)
 			return 0;
 	}
-	floor_ms = shid_citus_learn_floor();
+	floor_ms = shid_citus_learn_floor(shid_citus_window_ms);
 	SpinLockAcquire(&shid_citus_shared->mutex);
 	if (shid_citus_shared->learned && shid_citus_shared->learned_generation == generation)
 		floor_ms = Max(floor_ms, shid_citus_shared->learned_floor);

@@ -109,7 +109,7 @@ shid_ask_node(const char *host, int port, int64 deadline_us, ShidNodeReport *rep
  * the nodes report it.  Each primary node of pg_dist_node but this one is
  * asked for the newest millisecond it minted or holds a window of
  * (citus_window_high_water); the floor lies after each, and a second and
- * a window after each node's clock, which covers the windows that a
+ * a window (window_ms) after each node's clock, which covers the windows that a
  * coordinator before this one granted itself if its clock was not ahead of
  * every node's.  An active node that does not answer stops every grant
  * (55000, naming it): its windows are not known.  An inactive one is asked
@@ -118,7 +118,7 @@ shid_ask_node(const char *host, int port, int64 deadline_us, ShidNodeReport *rep
  * Locks: AccessShareLock on pg_dist_node.
  */
 int64
-shid_citus_learn_floor(void)
+shid_citus_learn_floor(int window_ms)
 {
 	static const char *sql =
 		"SELECT n.nodename, n.nodeport, n.groupid, n.isactive FROM pg_catalog.pg_dist_node n"
@@ -165,7 +165,7 @@ shid_citus_learn_floor(void)
 		if (report.ok)
 		{
 			floor_ms = Max(floor_ms, report.high_water);
-			floor_ms = Max(floor_ms, report.clock_ms + SHID_WINDOW_AHEAD_MS + shid_citus_window_ms);
+			floor_ms = Max(floor_ms, report.clock_ms + SHID_WINDOW_AHEAD_MS + window_ms);
 		}
 		else if (active[i])
 			ereport(ERROR,
