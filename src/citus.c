@@ -217,6 +217,8 @@ typedef struct ShidCitusShared
 								 * so none before its promotion) */
 	uint32		learned_generation; /* the ceiling's generation then */
 	int64		learned_floor;	/* no window starts before it */
+	int64		learned_clock;	/* the latest clock a node reported, */
+	int64		learned_mono;	/* and the monotonic ms then */
 } ShidCitusShared;
 
 static ShidCitusShared *shid_citus_shared = NULL;
@@ -609,20 +611,28 @@ shid_citus_learn_node(void)
  * reported it since this server started, was promoted, or its ceiling's
  * generation last changed (reset_ceiling, lower_floor); asked again first
  * if it is not known (citus_learn.c).  A reset between the read of the
- * generation and the answers makes the next grant ask again.
+ * generation and the answers makes the next grant ask again.  *cluster_ms
+ * is the nodes' time now: the latest clock a node reported, moved on by
+ * the monotonic clock since (0: no node answered), for this server's own
+ * windows when its clock runs behind theirs.
  *
  * Locks: the Citus state's spinlock, not across the questions.
  */
 static int64
-shid_grant_learned_floor(void)
+shid_grant_learned_floor(int64 *cluster_ms)
 {
 	uint32		generation = shid_generation();
 	int64		floor_ms;
+	int64		clock_ms;
 
+	*cluster_ms = 0;
 	SpinLockAcquire(&shid_citus_shared->mutex);
 	if (shid_citus_shared->learned && shid_citus_shared->learned_generation == generation)
 	{
 		floor_ms = shid_citus_shared->learned_floor;
+		if (shid_citus_shared->learned_clock > 0)
+			*cluster_ms = shid_citus_shared->learned_clock +
+				(shid_monotonic_ms() - shid_citus_shared->learned_mono);
 		SpinLockRelease(&shid_citus_shared->mutex);
 		return floor_ms;
 	}
@@ -639,13 +649,16 @@ shid_grant_learned_floor(void)
 		if (version != NULL && strcmp(version, "2.0") == 0)
 			return 0;
 	}
-	floor_ms = shid_citus_learn_floor(shid_citus_window_ms);
+	floor_ms = shid_citus_learn_floor(shid_citus_window_ms, &clock_ms);
 	SpinLockAcquire(&shid_citus_shared->mutex);
 	if (shid_citus_shared->learned && shid_citus_shared->learned_generation == generation)
 		floor_ms = Max(floor_ms, shid_citus_shared->learned_floor);
 	shid_citus_shared->learned = true;
 	shid_citus_shared->learned_generation = generation;
 	shid_citus_shared->learned_floor = floor_ms;
+	shid_citus_shared->learned_clock = clock_ms;
+	shid_citus_shared->learned_mono = shid_monotonic_ms();
+	*cluster_ms = clock_ms;
 	SpinLockRelease(&shid_citus_shared->mutex);
 	return floor_ms;
 }
@@ -659,11 +672,12 @@ shid_grant_learned_floor(void)
  * when it would start more than SHID_WINDOW_AHEAD_MS ahead of the
  * requester's clock: node_clock, a node's as it asked; for this server's
  * own minting (node_clock SHID_CLOCK_OWN), or a node too old to send its
- * clock (SHID_CLOCK_UNKNOWN), this server's paced clock: the clock, or,
+ * clock (SHID_CLOCK_UNKNOWN), this server's paced clock (the clock, or,
  * after the clock stepped back behind the windows it granted itself, the
  * time it read at the last such grant plus the monotonic time since, so
  * that its windows move on one ms per ms, as a slot ahead of the clock
- * does.  Uniqueness does not rest on it: grant_end only grows, and every
+ * does), or the nodes' time as they last reported it, moved on since,
+ * whichever is later.  Uniqueness does not rest on it: grant_end only grows, and every
  * end is covered.
  *
  * Locks: the slot's spinlock, then (released) the ceiling lock; then, with
@@ -680,6 +694,7 @@ shid_window_grant(ShidSlot *slot, const ShidLayout *layout, int64 min_start,
 	int64		window = shid_citus_window_ms;
 	int64		paced;
 	int64		ref;
+	int64		cluster;
 	int64		s;
 	int64		e;
 	XLogRecPtr	lsn;
@@ -691,7 +706,7 @@ shid_window_grant(ShidSlot *slot, const ShidLayout *layout, int64 min_start,
 	LWLockAcquire(shid_ceiling->lock, LW_SHARED);
 	base = shid_ceiling->floor_ms;
 	LWLockRelease(shid_ceiling->lock);
-	base = Max(base, shid_grant_learned_floor());
+	base = Max(base, shid_grant_learned_floor(&cluster));
 	SpinLockAcquire(&slot->mutex);
 	/*
 	 * Paced only while the windows granted lie ahead of the clock: once the
@@ -700,7 +715,12 @@ shid_window_grant(ShidSlot *slot, const ShidLayout *layout, int64 min_start,
 	paced = now;
 	if (slot->grant_mono > 0 && now < slot->grant_end)
 		paced = Max(now, slot->grant_paced + (mono - slot->grant_mono));
-	ref = node_clock >= 0 ? node_clock : paced;
+	/*
+	 * This server's own windows follow the nodes' time where its clock
+	 * runs behind theirs, as a server restarted with its clock behind its
+	 * ceiling mints on from the ceiling, one ms per ms.
+	 */
+	ref = node_clock >= 0 ? node_clock : Max(paced, cluster);
 	s = Max(Max(ref, Max(base, slot->grant_end)), min_start);
 	if (s > ref + SHID_WINDOW_AHEAD_MS)
 	{

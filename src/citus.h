@@ -48,6 +48,6 @@ extern void shid_citus_learn_node(void);
 extern Size shid_citus_shmem_size(void);
 extern void shid_citus_shmem_init(void);
 extern void shid_window_slow(struct ShidSlot *slot);
-extern int64 shid_citus_learn_floor(int window_ms);
+extern int64 shid_citus_learn_floor(int window_ms, int64 *max_clock);
 
 #endif							/* SHARDED_ID_CITUS_H */

@@ -111,14 +111,15 @@ shid_ask_node(const char *host, int port, int64 deadline_us, ShidNodeReport *rep
  * (citus_window_high_water); the floor lies after each, and a second and
  * a window (window_ms) after each node's clock, which covers the windows that a
  * coordinator before this one granted itself if its clock was not ahead of
- * every node's.  An active node that does not answer stops every grant
+ * every node's.  *max_clock is the latest clock a node answered with (0:
+ * none).  An active node that does not answer stops every grant
  * (55000, naming it): its windows are not known.  An inactive one is asked
  * too, and counts if it answers.
  *
  * Locks: AccessShareLock on pg_dist_node.
  */
 int64
-shid_citus_learn_floor(int window_ms)
+shid_citus_learn_floor(int window_ms, int64 *max_clock)
 {
 	static const char *sql =
 		"SELECT n.nodename, n.nodeport, n.groupid, n.isactive FROM pg_catalog.pg_dist_node n"
@@ -133,6 +134,7 @@ shid_citus_learn_floor(int window_ms)
 	int		   *groups;
 	bool	   *active;
 
+	*max_clock = 0;
 	SPI_connect();
 	if (SPI_execute(sql, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read pg_dist_node");
@@ -166,6 +168,7 @@ shid_citus_learn_floor(int window_ms)
 		{
 			floor_ms = Max(floor_ms, report.high_water);
 			floor_ms = Max(floor_ms, report.clock_ms + SHID_WINDOW_AHEAD_MS + window_ms);
+			*max_clock = Max(*max_clock, report.clock_ms);
 		}
 		else if (active[i])
 			ereport(ERROR,
