@@ -81,7 +81,8 @@ for my $case ([ 'updated', 'ALTER EXTENSION sharded_id UPDATE' ], [ 'created', '
 	isnt($ret, 0, "$sql over the older library fails");
 	like($stderr, qr/55000: the sharded_id library loaded by this server is older than the extension's scripts/,
 		"$sql: 55000, the library is older than the scripts");
-	like($stderr, qr/DETAIL:  The server runs the sharded_id library of version 1\.9, .* scripts are of version \Q$default\E\./,
+	# An update from 1.6 is refused by its first step, 2.0's frozen script.
+	like($stderr, qr/DETAIL:  The server runs the sharded_id library of version 1\.9, .* scripts are of version (?:2\.0|\Q$default\E)\./,
 		"$sql: the detail names both versions");
 	like($stderr, qr/HINT:  Restart the server after installing a new version of sharded_id/, "$sql: the hint says to restart");
 	unlike($stderr, qr/could not find function/, "$sql: not the loader's error");
