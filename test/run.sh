@@ -146,10 +146,10 @@ done
 # counted) elsewhere.  What each did is read from that suite's log.
 citus_log="$logs/pg$shid_citus_major-tap.log"
 for citus_test in 040_citus 041_citus_tenant 042_citus_windows 046_citus_limits 048_citus_coordinator; do
-    if [ -f "$citus_log" ] && grep -q "^test/t/$citus_test\.pl \.* *\$" "$citus_log"; then
+    if [ -f "$citus_log" ] && grep -Eq "^(\[[0-9:]+\] )?test/t/$citus_test\.pl \.* *\$" "$citus_log"; then
         echo "Citus: test/t/$citus_test.pl ran on PostgreSQL $shid_citus_major (../shared/citus)"
-    elif [ -f "$citus_log" ] && grep -q "^test/t/$citus_test\.pl \.* skipped" "$citus_log"; then
-        echo "Citus skipped: test/t/$citus_test.pl: $(sed -n "s/^test\/t\/$citus_test\.pl \.* skipped: //p" "$citus_log" | head -1)"
+    elif [ -f "$citus_log" ] && grep -Eq "^(\[[0-9:]+\] )?test/t/$citus_test\.pl \.* skipped" "$citus_log"; then
+        echo "Citus skipped: test/t/$citus_test.pl: $(sed -E -n "s/^(\[[0-9:]+\] )?test\/t\/$citus_test\.pl \.* skipped: //p" "$citus_log" | head -1)"
     else
         echo "Citus skipped: test/t/$citus_test.pl: PostgreSQL $shid_citus_major, the major of the build in ../shared/citus, was not tested"
     fi
@@ -160,9 +160,9 @@ done
 for pg_config in $configs; do
     major=$(shid_major "$pg_config")
     tap_log="$logs/pg$major-tap.log"
-    if [ -f "$tap_log" ] && grep -q '^test/t/034_crash_sweep\.pl \.* skipped' "$tap_log"; then
-        echo "Crash sweep skipped on PostgreSQL $major: $(sed -n 's/^test\/t\/034_crash_sweep\.pl \.* skipped: //p' "$tap_log" | head -1)"
-    elif [ -f "$tap_log" ] && grep -q '^test/t/034_crash_sweep\.pl \.* *$' "$tap_log"; then
+    if [ -f "$tap_log" ] && grep -Eq '^(\[[0-9:]+\] )?test/t/034_crash_sweep\.pl \.* skipped' "$tap_log"; then
+        echo "Crash sweep skipped on PostgreSQL $major: $(sed -E -n 's/^(\[[0-9:]+\] )?test\/t\/034_crash_sweep\.pl \.* skipped: //p' "$tap_log" | head -1)"
+    elif [ -f "$tap_log" ] && grep -Eq '^(\[[0-9:]+\] )?test/t/034_crash_sweep\.pl \.* *$' "$tap_log"; then
         echo "Crash sweep: test/t/034_crash_sweep.pl ran on PostgreSQL $major$(grep -o 'in all: [0-9]* crashes, [0-9]* ids compared' "$tap_log" | head -1 | sed 's/^/, /')"
     fi
 done
