@@ -515,6 +515,19 @@ shid_extension_version(void)
 }
 
 /*
+ * Whether this database's sharded_id is still at 2.0, whose SQL has
+ * neither citus_window_high_water nor the form of citus_grant_windows that
+ * takes the node's clock.  Locks: as shid_extension_version.
+ */
+static bool
+shid_extension_at_2_0(void)
+{
+	char	   *version = shid_extension_version();
+
+	return version != NULL && strcmp(version, "2.0") == 0;
+}
+
+/*
  * Learn whether this backend mints in windows, or refuse.  Called by
  * next_id when shid_mint_open is false and minting is on; off its path.
  *
@@ -643,12 +656,8 @@ shid_grant_learned_floor(int64 *cluster_ms)
 	 * nodes have no citus_window_high_water to answer with: grant as 2.0
 	 * did, and ask once updated.
 	 */
-	{
-		char	   *version = shid_extension_version();
-
-		if (version != NULL && strcmp(version, "2.0") == 0)
-			return 0;
-	}
+	if (shid_extension_at_2_0())
+		return 0;
 	floor_ms = shid_citus_learn_floor(shid_citus_window_ms, &clock_ms);
 	SpinLockAcquire(&shid_citus_shared->mutex);
 	if (shid_citus_shared->learned && shid_citus_shared->learned_generation == generation)
@@ -1048,8 +1057,7 @@ shid_window_grant_remote(const ShidLayout *layout, int32 shard, int64 min_start,
 	char		stripe_text[16];
 	char		clock_text[32];
 	const char *params[10];
-	char	   *version = shid_extension_version();
-	bool		with_clock = version == NULL || strcmp(version, "2.0") != 0;
+	bool		with_clock = !shid_extension_at_2_0();
 	const char *volatile coord_label;
 
 	if (!shid_citus_addresses(shid_citus_group, &coord_host, &coord_port, &own_name, &own_port))
