@@ -56,7 +56,7 @@
  *	   others wait for it on the slot's condition variable (bounded,
  *	   interruptible).  A worker asks, in the same request, for the windows
  *	   of up to SHID_WINDOW_BATCH other shards that are due and that it
- *	   minted in the last 10 s (shid_slots_to_renew), so that a worker
+ *	   minted in the last minute (shid_slots_to_renew), so that a worker
  *	   minting many shards in turn asks about once per batch and window.  A
  *	   failed ask (the coordinator refused, or could not be reached; not the
  *	   asker's own cancel or error) backs off server-wide for that shard
@@ -247,6 +247,13 @@ static ShidSlot *shid_asking_slot = NULL;
  * worker minting many shards in turn renews them together).
  */
 #define SHID_WINDOW_BATCH	1023
+
+/*
+ * The shards a worker minted in the last minute are renewed with any
+ * request, lapsed windows too: its first id of such a shard costs no
+ * request of its own.
+ */
+#define SHID_RENEW_RECENT_MS	60000
 
 /* Those slots, marked as asked for by this backend, and what came back. */
 static ShidSlot *shid_renewing[SHID_WINDOW_BATCH];
@@ -1464,9 +1471,14 @@ shid_window_ask(ShidSlot *slot, int64 min_start, bool renewing)
 	shid_renewing_n = 0;
 	/* A worker renews, with it, the other shards it mints now and then. */
 	if (shid_citus_group != 0)
-		shid_renewing_n = shid_slots_to_renew(slot->key.layout_key, slot, shid_clock_ms(),
+	{
+		int64		now_ms = shid_clock_ms();
+
+		shid_renewing_n = shid_slots_to_renew(slot->key.layout_key, slot, now_ms,
+											  now_ms - SHID_RENEW_RECENT_MS,
 											  shid_monotonic_us(), shid_renewing,
 											  shid_renew_min, SHID_WINDOW_BATCH);
+	}
 	PG_TRY();
 	{
 		shid_window_request(slot, min_start, &answer);

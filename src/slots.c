@@ -443,8 +443,8 @@ shid_set_shard_floor(ShidSlot *slot, int64 floor_ms, bool move,
 
 /*
  * Citus (citus.c): mark as asked for by this backend up to max slots of
- * the layout, but except, that held a window and minted within the last
- * 10 s, and are due for the window's renewal by the clock now_ms, with no asker,
+ * the layout, but except, that held a window and minted at or after
+ * since_ms, and are due for the window's renewal by the clock now_ms, with no asker,
  * no next window and no back-off (monotonic mono_us); their minimum starts
  * into min_starts.  A node that asks for one shard's window renews these with
  * it, in the same request.  Returns how many.
@@ -453,7 +453,7 @@ shid_set_shard_floor(ShidSlot *slot, int64 floor_ms, bool move,
  */
 int
 shid_slots_to_renew(uint64 layout_key, const ShidSlot *except, int64 now_ms,
-					int64 mono_us, ShidSlot **out, int64 *min_starts, int max)
+					int64 since_ms, int64 mono_us, ShidSlot **out, int64 *min_starts, int max)
 {
 	HASH_SEQ_STATUS status;
 	ShidSlot   *slot;
@@ -469,7 +469,7 @@ shid_slots_to_renew(uint64 layout_key, const ShidSlot *except, int64 now_ms,
 			continue;
 		SpinLockAcquire(&slot->mutex);
 		if (slot->win_asker == 0 && slot->next_end == 0 && mono_us >= slot->win_retry_us &&
-			slot->win_end != 0 && slot->last_ms > now_ms - 10000 &&
+			slot->win_end != 0 && slot->last_ms >= since_ms &&
 			Max(slot->ms, now_ms) >= slot->win_renew)
 		{
 			slot->win_asker = MyProcPid;

@@ -53,6 +53,9 @@ my $call_rounds = $ENV{CALL_ROUNDS} // 5;
 my $calls = $ENV{CALLS} // 1000000;
 my $hot_ids = $ENV{HOT_IDS} // 2000000;
 my $hot_rounds = $ENV{HOT_ROUNDS} // 3;
+my $spread_rounds = $ENV{SPREAD_ROUNDS} // 3;
+my $spread_shards = $ENV{SPREAD_SHARDS} // 1000;
+my $spread_idle = $ENV{SPREAD_IDLE} // 11;
 my $out_file = $ENV{SHID_BENCH_OUT};
 
 sub citus_node
@@ -254,7 +257,8 @@ is($w->safe_psql('postgres', 'SELECT sharded_id.next_id(7) > 0'), 't', 'worker 1
 # coordinator and on a server of this machine that does not preload Citus
 # (data node node1), side by side, HOT_ROUNDS rounds in alternating order.
 my %hot_ms;
-my %hot_on = ('Citus coordinator' => [ $coord, 'postgres' ], 'server without Citus (node1)' => [ $nodes{node1}, 'app' ]);
+my %hot_on = ('Citus coordinator' => [ $coord, 'postgres' ], 'Citus worker (worker 1)' => [ $workers[0], 'postgres' ],
+	'server without Citus (node1)' => [ $nodes{node1}, 'app' ]);
 for my $r (1 .. $hot_rounds)
 {
 	for my $where ($r % 2 ? sort keys %hot_on : reverse sort keys %hot_on)
@@ -265,7 +269,8 @@ for my $r (1 .. $hot_rounds)
 		push @{ $hot_ms{$where} }, (time - $t0) * 1000;
 	}
 }
-my $hot_ratio = median(@{ $hot_ms{'Citus coordinator'} }) / median(@{ $hot_ms{'server without Citus (node1)'} });
+my $hot_plain = median(@{ $hot_ms{'server without Citus (node1)'} });
+my $hot_ratio = median(@{ $hot_ms{'Citus coordinator'} }) / $hot_plain;
 push @report, '', "### A hot shard: $hot_ids ids of one shard in one statement, median of $hot_rounds rounds", '',
   '| where | s, median | s, every round | ids/s |', '|---|---:|---|---:|';
 for my $where (sort keys %hot_on)
@@ -274,8 +279,55 @@ for my $where (sort keys %hot_on)
 	push @report, sprintf('| %s | %.2f | %s | %.0f |', $where, $m / 1000,
 		join(', ', map { sprintf('%.2f', $_ / 1000) } @{ $hot_ms{$where} }), $hot_ids / ($m / 1000));
 }
-push @report, '', sprintf('Ratio, Citus coordinator to the server without Citus: %.2f', $hot_ratio);
+push @report, '', sprintf('Ratio to the server without Citus: Citus coordinator %.2f, Citus worker %.2f', $hot_ratio,
+	median(@{ $hot_ms{'Citus worker (worker 1)'} }) / $hot_plain);
 note(sprintf('hot shard ratio: %.2f', $hot_ratio));
+
+# A worker's many shards: one id in each of SPREAD_SHARDS shards in one
+# statement, on worker 1 (in its windows) and on data node node1 (no Citus),
+# each having minted them before: again at once, and again after
+# SPREAD_IDLE s idle; SPREAD_ROUNDS rounds.  On the worker, a shard's window
+# lapses within a window (100 ms), so every statement asks the coordinator
+# for windows: how many requests it takes is what the ratio shows.
+if ($spread_rounds > 0)
+{
+	my $sql = "SELECT count(sharded_id.next_id(g)) FROM generate_series(0, $spread_shards - 1) g";
+	my $plain = PostgreSQL::Test::Cluster->new('bench_plain');
+	$plain->init;
+	$plain->append_conf('postgresql.conf', "shared_preload_libraries = 'sharded_id'");
+	$plain->start;
+	$plain->safe_psql('postgres', 'CREATE EXTENSION sharded_id');
+	my %on = ('Citus worker (worker 1)' => [ $workers[0], 'postgres' ], 'server without Citus' => [ $plain, 'postgres' ]);
+	my %ms;
+	for my $where (keys %on)
+	{
+		my ($node, $db) = @{ $on{$where} };
+		$node->safe_psql($db, $sql);	# the shards minted once
+	}
+	for my $r (1 .. $spread_rounds)
+	{
+		for my $case ('again at once', "again after $spread_idle s idle")
+		{
+			sleep($spread_idle) if $case ne 'again at once';
+			for my $where ($r % 2 ? sort keys %on : reverse sort keys %on)
+			{
+				my ($node, $db) = @{ $on{$where} };
+				my $t0 = time;
+				$node->safe_psql($db, $sql);
+				push @{ $ms{$case}{$where} }, (time - $t0) * 1000;
+			}
+		}
+	}
+	push @report, '', "### A worker's $spread_shards shards: one id each in one statement, minted before, median of $spread_rounds rounds", '',
+	  '| case | Citus worker, ms | server without Citus, ms | ratio | worker, every round (ms) |', '|---|---:|---:|---:|---|';
+	for my $case ('again at once', "again after $spread_idle s idle")
+	{
+		my $wk = median(@{ $ms{$case}{'Citus worker (worker 1)'} });
+		my $pl = median(@{ $ms{$case}{'server without Citus'} });
+		push @report, sprintf('| %s | %.0f | %.0f | %.2f | %s |', $case, $wk, $pl, $wk / $pl,
+			join(', ', map { sprintf('%.0f', $_) } @{ $ms{$case}{'Citus worker (worker 1)'} }));
+	}
+}
 
 my $report = join("\n", @report) . "\n";
 note($report);
