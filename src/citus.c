@@ -60,7 +60,8 @@
  *	   minting many shards in turn asks about once per batch and window.  A
  *	   failed ask (the coordinator refused, or could not be reached; not the
  *	   asker's own cancel or error) backs off server-wide for that shard
- *	   for SHID_WINDOW_BACKOFF_MS: meanwhile every caller without a window
+ *	   for SHID_WINDOW_BACKOFF_MS, or until pg_dist_node changes here
+ *	   (shid_citus_members): meanwhile every caller without a window
  *	   gets the failure's error, and none opens a connection, whatever its
  *	   role or the number of its calls.
  *	 - A worker asks over libpq (libpq-be-fe-helpers.h: non-blocking, latch
@@ -125,6 +126,7 @@
 #include "citus.h"
 #include "citus_conn.h"
 #include "commands/dbcommands.h"
+#include "common/hashfn.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -183,6 +185,9 @@ static bool shid_citus_preload = false;
 
 /* This database's pg_dist_local_group, or InvalidOid: no citus extension. */
 static Oid	shid_local_group_relid = InvalidOid;
+
+/* And its pg_dist_node, whose changes end the back-offs (shid_citus_members). */
+static Oid	shid_dist_node_relid = InvalidOid;
 
 static bool shid_callback_registered = false;
 
@@ -382,6 +387,35 @@ shid_first_int4(Oid relid, int32 *value)
 	return found;
 }
 
+/*
+ * What this node knows of the cluster's membership, as a number that
+ * changes with it: its group and the versions (xmin) of pg_dist_node's
+ * rows, which every add, removal, activation and disabling of a node
+ * rewrites here as Citus syncs them.  A back-off set under one membership
+ * ends with it (shid_window_slow): a node added again or activated right
+ * after a refusal mints at once.  Read without an index or privilege check.
+ *
+ * Locks: AccessShareLock on pg_dist_node.
+ */
+static uint32
+shid_citus_members(void)
+{
+	uint32		members = hash_bytes_uint32((uint32) shid_citus_group);
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+
+	if (!OidIsValid(shid_dist_node_relid))
+		return members;
+	rel = table_open(shid_dist_node_relid, AccessShareLock);
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+		members = hash_combine(members, HeapTupleHeaderGetXmin(tuple->t_data));
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return members;
+}
+
 /* What shid_citus_read_node found. */
 typedef enum ShidNodeRead
 {
@@ -409,10 +443,12 @@ shid_citus_read_node_once(int32 *group)
 		get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE) : InvalidOid;
 	node_relid = get_relname_relid("pg_dist_node", PG_CATALOG_NAMESPACE);
 	shid_local_group_relid = relid;
+	shid_dist_node_relid = OidIsValid(relid) ? node_relid : InvalidOid;
 	if (!OidIsValid(relid) || !OidIsValid(node_relid))
 	{
 		/* No Citus cluster in this database. */
 		shid_local_group_relid = InvalidOid;
+		shid_dist_node_relid = InvalidOid;
 		*group = 0;
 		return SHID_NODE_OK;
 	}
@@ -1409,7 +1445,7 @@ shid_window_store_locked(ShidSlot *slot, int64 start, int64 end)
 }
 
 static void
-shid_window_asked(ShidSlot *slot, const ShidWindowAnswer *answer)
+shid_window_asked(ShidSlot *slot, const ShidWindowAnswer *answer, uint32 members)
 {
 	int64		retry_us = shid_monotonic_us() + SHID_WINDOW_BACKOFF_MS * INT64CONST(1000);
 
@@ -1429,6 +1465,7 @@ shid_window_asked(ShidSlot *slot, const ShidWindowAnswer *answer)
 		 * own requests may fill.
 		 */
 		slot->win_retry_us = retry_us;
+		slot->win_retry_members = members;
 	}
 	if (slot->win_asker == MyProcPid)
 		slot->win_asker = 0;
@@ -1465,6 +1502,7 @@ static void
 shid_window_ask(ShidSlot *slot, int64 min_start, bool renewing)
 {
 	ShidWindowAnswer answer;
+	uint32		members = shid_citus_members();
 
 	memset(&answer, 0, sizeof(answer));
 	shid_asking_slot = slot;
@@ -1485,11 +1523,11 @@ shid_window_ask(ShidSlot *slot, int64 min_start, bool renewing)
 	}
 	PG_CATCH();
 	{
-		shid_window_asked(slot, NULL);
+		shid_window_asked(slot, NULL, members);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	shid_window_asked(slot, &answer);
+	shid_window_asked(slot, &answer, members);
 
 	if (!answer.ok)
 	{
@@ -1528,12 +1566,16 @@ shid_window_slow(ShidSlot *slot)
 	{
 		int64		mono_us = shid_monotonic_us();
 		int64		now_ms = shid_clock_ms();
+		uint32		members = 0;
 		int64		min_start;
 		bool		ask = false;
 		bool		renewing = false;
 		bool		wait = false;
 		bool		failed = false;
 
+		/* Backed off: under the membership of now? (read off the lock) */
+		if (mono_us < slot->win_retry_us)
+			members = shid_citus_members();
 		SpinLockAcquire(&slot->mutex);
 		if (slot->ms >= slot->win_end && slot->next_end != 0)
 		{
@@ -1561,8 +1603,8 @@ shid_window_slow(ShidSlot *slot)
 		}
 		else if (slot->win_asker != 0)
 			wait = true;
-		else if (mono_us < slot->win_retry_us)
-			failed = true;
+		else if (mono_us < slot->win_retry_us && slot->win_retry_members == members)
+			failed = true;		/* a failure of now: its error, no ask */
 		else
 		{
 			slot->win_asker = MyProcPid;
@@ -1612,30 +1654,30 @@ shid_window_slow(ShidSlot *slot)
 }
 
 /*
- * Whether the requester (group, name, port) is an active primary of this
- * database's pg_dist_node.
+ * Whether the requester (name, port) is an active primary of this
+ * database's pg_dist_node.  Its group plays no part: a node added again
+ * gets a new one, which reaches the node's pg_dist_local_group after the
+ * add, and windows do not depend on it.
  *
  * Locks: AccessShareLock on pg_dist_node.
  */
 static bool
-shid_citus_node_active(int32 group, const char *name, int32 port)
+shid_citus_node_active(const char *name, int32 port)
 {
 	static const char *sql =
 		"SELECT 1 FROM pg_catalog.pg_dist_node n"
-		" WHERE n.groupid OPERATOR(pg_catalog.=) $1"
-		" AND n.nodename OPERATOR(pg_catalog.=) $2"
-		" AND n.nodeport OPERATOR(pg_catalog.=) $3"
+		" WHERE n.nodename OPERATOR(pg_catalog.=) $1"
+		" AND n.nodeport OPERATOR(pg_catalog.=) $2"
 		" AND n.isactive"
 		" AND n.noderole::pg_catalog.text OPERATOR(pg_catalog.=) 'primary'";
-	Oid			argtypes[3] = {INT4OID, TEXTOID, INT4OID};
-	Datum		values[3];
+	Oid			argtypes[2] = {TEXTOID, INT4OID};
+	Datum		values[2];
 	bool		found;
 
-	values[0] = Int32GetDatum(group);
-	values[1] = CStringGetTextDatum(name);
-	values[2] = Int32GetDatum(port);
+	values[0] = CStringGetTextDatum(name);
+	values[1] = Int32GetDatum(port);
 	SPI_connect();
-	if (SPI_execute_with_args(sql, 3, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+	if (SPI_execute_with_args(sql, 2, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read pg_dist_node");
 	found = SPI_processed > 0;
 	SPI_finish();
@@ -1809,12 +1851,12 @@ shid_grant_windows(FunctionCallInfo fcinfo, int64 node_clock)
 						   own_group),
 				 errhint("Name the coordinator in pg_dist_node (citus_set_coordinator_host).")));
 	shid_check_requester(node_name, node_port, PG_GETARG_INT32(6), PG_GETARG_INT32(7), node_clock);
-	if (!shid_citus_node_active(group, node_name, node_port))
+	if (!shid_citus_node_active(node_name, node_port))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("node %s:%d (group %d) is not an active node of the Citus cluster",
 						node_name, node_port, group),
-				 errdetail("The coordinator's pg_dist_node has no active primary of that group, name and port: the node was removed or disabled, and gets no shard window."),
+				 errdetail("The coordinator's pg_dist_node has no active primary of that name and port: the node was removed or disabled, and gets no shard window."),
 				 errhint("Add the node again with citus_add_node, or mint on another node.")));
 
 	InitMaterializedSRF(fcinfo, 0);

@@ -70,6 +70,9 @@ typedef struct ShidSlot
 	int64		next_end;		/* not adjacent to it; 0: none */
 	int64		win_retry_us;	/* monotonic time before which no backend
 								 * asks the coordinator again (a back-off) */
+	uint32		win_retry_members;	/* the membership count it was set under
+									 * (citus.c): a change of pg_dist_node
+									 * ends it */
 	int			win_asker;		/* pid of the backend asking now, 0: none */
 	int64		grant_end;		/* on the coordinator: the end of the last
 								 * window granted for the shard */

@@ -8,13 +8,15 @@
 #
 #  - A hot shard on the coordinator alone uses the whole sequence field:
 #    more than 32 ids (1.6's share of a node) in one millisecond.
-#  - Churn: worker 1 removed and added again 1,000 times (a new group id
+#  - Churn: worker 1 removed and added again 300 times (a new group id
 #    each time, past group 31, where 1.6 refused), with a failed add to a
 #    dead port every 100th cycle, minting 300 ids of shard 1 directly after
 #    each add while the coordinator mints for shard 1 all along: 0 repeats,
 #    and no millisecond of shard 1 minted on both nodes.
 #  - A removed node refuses to mint once its window ended (55000, naming
-#    why), within a few seconds.
+#    why), within a few seconds.  Removed or disabled and refused, then
+#    added again or activated, its first statement mints (6 cycles): no
+#    back-off outlives a change of pg_dist_node.
 #  - A rolling change of sharded_id.stripes and sharded_id.stripe (1/0 to
 #    4/2), one node at a time with restarts, the coordinator last, under 3
 #    minters: a worker that disagrees refuses and its error names the
@@ -210,14 +212,14 @@ ok($per_ms > 32, "a hot shard on the coordinator minted up to $per_ms ids in one
 is($coord->safe_psql('postgres', 'SELECT count(*) - count(DISTINCT id) FROM minted'), '0',
 	'and none repeats');
 
-# --- Churn: 1,000 remove/add cycles of worker 1 while the coordinator mints.
+# --- Churn: 300 remove/add cycles of worker 1 while the coordinator mints.
 my $dead = PostgreSQL::Test::Cluster::get_free_port();
 my $stop = $coord->basedir . '/stop_churn';
 my $coord_loop = minter($coord, $stop);
 ok(minted_more($coord, 20000, 30), 'the coordinator mints shard 1 in a loop');
 my (@groups, @failed_adds);
 my $started = time;
-my ($cycles, $per_add) = (1000, 300);
+my ($cycles, $per_add) = (300, 300);
 for my $cycle (1 .. $cycles)
 {
 	remove_node($coord, $w1);
@@ -275,8 +277,32 @@ like($message, qr/^this Citus node may not mint: node \S+:\d+ \(group \d+\) is n
 ok($refused_after < 3, 'within its window and the next, a second ahead at most, and the test\'s round trips');
 ($state, $message) = refusal($w1, 'SELECT sharded_id.next_id(1)');
 is($state, '55000', 'a new session of worker 1 is refused too');
-add_node($coord, $w1);
-ok(mint_eventually($w1, 10, 1), 'added again, worker 1 mints again');
+# Refused while out of the cluster, then back in: its first statement
+# mints, with no back-off left from the refusals (each cycle: removed, or
+# disabled, until refused; added again, or activated).
+my @first_after;
+for my $cycle (1 .. 6)
+{
+	my $disable = $cycle % 2 == 0;
+	if ($cycle > 1)
+	{
+		$coord->safe_psql('postgres', $disable
+			? "SELECT citus_disable_node('" . $w1->host . "', " . $w1->port . ', synchronous => true)'
+			: "SELECT citus_remove_node('" . $w1->host . "', " . $w1->port . ')');
+		my $deadline = time + 30;
+		($state) = refusal($w1, 'SELECT sharded_id.next_id(1)') while $state eq 'none' && time < $deadline;
+	}
+	push @first_after, "$state:" . (($disable && $cycle > 1) ? 'activated' : 'added');
+	$coord->safe_psql('postgres', ($disable && $cycle > 1)
+		? "SELECT citus_activate_node('" . $w1->host . "', " . $w1->port . ')'
+		: "SELECT citus_add_node('" . $w1->host . "', " . $w1->port . ')');
+	my ($again, $why) = refusal($w1, 'INSERT INTO minted (id) SELECT sharded_id.next_id(1) FROM generate_series(1, 10)');
+	$first_after[-1] .= ":$again";
+	diag("cycle $cycle: $why") if $again ne 'none';
+	$state = 'none';
+}
+is(join(' ', @first_after), join(' ', map { $_ == 1 ? '55000:added:none' : $_ % 2 ? '55000:added:none' : '55000:activated:none' } 1 .. 6),
+	'removed or disabled, worker 1 is refused; added again or activated, its first statement mints (6 cycles)');
 
 # --- A rolling change of the stripes under 3 minters.
 add_node($coord, $w2);
