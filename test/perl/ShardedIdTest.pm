@@ -424,15 +424,18 @@ sub move_under_writers
 	my $from = $owner->();
 	my ($to) = grep { $_ ne $from } sort keys %$nodes;
 	my $tag = "w$what";
-	my ($writers, $w_ref) = router_writers($router, "sharded_id.shard_id(user_id) = $shard", 6,
+	# The writers run until they have written 20 rows after the move, however
+	# long it takes (stop_router_writers).
+	my ($writers, $w_ref) = router_writers($router, "sharded_id.shard_id(user_id) = $shard", undef,
 		caption => $tag, max_tries => 0);
-	$router->poll_query_until('router', "SELECT count(*) > 0 FROM ops.photos
-		WHERE caption = '$tag' AND sharded_id.shard_id(id) = $shard")
+	my $count = "SELECT count(*) FROM ops.photos WHERE caption = '$tag' AND sharded_id.shard_id(id) = $shard";
+	$router->poll_query_until('router', "SELECT ($count) > 0")
 	  or die "the writers did not start: $$w_ref";
 	my $with = defined $method ? ", method => '$method'" : '';
 	my ($ret, $stdout, $stderr) = $router->psql('router', "CALL sharded_id.move_shard($shard, '$to'$with)");
 	is($ret, 0, "$what: the move of shard $shard from $from to $to completes") or diag($stderr);
-	ok($writers->finish, "$what: pgbench without --max-tries exited 0") or diag($$w_ref);
+	ok(stop_router_writers($router, $writers, $count), "$what: pgbench without --max-tries wrote on after the move and exited 0")
+	  or diag($$w_ref);
 	my ($done) = $$w_ref =~ /number of transactions actually processed: (\d+)/;
 	my ($failed) = $$w_ref =~ /number of failed transactions: (\d+)/;
 	is($failed // 0, 0, "$what: 0 writes failed");
