@@ -25,6 +25,8 @@ REVOKE EXECUTE ON FUNCTION public.hints_private() FROM PUBLIC;
 SET ROLE sharded_id_hints_nobody;
 SELECT sharded_id.next_id(1);
 SELECT sharded_id.next_ids(1, 2);
+-- A provisioning function: the provisioning role.
+SELECT sharded_id.create_shard(1);
 -- Another schema's function of another name: no hint.
 SELECT public.hints_private();
 RESET ROLE;

@@ -10,7 +10,8 @@
  *	    (stubs in sharded_id would clash with the router's functions);
  *	  - "permission denied for function next_id" (42501), whose message
  *	    names only the function: a hint naming the GRANT to run and
- *	    \df to list its signatures, when core gave no hint.
+ *	    \df to list its signatures (for a provisioning function, the
+ *	    grant of sharded_id_provisioner), when core gave no hint.
  *
  * The hook runs while the error is reported, perhaps in an aborted
  * transaction: it reads no catalog and only matches the message against
@@ -49,6 +50,16 @@ static const char *const shid_functions[] = {
 	"reset_stats", "retire_shard", "schema_ddl", "schema_inventory",
 	"seq_id", "shard_for", "shard_id", "shard_max_id", "shard_schema",
 	"stripe_id", "to_shortcode",
+};
+
+/*
+ * Those that the role sharded_id_provisioner is granted (src/sql/api/), but
+ * floors() and high_water(), which readers may be granted alone.
+ */
+static const char *const shid_provisioning_functions[] = {
+	"add_table", "adopt_table", "create_shard", "create_shards", "drop_shard",
+	"provision_shards", "raise_floor", "retire_shard", "schema_ddl",
+	"schema_inventory",
 };
 
 static emit_log_hook_type shid_prev_emit_log_hook = NULL;
@@ -94,7 +105,7 @@ shid_hint_router_missing(ErrorData *edata)
 						  "run CREATE EXTENSION sharded_id_router in this database.");
 }
 
-/* 42501 on executing a function of sharded_id: the grant to ask for. */
+/* 42501 on executing a function of sharded_id or the router: the grant to ask for. */
 static void
 shid_hint_grant(ErrorData *edata)
 {
@@ -104,12 +115,20 @@ shid_hint_grant(ErrorData *edata)
 
 	if (rest == NULL && (rest = shid_skip(edata->message, "permission denied for procedure ")) != NULL)
 		kind = "PROCEDURE";
-	if (rest == NULL || edata->hint != NULL ||
-		(name = shid_match_name(rest, shid_functions, lengthof(shid_functions), '\0')) == NULL)
+	if (rest == NULL || edata->hint != NULL)
 		return;
-	edata->hint = psprintf("An administrator can grant it: GRANT EXECUTE ON %s sharded_id.%s(...) TO <role>; "
-						   "\\df sharded_id.%s lists its signatures.",
-						   kind, name, name);
+	name = shid_match_name(rest, shid_functions, lengthof(shid_functions), '\0');
+	if (name == NULL)
+		name = shid_match_name(rest, shid_router_functions, lengthof(shid_router_functions), '\0');
+	if (name == NULL)
+		return;
+	if (shid_match_name(name, shid_provisioning_functions, lengthof(shid_provisioning_functions), '\0'))
+		edata->hint = pstrdup("It comes with the provisioning role: a superuser can grant it, "
+							  "GRANT sharded_id_provisioner TO <role>;");
+	else
+		edata->hint = psprintf("An administrator can grant it: GRANT EXECUTE ON %s sharded_id.%s(...) TO <role>; "
+							   "\\df sharded_id.%s lists its signatures.",
+							   kind, name, name);
 }
 
 static void
