@@ -15,7 +15,7 @@ ROUTER_VERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/s
 MODULE_big = sharded_id
 OBJS = src/init.o src/layout.o src/ceiling.o src/floors.o src/floors_api.o src/rmgr.o src/slots.o \
 	src/owner.o src/generator.o src/decode.o src/shard_for.o src/route.o src/shortcode.o \
-	src/connstr.o src/reserve.o src/owner_read.o src/privs.o src/fence.o src/citus_conn.o src/citus_learn.o src/citus.o
+	src/connstr.o src/reserve.o src/owner_read.o src/privs.o src/hints.o src/fence.o src/citus_conn.o src/citus_learn.o src/citus.o
 PGFILEDESC = "sharded_id - time-sortable 64-bit ids carrying a logical shard"
 
 # The install script of the current version is assembled from the topic
@@ -64,7 +64,7 @@ PG_CPPFLAGS += '-DPGDLLEXPORT=__attribute__((visibility("default")))'
 endif
 
 # pg_regress: sql/ and expected/
-REGRESS = api errors labels stress counter monitor layouts helpers shards lifecycle adopt router upgrade owners owner_rollback templates schema_copy provisioner internals secrets tenants bad_input citus_absent
+REGRESS = api errors labels stress counter monitor layouts helpers shards lifecycle adopt router upgrade owners owner_rollback templates schema_copy provisioner internals secrets tenants bad_input citus_absent hints
 REGRESS_OPTS = --load-extension=sharded_id
 
 # pg_isolation_regress: test/specs/ and test/expected/

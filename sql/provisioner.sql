@@ -211,6 +211,23 @@ RESET ROLE;
 SELECT shard_id, schema_name FROM sharded_id.shards ORDER BY 1;
 SELECT shard_id, retired_by FROM sharded_id.retired_shards WHERE shard_id >= 70 ORDER BY 1;
 
+--
+-- add_table on shards whose schemas other roles made: refused up front
+-- (42501), naming the schemas it may not create in, with nothing changed;
+-- after the grant its hint names, it copies into every shard.
+--
+SET ROLE sid_provisioner;
+CREATE TABLE prov_tmpl.tags (id bigint PRIMARY KEY, tag text);
+SELECT sharded_id.add_table('prov_tmpl.tags');
+SELECT (SELECT count(*) FROM sharded_id.shard_tables WHERE table_name = 'tags') AS catalog_rows,
+       (SELECT count(*) FROM pg_class WHERE relname = 'tags' AND relnamespace <> 'prov_tmpl'::regnamespace) AS copies;
+RESET ROLE;
+SELECT format('GRANT USAGE, CREATE ON SCHEMA %I TO sid_provisioner', schema_name) FROM sharded_id.shards
+WHERE NOT has_schema_privilege('sid_provisioner', schema_name, 'CREATE') ORDER BY shard_id \gexec
+SET ROLE sid_provisioner;
+SELECT sharded_id.add_table('prov_tmpl.tags') = (SELECT count(*) FROM sharded_id.shards) AS copied_to_every_shard;
+RESET ROLE;
+
 -- Clean up.
 SET client_min_messages = warning;
 SELECT count(sharded_id.drop_shard(s)) FROM unnest('{70,72,73,74,81,82,84}'::int[]) s;

@@ -8,7 +8,8 @@
  * switches in generator.c, the slot table's in slots.c, the ceiling's and
  * the WAL's in ceiling.c); this file only registers them.  Shared memory is
  * requested and attached through the shmem_request and shmem_startup
- * hooks, each calling the hook it replaced first; the sharded_id tranche
+ * hooks, each calling the hook it replaced first (and the errors' hints by
+ * emit_log_hook, hints.c); the sharded_id tranche
  * has one LWLock per guarded structure: the slot table, the ceiling and
  * the floors (locks.h gives their order).
  *
@@ -23,6 +24,7 @@
 #include "floors.h"
 #include "fmgr.h"
 #include "generator.h"
+#include "hints.h"
 #include "miscadmin.h"
 #include "owner.h"
 #include "port/pg_bitutils.h"
@@ -290,6 +292,7 @@ _PG_init(void)
 	(void) shid_citus_init();
 	shid_rmgr_register();
 	shid_owner_init();
+	shid_hints_init();
 
 	shid_prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = shid_shmem_request;

@@ -2,7 +2,7 @@
 #
 # Online shard moves with logical replication: a move while pgbench writes
 # through the router; a move whose target dies in the middle of the copy,
-# one whose copy differs and one whose copy cannot finish; a writer that
+# one whose copy differs, one whose copy cannot finish and one canceled; a writer that
 # bypasses the fence during the final freeze; and a third node filled by
 # sharded_id_rebalance.  After each, no replication slot, publication or
 # subscription of a move is left on any node.
@@ -180,6 +180,36 @@ failed_move_left_nothing('copy stuck');
 $l_in = "\\q\n";
 $locker->finish;
 $node{node2}->safe_psql('app', 'DROP TRIGGER replica_hook ON shard_0007.photos');
+
+# A move canceled once its publication, slot and subscription exist (held
+# before its catch-up) rolls itself back before it fails: nothing of it is
+# left on either node, and no recover_moves() is needed.
+my ($k_in, $k_out) = ('', '');
+my $holder = IPC::Run::start([ 'psql', '-X', '-A', '-t', '-d', $router->connstr('router') ],
+	'<', \$k_in, '>', \$k_out, '2>&1');
+$k_in = "SELECT pg_advisory_lock(1936222579, 0);\n\\echo held\n";
+$holder->pump until $k_out =~ /held/;
+($m_out, $m_err) = ('', '');
+$mover = IPC::Run::start([ 'psql', '-X', '-A', '-t', '-v', 'VERBOSITY=verbose',
+	'-d', $router->connstr('router') . ' application_name=cancel_me',
+	'-c', "SET sharded_id.move_hold = 'catch_up'", '-c', "CALL sharded_id.move_shard(7, 'node1')" ],
+	'>', \$m_out, '2>', \$m_err);
+$router->poll_query_until('router', q{SELECT count(*) > 0 FROM pg_stat_activity
+	WHERE application_name = 'cancel_me' AND wait_event_type = 'Lock'})
+  or die "the move did not reach its catch-up: $m_err";
+is($node{node2}->safe_psql('app', q{SELECT (SELECT count(*) FROM pg_publication WHERE pubname = 'sharded_id_move_7')
+	|| '/' || (SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'sharded_id_move_7')})
+	. '/' . $node{node1}->safe_psql('app', q{SELECT count(*) FROM pg_subscription WHERE subname = 'sharded_id_move_7'}),
+	'1/1/1', 'canceled move: its publication, slot and subscription exist before the cancel');
+$router->safe_psql('router', q{SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'cancel_me'});
+ok(!$mover->finish, 'canceled move: the move fails');
+like($m_err, qr/57014: move \d+ of shard 7 to node "node1" was canceled at step "catch_up".*The move was rolled back/s,
+	'canceled move: it says it was canceled and rolled back');
+$k_in = "\\q\n";
+$holder->finish;
+is($router->safe_psql('router', 'SELECT state || \':\' || outcome FROM sharded_id.moves WHERE shard_id = 7 ORDER BY move_id DESC LIMIT 1'),
+	'finished:rolled back', 'canceled move: journaled as rolled back, without recover_moves()');
+failed_move_left_nothing('canceled move');
 
 # 4. Writers that bypass enter_shard during the final freeze, once the
 # source has retired the shard, fail on the retired copy instead of writing

@@ -990,6 +990,37 @@ $$;
 COMMENT ON FUNCTION sharded_id.drop_shard(integer) IS
 'drop a logical shard: its schema with all its tables and rows, and its catalog entry; next_id refuses it here until create_shard takes it back';
 
+-- add_table's check, before it changes anything: the caller may create
+-- in every shard schema that lacks the table (add_table copies as its
+-- caller); else 42501 naming the first schemas and their count, with the
+-- grant to run.
+CREATE FUNCTION sharded_id._require_create_on_shards(table_name name)
+RETURNS void
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    lacking name[];
+BEGIN
+    -- The catalogs, not to_regclass, which needs USAGE on the schema.
+    lacking := ARRAY(SELECT s.schema_name FROM sharded_id.shards s JOIN pg_namespace n ON n.nspname = s.schema_name
+                     WHERE NOT (has_schema_privilege(n.oid, 'USAGE') AND has_schema_privilege(n.oid, 'CREATE'))
+                       AND NOT EXISTS (SELECT FROM pg_class c WHERE c.relnamespace = n.oid AND c.relname = table_name)
+                     ORDER BY s.shard_id);
+    IF cardinality(lacking) > 0 THEN
+        RAISE EXCEPTION 'role "%" may not create tables in % shard schemas: %', current_user, cardinality(lacking),
+                        array_to_string(lacking[1:5], ', ') || CASE WHEN cardinality(lacking) > 5 THEN ', ...' ELSE '' END
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('add_table copies table "%s" into every shard as its caller, and changed nothing: it needs USAGE and CREATE on each shard schema that lacks the table.', table_name),
+                  HINT = format('A superuser or the schemas'' owner can grant them: GRANT USAGE, CREATE ON SCHEMA %s TO %I; or, for every shard: SELECT format(''GRANT USAGE, CREATE ON SCHEMA %%I TO %I'', schema_name) FROM sharded_id.shards \gexec',
+                                array_to_string(lacking[1:5], ', '), current_user, current_user);
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._require_create_on_shards(name) IS
+'internal: refuse (42501) an add_table whose caller may not create in some shard schemas that lack the table, naming them';
+
 CREATE FUNCTION sharded_id.add_table(template regclass, id_column name DEFAULT 'id')
 RETURNS integer
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
@@ -1019,6 +1050,7 @@ BEGIN
         RAISE EXCEPTION 'template table "%" is inside a shard schema', template
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    PERFORM sharded_id._require_create_on_shards(rel.relname);
 
     SELECT * INTO t FROM sharded_id.shard_tables st WHERE st.table_name = rel.relname;
     IF FOUND AND (t.template_schema, t.template_table) <> (rel.nspname, rel.relname) THEN
@@ -1898,6 +1930,7 @@ REVOKE EXECUTE ON FUNCTION sharded_id._table_rows(regclass) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._insert_as_owner(regclass, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.drop_shard(integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.add_table(regclass, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._require_create_on_shards(name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.adopt_table(regclass, integer, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._relation_extras_ddl(regclass, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.schema_ddl(name) FROM PUBLIC;
@@ -1924,6 +1957,7 @@ REVOKE EXECUTE ON FUNCTION sharded_id._catalog_add_table(regclass, name, name) F
 -- state check the caller themselves (src/privs.c).  Not configure,
 -- raise_floors, lower_floor, reset_ceiling, the moves or the router's.
 GRANT EXECUTE ON FUNCTION sharded_id.add_table(regclass, name) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id._require_create_on_shards(name) TO sharded_id_provisioner;
 GRANT EXECUTE ON FUNCTION sharded_id.create_shard(integer, name) TO sharded_id_provisioner;
 GRANT EXECUTE ON FUNCTION sharded_id.create_shards(integer, integer) TO sharded_id_provisioner;
 GRANT EXECUTE ON PROCEDURE sharded_id.provision_shards(integer, integer, integer) TO sharded_id_provisioner;

@@ -2202,8 +2202,9 @@ COMMENT ON FUNCTION sharded_id._move_take_step(sharded_id.moves, text, bigint, i
 
 -- A move canceled (a cancel or statement_timeout) at a step: the writers
 -- free to go on, the journal saying where, nothing left open; the caller
--- commits and fails.  recover_moves (or the next move_shard of the shard)
--- finishes the move or rolls it back.
+-- commits, rolls the move back when it can (_move_undo_canceled), commits
+-- and fails (_move_report_canceled).  A cancel before the source retires
+-- the shard journals the rollback as the step 'recover' here.
 CREATE FUNCTION sharded_id._move_stop_canceled(m sharded_id.moves, step text, error text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
@@ -2215,11 +2216,73 @@ BEGIN
     PERFORM sharded_id._unlock_shard(m.shard_id, 'route');
     UPDATE sharded_id.moves x SET error = format('%s: %s', step, _move_stop_canceled.error), updated_at = clock_timestamp()
     WHERE x.move_id = m.move_id;
+    IF step NOT IN ('retire_source', 'register_target', 'switch') THEN
+        PERFORM sharded_id._move_journal_step(m.move_id, 'recover');
+    END IF;
 END
 $$;
 
 COMMENT ON FUNCTION sharded_id._move_stop_canceled(sharded_id.moves, text, text) IS
 'internal: journal a canceled move''s step and error, and release its connections and route lock';
+
+-- After a cancel (committed by _move_stop_canceled): a move canceled before
+-- its source retired the shard is rolled back at once, on fresh
+-- connections, as a failed step is (_move_resolve): its publication, slot,
+-- subscription, marks and the target's partial copy dropped, as
+-- move_cleanup lists them.  Returns NULL when that is done, else why the
+-- move is left unfinished: canceled from the retirement on (recovery may
+-- have to finish it, which a cancel does not ask for), or a node that did
+-- not answer.  A second cancel during the rollback escapes: the caller's
+-- transaction aborts, and recover_moves() (or the next move of the shard)
+-- drops what is left.
+CREATE FUNCTION sharded_id._move_undo_canceled(m sharded_id.moves, step text)
+RETURNS text
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    moved boolean;
+    recovery_error text;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_undo_canceled');
+    IF step IN ('retire_source', 'register_target', 'switch') THEN
+        RETURN format('it was canceled at step "%s", after which it may have to be finished', step);
+    END IF;
+    SELECT * INTO moved, recovery_error FROM sharded_id._move_try_resolve(m.move_id);
+    PERFORM sharded_id._remote_close_all('sharded_id_');
+    IF moved IS false THEN
+        RETURN NULL;
+    END IF;
+    RETURN coalesce('rolling it back failed: ' || recovery_error, 'recovery found it further on than the cancel');
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_undo_canceled(sharded_id.moves, text) IS
+'internal: roll back a move canceled before its source retired the shard, dropping what it made on the nodes; NULL when done, else why it is left unfinished';
+
+-- The error of a canceled move: rolled back (why_left NULL), or left for
+-- recover_moves(), saying why.
+CREATE FUNCTION sharded_id._move_report_canceled(m sharded_id.moves, step text, error text, why_left text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_report_canceled');
+    IF why_left IS NULL THEN
+        RAISE EXCEPTION 'move % of shard % to node "%" was canceled at step "%": %', m.move_id, m.shard_id, m.target_node, step, error
+            USING ERRCODE = 'query_canceled',
+                  DETAIL = format('The move was rolled back: the shard stays on node "%s", and what the move made on the nodes is dropped.', m.source_node);
+    END IF;
+    RAISE EXCEPTION 'move % of shard % to node "%" was canceled at step "%": %', m.move_id, m.shard_id, m.target_node, step, error
+        USING ERRCODE = 'query_canceled',
+              DETAIL = format('The move is unfinished (%s); writers to the shard go on.', why_left),
+              HINT = 'CALL sharded_id.recover_moves() to finish it or roll it back.';
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_report_canceled(sharded_id.moves, text, text, text) IS
+'internal: the error of a canceled move: rolled back, or unfinished and why';
 
 -- The end of the router's freeze, at the switch or at a failed step: the
 -- freeze's length (from the freeze step's start, if taken) and the step's
@@ -2428,11 +2491,11 @@ BEGIN
             PERFORM sharded_id._move_stop_canceled(m, step, taken.error);
             COMMIT;
             PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+            recovery_error := sharded_id._move_undo_canceled(m, step);
+            COMMIT;
+            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
             PERFORM sharded_id._unlock_shard(m.shard_id, 'move');
-            RAISE EXCEPTION 'move % of shard % to node "%" was canceled at step "%": %', m.move_id, m.shard_id, m.target_node, step, taken.error
-                USING ERRCODE = 'query_canceled',
-                      DETAIL = 'The move is unfinished; writers to the shard go on.',
-                      HINT = 'CALL sharded_id.recover_moves() to finish it or roll it back.';
+            PERFORM sharded_id._move_report_canceled(m, step, taken.error, recovery_error);
         END IF;
         IF taken.ends_freeze THEN
             PERFORM sharded_id._move_end_freeze(m, step, taken.error);
@@ -2870,6 +2933,8 @@ REVOKE EXECUTE ON FUNCTION sharded_id._move_journal_start(integer, text, text, t
 REVOKE EXECUTE ON FUNCTION sharded_id._move_journal_step(bigint, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_take_step(sharded_id.moves, text, bigint, interval, interval) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_stop_canceled(sharded_id.moves, text, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_undo_canceled(sharded_id.moves, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_report_canceled(sharded_id.moves, text, text, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_end_freeze(sharded_id.moves, text, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_follow_ops_after_switch(sharded_id.moves) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_try_resolve(bigint) FROM PUBLIC;
