@@ -8,77 +8,31 @@
  *	|0 |   milliseconds since the epoch (41)    |  shard (13)  |  seq (10)  |
  *	+--+----------------------------------------+--------------+------------+
  *
- * The seed formula, (ms << 23) | (shard << 10) | (nextval % 1024), repeats
- * an id as soon as one shard is asked for more than 1024 ids in a
- * millisecond, or two sessions with cached sequences meet on the same low
- * bits.  Here every (layout, shard) pair owns a slot in shared memory
- * holding the millisecond it is filling and a bitmap of the sequence-field
- * values already handed out in that millisecond:
+ * Every (layout, shard) pair owns a slot in shared memory (slots.c): the
+ * millisecond it fills and a bitmap of the sequence-field values taken in
+ * it.  A call takes nextval's value if free, else the next free one (seed
+ * mode), or the slot's count of values used (counter mode); a full
+ * millisecond waits for the clock to tick, and a slot ahead of the clock
+ * moves on one millisecond per millisecond of the monotonic clock.  The
+ * durable ceiling (ceiling.c) or the shard's floor (floors.c) covers every
+ * millisecond handed out.  The design, with why: doc/sharded_id-design.md,
+ * "How uniqueness is guaranteed".
  *
- *	 - A call reads the clock and, in seed mode, takes nextval.  If the
- *	   millisecond is new, the bitmap starts empty.  If nextval's low bits
- *	   are free, the id is bit for bit the seed's; otherwise the next free
- *	   value is taken.  In counter mode the value is the slot's count of
- *	   values used, so a shard's ids strictly increase in minting order.
- *	 - When all values of the current millisecond are taken, the caller
- *	   waits (at most the rest of that millisecond) for the clock to tick;
- *	   a clock that does not tick for SHID_MAX_WAIT_MS, by the monotonic
- *	   clock, is an error.
- *	 - When the clock reads earlier than the slot's millisecond (it was
- *	   stepped back, or the slot started at the ceiling or a floor ahead
- *	   of it), the slot keeps its millisecond and, once that is full,
- *	   moves to the next one as real time passes: at most one millisecond
- *	   per millisecond of the monotonic clock.  Ids thus never go back in
- *	   time and never repeat; their time stays at the high-water mark,
- *	   moving on at the layout's rate, until the clock catches up.  A full
- *	   slot whose caller read the clock before another caller moved the
- *	   slot on reads the clock again, and waits for it like anyone else:
- *	   so no number of sessions or batch size takes a shard past the
- *	   layout's ids per millisecond, nor its ids ahead of the clock.
+ * Here also: the slot's owner state (owner.c) is checked before a value is
+ * taken and again under the claim's spinlock; stripes put
+ * sharded_id.stripe in the top bits of the sequence field; on a Citus node
+ * a windowed claim compares the slot's millisecond with its window's
+ * renewal point first (citus.c); sharded_id.minting = off refuses.
  *
- * Shared memory does not survive a restart, so a durable ceiling
- * (ceiling.c) covers every millisecond handed out, and new slots start at
- * the ceiling the previous run left, or that a standby replayed from WAL:
- * new ids are later than anything minted before a crash, a restart, a clock
- * step or a failover.
+ * Locks: a slot's spinlock covers its fields below the key, for a claim
+ * (at most the free run after the first value, in one bitmap word), an
+ * owner change, a floor raise or a reset: never a loop over values, a wait
+ * or a call that can fail.  reset_ceiling and lower_floor bump the
+ * ceiling's generation; a minter they overtook claims again.  The order of
+ * every lock: locks.h.
  *
- * Each slot also counts what it does (generator_stats), under the same
- * spinlock, unless sharded_id.track_stats is off.
- *
- * Across servers:
- *	 - A shard's floor (raise_floor, floors.c) moves its slot past the
- *	   high-water mark of the server it came from, durably, so every id
- *	   minted here afterwards is greater, whatever this clock reads, after a
- *	   restart and after a failover.  It is the shard's own: a slot starts
- *	   at the later of the ceiling and its floor, and a slot running ahead
- *	   of the clock on its floor raises its floor, not the ceiling.
- *	 - Each slot caches whether this server owns the shard (owner.c), from
- *	   the server's state of the shard and the database's catalog; a
- *	   retired shard is refused before a sequence value is taken, and again
- *	   under the same spinlock as the claim.
- *	 - With sharded_id.stripes = 2^k, the top k bits of the sequence field
- *	   hold sharded_id.stripe, so servers with distinct stripes never mint
- *	   the same id for a shard; each mints 2^(seq_bits - k) ids per ms.
- *	 - On a Citus node (a database with the citus extension on a server
- *	   that preloads Citus), a shard's ids carry only milliseconds of the
- *	   windows that the coordinator granted to the node (citus.c): the
- *	   claim compares the slot's millisecond with the slot's win_renew
- *	   before it takes a value, in backends that mint in windows only.
- *	 - sharded_id.minting = off refuses every call, for servers that must
- *	   never mint.
- *
- * Locks: a slot's spinlock covers its fields below the key: a claim,
- * which takes at most the free run of values that follows the first in its
- * word of the bitmap, an owner change, a floor raise, a reset.  Never a
- * loop over values, a wait or a call that can fail.  A slot is found
- * without a lock once the backend has cached it (slots.c).  reset_ceiling
- * and lower_floor bump the ceiling's generation; a minter whose claim they
- * overtook claims again.  The order of every lock: locks.h.
- *
- * The slot table is in slots.c, and the SQL functions of floors and of
- * ownership in floors_api.c and owner.c.  The functions on next_id's path
- * that are not here are static inline in slots.h, ceiling.h and layout.h,
- * so that next_id calls nothing it did not call when they were here.
+ * next_id's path calls only what is here or static inline in slots.h,
+ * ceiling.h and layout.h.
  *
  *-------------------------------------------------------------------------
  */
@@ -246,6 +200,62 @@ shid_slot_learn_owner(ShidSlot *slot, const ShidLayout *layout)
 }
 
 /*
+ * The slot's millisecond full_ms is used up: wait until a claim may try
+ * again, and read the clock into *now_ms.  Off the claim's path.
+ */
+static pg_noinline void
+shid_slot_wait_tick(ShidSlot *slot, int64 full_ms, int capacity, int64 *now_ms)
+{
+	int64		wait_start;
+
+	/*
+	 * This millisecond is used up.  A slot ahead of the clock as read
+	 * now moves on as real time passes (shid_slot_pace); otherwise wait
+	 * for the clock to leave the millisecond, for at most
+	 * SHID_MAX_WAIT_MS by the monotonic clock.  A wall clock that does
+	 * not move cannot time out a statement either.
+	 */
+	wait_start = shid_monotonic_us();
+	*now_ms = shid_clock_ms();
+	if (*now_ms < full_ms)
+	{
+		int64		pace_us;
+
+		while ((pace_us = shid_slot_pace(slot, full_ms, capacity)) > 0)
+		{
+			CHECK_FOR_INTERRUPTS();
+			pg_usleep(pace_us);
+		}
+		*now_ms = shid_clock_ms();
+		return;
+	}
+	while (*now_ms == full_ms)
+	{
+		CHECK_FOR_INTERRUPTS();
+		SPIN_DELAY();
+		*now_ms = shid_clock_ms();
+		if (*now_ms == full_ms &&
+			shid_monotonic_us() - wait_start > SHID_MAX_WAIT_MS * INT64CONST(1000))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the system clock has not advanced for %d ms", SHID_MAX_WAIT_MS),
+					 errdetail("All %d ids of the current millisecond are taken, and next_id waits for the clock to tick.",
+							   capacity),
+					 errhint("Check the system clock.")));
+	}
+
+	if (shid_track_stats)
+	{
+		int64		waited = shid_monotonic_us() - wait_start;
+
+		SpinLockAcquire(&slot->mutex);
+		slot->full_ms_waits++;
+		slot->wait_us += waited;
+		SpinLockRelease(&slot->mutex);
+	}
+}
+
+/*
  * Claim up to n (millisecond, sequence-field value) pairs of the slot that no
  * other call has claimed, all in one millisecond and consecutive: *first,
  * *first + 1, ...  In seed mode the first is as close to wanted as is free;
@@ -272,7 +282,6 @@ shid_slot_claim(ShidSlot *slot, bool counter, int64 wanted, int64 *now_ms,
 	for (;;)
 	{
 		int64		full_ms;
-		int64		wait_start;
 
 		SpinLockAcquire(&slot->mutex);
 		if (unlikely(slot->owner == SHID_OWNER_RETIRED))
@@ -323,51 +332,7 @@ shid_slot_claim(ShidSlot *slot, bool counter, int64 wanted, int64 *now_ms,
 		full_ms = slot->ms;
 		SpinLockRelease(&slot->mutex);
 
-		/*
-		 * This millisecond is used up.  A slot ahead of the clock as read
-		 * now moves on as real time passes (shid_slot_pace); otherwise wait
-		 * for the clock to leave the millisecond, for at most
-		 * SHID_MAX_WAIT_MS by the monotonic clock.  A wall clock that does
-		 * not move cannot time out a statement either.
-		 */
-		wait_start = shid_monotonic_us();
-		*now_ms = shid_clock_ms();
-		if (*now_ms < full_ms)
-		{
-			int64		pace_us;
-
-			while ((pace_us = shid_slot_pace(slot, full_ms, capacity)) > 0)
-			{
-				CHECK_FOR_INTERRUPTS();
-				pg_usleep(pace_us);
-			}
-			*now_ms = shid_clock_ms();
-			continue;
-		}
-		while (*now_ms == full_ms)
-		{
-			CHECK_FOR_INTERRUPTS();
-			SPIN_DELAY();
-			*now_ms = shid_clock_ms();
-			if (*now_ms == full_ms &&
-				shid_monotonic_us() - wait_start > SHID_MAX_WAIT_MS * INT64CONST(1000))
-				ereport(ERROR,
-						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-						 errmsg("the system clock has not advanced for %d ms", SHID_MAX_WAIT_MS),
-						 errdetail("All %d ids of the current millisecond are taken, and next_id waits for the clock to tick.",
-								   capacity),
-						 errhint("Check the system clock.")));
-		}
-
-		if (shid_track_stats)
-		{
-			int64		waited = shid_monotonic_us() - wait_start;
-
-			SpinLockAcquire(&slot->mutex);
-			slot->full_ms_waits++;
-			slot->wait_us += waited;
-			SpinLockRelease(&slot->mutex);
-		}
+		shid_slot_wait_tick(slot, full_ms, capacity, now_ms);
 	}
 }
 
