@@ -307,57 +307,82 @@ shid_bad_states_file(const char *problem)
 			 errhint("Restore the file from a backup of this data directory. If none exists, move it away, start the server with sharded_id.minting = off, run sharded_id.raise_floors() and retire_shard() where needed, then turn minting on.")));
 }
 
-/* Read the file into the empty table, at start-up. */
-static void
-shid_read_states(int max_shards)
+/*
+ * Read the whole file into text.  False if there is no file: no shard ever
+ * had a state here.
+ */
+static bool
+shid_slurp_states_file(StringInfo text)
 {
 	FILE	   *file;
-	StringInfoData text;
 	char		chunk[8192];
 	size_t		len;
-	char	   *line;
-	char	   *crc_line;
-	pg_crc32c	crc;
-	unsigned int stored_crc;
-	int			count = 0;
-	bool		v1;
-	bool		v3;
 
 	file = AllocateFile(SHID_SHARDS_FILE, PG_BINARY_R);
 	if (file == NULL)
 	{
 		if (errno == ENOENT)
-			return;				/* no shard ever had a state here */
+			return false;
 		ereport(FATAL,
 				(errcode_for_file_access(),
 				 errmsg("could not open file \"%s\": %m", SHID_SHARDS_FILE)));
 	}
-	initStringInfo(&text);
+	initStringInfo(text);
 	while ((len = fread(chunk, 1, sizeof(chunk), file)) > 0)
-		appendBinaryStringInfo(&text, chunk, len);
+		appendBinaryStringInfo(text, chunk, len);
 	if (ferror(file) || FreeFile(file) != 0)
 		ereport(FATAL,
 				(errcode_for_file_access(),
 				 errmsg("could not read file \"%s\": %m", SHID_SHARDS_FILE)));
+	return true;
+}
+
+/*
+ * Check the file's header and checksum; return its checksum line.  *v1 and
+ * *v3 say which header it has (neither: version 2).
+ */
+static char *
+shid_check_states_text(StringInfo text, bool *v1, bool *v3)
+{
+	char	   *crc_line;
+	pg_crc32c	crc;
+	unsigned int stored_crc;
 
 	/* Every header has the same length. */
 	StaticAssertStmt(sizeof(SHID_SHARDS_HEADER) == sizeof(SHID_SHARDS_HEADER_V1) &&
 					 sizeof(SHID_SHARDS_HEADER) == sizeof(SHID_SHARDS_HEADER_V2),
 					 "headers of one length");
-	v1 = strncmp(text.data, SHID_SHARDS_HEADER_V1, strlen(SHID_SHARDS_HEADER_V1)) == 0;
-	v3 = strncmp(text.data, SHID_SHARDS_HEADER, strlen(SHID_SHARDS_HEADER)) == 0;
-	if (!v1 && !v3 && strncmp(text.data, SHID_SHARDS_HEADER_V2, strlen(SHID_SHARDS_HEADER_V2)) != 0)
+	*v1 = strncmp(text->data, SHID_SHARDS_HEADER_V1, strlen(SHID_SHARDS_HEADER_V1)) == 0;
+	*v3 = strncmp(text->data, SHID_SHARDS_HEADER, strlen(SHID_SHARDS_HEADER)) == 0;
+	if (!*v1 && !*v3 && strncmp(text->data, SHID_SHARDS_HEADER_V2, strlen(SHID_SHARDS_HEADER_V2)) != 0)
 		shid_bad_states_file("It does not start with a known header.");
-	crc_line = strstr(text.data, "crc32c ");
+	crc_line = strstr(text->data, "crc32c ");
 	if (crc_line == NULL || sscanf(crc_line, "crc32c %08x", &stored_crc) != 1 ||
 		strlen(crc_line) != strlen("crc32c 00000000\n") ||
-		(crc_line != text.data && crc_line[-1] != '\n'))
+		(crc_line != text->data && crc_line[-1] != '\n'))
 		shid_bad_states_file("It has no checksum line, or is truncated.");
 	INIT_CRC32C(crc);
-	COMP_CRC32C(crc, text.data, crc_line - text.data);
+	COMP_CRC32C(crc, text->data, crc_line - text->data);
 	FIN_CRC32C(crc);
 	if (crc != stored_crc)
 		shid_bad_states_file("Its checksum does not match its contents.");
+	return crc_line;
+}
+
+/* Read the file into the empty table, at start-up. */
+static void
+shid_read_states(int max_shards)
+{
+	StringInfoData text;
+	char	   *line;
+	char	   *crc_line;
+	int			count = 0;
+	bool		v1;
+	bool		v3;
+
+	if (!shid_slurp_states_file(&text))
+		return;
+	crc_line = shid_check_states_text(&text, &v1, &v3);
 
 	line = text.data + strlen(SHID_SHARDS_HEADER);
 	if (v3)
