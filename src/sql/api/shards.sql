@@ -1770,33 +1770,33 @@ AS $$
                           WHEN 'I' THEN 'partitioned index' WHEN 'c' THEN 'composite type'
                           WHEN 'f' THEN 'foreign table' ELSE 'relation ' || c.relkind::text END,
            c.relname::text, c.relowner, c.relacl,
-           concat_ws(' ', CASE WHEN c.relkind = 'm' THEN CASE WHEN c.relispopulated THEN 'populated' ELSE 'not populated' END END,
+           pg_catalog.concat_ws(' ', CASE WHEN c.relkind = 'm' THEN CASE WHEN c.relispopulated THEN 'populated' ELSE 'not populated' END END,
                      CASE WHEN c.relrowsecurity THEN 'row security' END,
                      CASE WHEN c.relforcerowsecurity THEN 'forced' END,
                      CASE WHEN c.relpersistence = 'u' THEN 'unlogged' END,
                      CASE WHEN c.relkind IN ('r', 'p') AND c.relreplident <> 'd' THEN 'replica identity ' || c.relreplident::text END),
-           concat_ws(E'\n',
-               c.reloptions::text, (SELECT a.amname FROM pg_am a WHERE a.oid = c.relam),
-               pg_get_partkeydef(c.oid), pg_get_expr(c.relpartbound, c.oid),
-               (SELECT 'parent ' || i.inhparent::regclass::text FROM pg_inherits i WHERE i.inhrelid = c.oid),
-               CASE WHEN c.relkind IN ('v', 'm') THEN pg_get_viewdef(c.oid) END,
-               CASE WHEN c.relkind IN ('i', 'I') THEN pg_get_indexdef(c.oid) END,
-               (SELECT concat_ws(' ', q.seqtypid::regtype, q.seqstart, q.seqincrement, q.seqmin, q.seqmax, q.seqcache, q.seqcycle)
-                FROM pg_sequence q WHERE q.seqrelid = c.oid),
-               (SELECT 'owned by ' || d.refobjid::regclass::text || '.' || quote_ident(a.attname) || ' ' || d.deptype::text
-                FROM pg_depend d JOIN pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
-                WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.refclassid = 'pg_class'::regclass
+           pg_catalog.concat_ws(E'\n',
+               c.reloptions::text, (SELECT a.amname FROM pg_catalog.pg_am a WHERE a.oid = c.relam),
+               pg_catalog.pg_get_partkeydef(c.oid), pg_catalog.pg_get_expr(c.relpartbound, c.oid),
+               (SELECT 'parent ' || i.inhparent::pg_catalog.regclass::text FROM pg_catalog.pg_inherits i WHERE i.inhrelid = c.oid),
+               CASE WHEN c.relkind IN ('v', 'm') THEN pg_catalog.pg_get_viewdef(c.oid) END,
+               CASE WHEN c.relkind IN ('i', 'I') THEN pg_catalog.pg_get_indexdef(c.oid) END,
+               (SELECT pg_catalog.concat_ws(' ', q.seqtypid::pg_catalog.regtype, q.seqstart, q.seqincrement, q.seqmin, q.seqmax, q.seqcache, q.seqcycle)
+                FROM pg_catalog.pg_sequence q WHERE q.seqrelid = c.oid),
+               (SELECT 'owned by ' || d.refobjid::pg_catalog.regclass::text || '.' || pg_catalog.quote_ident(a.attname) || ' ' || d.deptype::text
+                FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
+                WHERE d.classid = 'pg_class'::pg_catalog.regclass AND d.objid = c.oid AND d.refclassid = 'pg_class'::pg_catalog.regclass
                   AND d.deptype IN ('a', 'i') AND c.relkind = 'S'),
-               (SELECT string_agg(concat_ws(' ', quote_ident(a.attname), format_type(a.atttypid, a.atttypmod),
-                                            a.attcollation::regcollation::text, a.attnotnull, a.attidentity, a.attgenerated,
+               (SELECT pg_catalog.string_agg(pg_catalog.concat_ws(' ', pg_catalog.quote_ident(a.attname), pg_catalog.format_type(a.atttypid, a.atttypmod),
+                                            a.attcollation::pg_catalog.regcollation::text, a.attnotnull, a.attidentity, a.attgenerated,
                                             a.attstorage, a.attcompression, a.attstattarget,
-                                            pg_get_expr(d.adbin, d.adrelid),
-                                            (SELECT string_agg(x::text, ',' ORDER BY x::text) FROM unnest(a.attacl) x),
-                                            col_description(c.oid, a.attnum)), E'\n' ORDER BY a.attnum)
-                FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+                                            pg_catalog.pg_get_expr(d.adbin, d.adrelid),
+                                            (SELECT pg_catalog.string_agg(x::text, ',' ORDER BY x::text) FROM pg_catalog.unnest(a.attacl) x),
+                                            pg_catalog.col_description(c.oid, a.attnum)), E'\n' ORDER BY a.attnum)
+                FROM pg_catalog.pg_attribute a LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
                 WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped),
-               obj_description(c.oid, 'pg_class'))
-    FROM pg_class c WHERE c.relnamespace = _inventory_relations.nsp;
+               pg_catalog.obj_description(c.oid, 'pg_class'))
+    FROM pg_catalog.pg_class c WHERE c.relnamespace = _inventory_relations.nsp;
 $$;
 
 COMMENT ON FUNCTION sharded_id._inventory_relations(oid) IS
