@@ -1,17 +1,17 @@
 /*-------------------------------------------------------------------------
  *
  * src/ceiling.c
- *	  The durable clock ceiling of the generator.
+ *	  The durable clock ceiling of the generator: the file sharded_id.state,
+ *	  its WAL records (CEILING, RESET) and their replay.
  *
- * Shared memory does not survive a restart, so a durable ceiling covers
- * every millisecond handed out: the file sharded_id.state in the data
- * directory holds a time that no id has passed.  It is raised before any id
- * beyond it is returned, SHID_LEASE_MS at a time, half a lease early.
- * After a crash, a restart or a clock step, every slot of the generator
- * starts at the ceiling read back from the file (floor_ms), so new ids are
- * later than anything minted before.
+ * The design is in doc/sharded_id-design.md ("Restarts and crashes",
+ * "Replication and recovery", and "Limits" for the files it refuses).
+ * In short: the file holds a time that no id has passed.  It is raised
+ * SHID_LEASE_MS at a time, half a lease early, before any id beyond it is
+ * returned.  After a crash, a restart or a clock step, every slot starts at
+ * the ceiling read back from the file (floor_ms).
  *
- * The file, version 4:
+ * The file, version 4 (shid_state_text, shid_parse_state):
  *
  *	 sharded_id state 4
  *	 lsn 0/1A2B3C4D
@@ -20,71 +20,26 @@
  *	 crc32c 1a2b3c4d
  *
  * The CRC-32C covers the lines before it.  "lsn" is the end of the WAL
- * record whose state the file holds (or, with the records off, where WAL
- * ended when it was written): as a page's LSN does for a sequence, it
- * makes replay idempotent, and replay applies only records that end
- * after it, so that crash recovery never takes the ceiling back to an
- * older record's (a reset's, say) below what the file already covers.
- * Versions 3 and 2 (no lsn line) are read with LSN 0: every record
- * replays, as it did before.  "floor" is the server-wide floor
- * that 1.4's raise_floor set (1.5 keeps floors per shard, in floors.c, and
- * never raises this one again): reset_ceiling never lowers the ceiling
- * below it.  A file that does not match this form to the byte
- * (truncated, corrupt, another version), or whose ceiling lies outside
- * every layout's time range, is not trusted: a WARNING says so, and the
- * generator starts after the current time.  1.3's version 2 (no floor
- * line) and 1.2's one-line form ("sharded_id clock ceiling N", newline
- * included) are still read.  The file
- * sharded_id.minted, written once with the first ceiling, tells a server
- * that never minted (no state file, silently) from one whose state file was
- * lost (a WARNING).
+ * record whose state the file holds (with the records off: where WAL ended
+ * when it was written).  Replay applies only records that end after it, as
+ * a page's LSN does for a sequence.  So crash recovery never takes the
+ * ceiling back to an older record's (a reset's, say).  "floor" is the
+ * server-wide floor that 1.4's raise_floor set; reset_ceiling never goes
+ * below it.  The older forms it still reads are listed at shid_read_ceiling.
+ * The file sharded_id.minted, written once with the first ceiling, tells a
+ * server that never minted from one whose state file was lost.
  *
- * Every change follows one order, as core's own state does (the WAL before
- * the data): the record is inserted, the WAL is flushed up to it, the file
- * carrying the record's LSN is written and renamed into place, and only
- * then is the new ceiling published to minters (a reset publishes its lower
- * ceiling right after the flush: lowering early only makes minters raise
- * it again, under the lock the reset holds).  So the file is never
- * ahead of the WAL on disk, and no id beyond the old ceiling is handed out,
- * in a transaction or copied out, before both hold the new one.  An
- * injection point (compat.h) stands before and after each of those steps,
- * for the crash tests.
+ * A change follows core's order (the WAL before the data): the record is
+ * inserted, the WAL flushed up to it, the file carrying the record's LSN
+ * written and renamed into place, and only then the new ceiling published
+ * to minters.  (A reset publishes its lower ceiling right after the flush:
+ * lowering early only makes minters raise it again, under its lock.)  So
+ * the file is never ahead of the WAL on disk.  An injection point
+ * (compat.h) stands before and after each step, for the crash tests.
  *
- * Replication: every raise of the ceiling is WAL-logged, through the
- * custom resource manager "sharded_id" (id sharded_id.wal_rmgr_id, 203 by
- * default), before
- * any id beyond the old ceiling is returned, so it precedes in WAL every row
- * carrying such an id.  A standby replays it into its own shared state and
- * its own state file; promoted, it starts every slot after the highest
- * ceiling it replayed, whatever its clock.  Crash recovery of the primary
- * replays the same records.  The same resource manager carries the states
- * of single shards (record SHARD, floors.c); rmgr.c registers it and
- * dispatches its records to the redo and desc functions of each file.
- *
- * Like nextval() (sequence.c), a backend that WAL-logs a raise first makes
- * sure its transaction has an xid, so that its commit flushes the record
- * and, with synchronous replication, waits for the standby: a transaction
- * that only mints ids does not report success while the record that covers
- * them could still be lost in a failover.
- *
- * The ceiling's shared state:
- *	 - ceiling_ms is read without a lock (an atomic read).  It only grows
- *	   but in reset_ceiling, and it is stored only after the file holding
- *	   the new value is durable, so a reader never sees a ceiling the file
- *	   does not have.
- *	 - A caller whose millisecond is still under the ceiling raises it only
- *	   if it gets the ceiling lock without waiting; a caller past the
- *	   ceiling waits for the lock, then raises it unless someone else did.
- *	 - shid_ceiling_reset_begin/end bracket the one place the ceiling goes
- *	   down, and bump the generation before the generator reads the clock
- *	   and lowers any slot: a minter reads the generation before its claim
- *	   and after covering it, and claims again when it changed, so no id
- *	   claimed before the reset is returned after it; cover_slow does not
- *	   raise the ceiling for an overtaken claim.  The ceiling never goes
- *	   below raised_floor_ms.  lower_floor bumps the generation the same
- *	   way.
- *	 - The file is replaced atomically: written to a temporary file,
- *	   fsync'ed, and renamed into place (durable_rename).
+ * The resource manager "sharded_id" (rmgr.c) carries these records and
+ * the states of single shards (floors.c).  How the shared state is read
+ * and changed is at ShidCeiling below.
  *
  * Locks: the ceiling lock, which guards the file and the fields of
  * ShidCeiling but ceiling_ms and generation; what it is taken with, and in
@@ -119,6 +74,30 @@
 #define SHID_MARKER_FILE	"sharded_id.minted"
 #define SHID_STATE_VERSION	4
 
+/*
+ * The ceiling's shared state (ceiling.h):
+ *	 - ceiling_ms is read without a lock (an atomic read).  It only grows,
+ *	   but in reset_ceiling.  It is stored only once the file holding the
+ *	   new value is durable: a reader never sees a ceiling the file lacks.
+ *	 - A caller whose millisecond is still under the ceiling raises it only
+ *	   if it gets the ceiling lock without waiting.  A caller past the
+ *	   ceiling waits for the lock, then raises it unless someone else did.
+ *	 - shid_ceiling_reset_begin/end bracket the one place the ceiling goes
+ *	   down.  They bump the generation before the generator reads the
+ *	   clock and lowers any slot.  A minter reads the generation before its
+ *	   claim and after covering it, and claims again when it changed: no id
+ *	   claimed before the reset is returned after it.  cover_slow does not
+ *	   raise the ceiling for an overtaken claim.  The ceiling never goes
+ *	   below raised_floor_ms.  lower_floor bumps the generation the same
+ *	   way.
+ *	 - The file is replaced atomically: written to a temporary file,
+ *	   fsync'ed, and renamed into place (durable_rename).
+ *	 - A backend that WAL-logs a raise first gives its transaction an xid,
+ *	   like nextval() (shid_wal_log).  Its commit then flushes the record
+ *	   and, with synchronous replication, waits for the standby: a
+ *	   transaction that only mints ids does not report success while the
+ *	   record that covers them could still be lost in a failover.
+ */
 ShidCeiling *shid_ceiling = NULL;
 
 /* GUC: seconds the wall clock may run ahead of the monotonic clock. */
@@ -234,7 +213,12 @@ shid_marker_exists(void)
  * Read the durable ceiling left by the previous run, and the raised floor
  * into *floor.  No file and no marker means no id was ever minted here.
  * Anything else that leaves no proof of what was minted starts the ids
- * after the current time, with a warning.
+ * after the current time, with a warning: a file that does not match its
+ * form to the byte (truncated, corrupt, another version), or whose ceiling
+ * lies outside every layout's time range.  Older forms are still read:
+ * versions 3 and 2 (no lsn line) with LSN 0, so that every record replays
+ * as before; 1.3's version 2 has no floor line; 1.2's one-line form is
+ * "sharded_id clock ceiling N", newline included.
  */
 static int64
 shid_read_ceiling(int64 *floor, XLogRecPtr *lsn)

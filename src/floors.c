@@ -4,56 +4,19 @@
  *	  What this server keeps durably about single shards: each shard's
  *	  floor, and whether the server gave the shard away.
  *
- * A shard's floor is a millisecond at or before which no id of the shard is
- * minted here: raise_floor sets it over the ids that another server minted
- * for a shard that now lives here, and the generator raises it as the
- * shard's ids creep past it while this server's clock is still behind.  It
- * belongs to one (layout, shard): raising it moves no other shard's ids,
- * and the durable clock ceiling (ceiling.c), which every slot starts at
- * after a restart, does not follow it.  A slot starts at the later of the
- * two.
+ * The design is in doc/sharded_id-design.md ("Uniqueness across servers"
+ * for floors and retirements, "Replication and recovery" for their sync).
+ * A floor is a millisecond at or before which no id of one (layout, shard)
+ * is minted here; a slot starts at the later of it and the ceiling
+ * (ceiling.c).  A retirement says that this server gave the shard away and
+ * must not mint for it until create_shard takes it back.  Both belong to
+ * the server, not to one database.  An ownership change holds only once
+ * its transaction has committed (owner.c follows the transaction).
  *
- * A retirement says that this server gave the shard away (drop_shard,
- * retire_shard, a move) and must not mint for it until create_shard takes
- * it back.  It belongs to the server, not to one database: every database
- * of the server honours it, before and after a restart and on a promoted
- * standby, and CREATE or DROP EXTENSION does not touch it.  A change of
- * ownership is made in a transaction: the state records the top-level
- * transaction that made the change and the state before that transaction's
- * first change of the shard, and holds only once the transaction has
- * committed.  While it runs, a retirement already refuses (fail closed); a
- * transaction that aborted, or never committed before a crash, leaves the
- * state before it, whatever it changed in between.  A savepoint rolled
- * back is undone by owner.c, which puts the state before it back and logs
- * it again before the commit.  A shard whose owner the server decided keeps
- * its state, minting or not, so that no catalog decides for it (owner.c);
- * the xid of a settled state is then the frozen xid.
- *
- * Durability.  A change is made in shared memory and marked unsynced; it is
- * made durable by a sync (shid_states_sync), which is what everything that
- * relies on a change waits for:
- *
- *	 - the transaction that made it, before it commits (owner.c calls
- *	   shid_states_sync_xact at pre-commit), so that a retirement is durable
- *	   before any row its transaction commits, and a committed floor before
- *	   the mover lets another server mint;
- *	 - the generator's own raise of a floor, which covers the ids it is
- *	   about to hand out, at once (generator.c says why no other id relies
- *	   on a floor before its transaction commits).
- *
- * A sync is one WAL record (STATES, of the "sharded_id" resource manager)
- * with every unsynced state in it, then a flush of the WAL up to it, then
- * the file sharded_id.shards written with the record's LSN and renamed into
- * place, then the count of syncs bumped.  So a transaction of 1,000 floor changes costs one record and
- * one flush, the file is never ahead of the WAL on disk, and nothing that a
- * change protects is handed out before both hold it.  A crash before the
- * sync loses only changes that nothing relied on yet.  Standbys and crash
- * recovery replay a record only if it ends after the LSN of the file (so
- * replay is idempotent, as a page's LSN makes it for a sequence), into
- * their own shared state and file.  An injection point (compat.h) stands
- * before and after each step, for the crash tests.  The file holds one
- * line per shard with a state, at most sharded_id.max_shards (a shard
- * without a slot cannot be minted for), and a CRC-32C:
+ * A change is made in shared memory, marked unsynced, and made durable by
+ * a sync (shid_states_sync_locked says what one is and who waits for it).
+ * The file sharded_id.shards holds one line per shard with a state, at
+ * most sharded_id.max_shards, and a CRC-32C:
  *
  *	 sharded_id shards 3
  *	 lsn 0/1A2B3C4D
@@ -63,32 +26,18 @@
  * Files of version 2 have no lsn line, and are read with LSN 0: every
  * record replays.  A file of version 1, written before states knew their
  * database, has no <database> column either and is read with database 0:
- * not known.
+ * not known.  A file that does not match this form to the byte stops the
+ * server from starting: floors and retirements cannot be guessed, and
+ * minting without them could repeat ids.
  *
  * Each state names the database whose transaction last changed the
- * shard's ownership (or, for a shard with no state, raised its first
- * floor): MyDatabaseId of the backend that made the change, carried by its
- * WAL record.  privs.c lets a role that is not a superuser change a
- * shard's state only from that database, so that no database's provisioner
- * retires, takes or moves the floor of another database's shard.  A floor
- * raise keeps the state's database.  An aborted change leaves its database
- * with the state before it (the state has room for one): the shard then
- * belongs to the database that tried, until a superuser changes it.
+ * shard's ownership (at shid_state_empty).  A state records the xid of its
+ * last ownership change until it is settled (at shid_settle_states_locked).
  *
- * A file that does not match this form to the byte stops the server from
- * starting: floors and retirements cannot be guessed, and minting without
- * them could repeat ids.
- *
- * The states live in a shared hash table guarded by the floors' own
- * LWLock, shared to read, exclusive to change and to write the file; a
+ * Locks: the states live in a shared hash table guarded by the floors
+ * lock, shared to read, exclusive to change and to write the file.  A
  * change and the slot's copy of it (slots.c) are made under one hold of
  * it.  Where it stands in the lock order: locks.h.
- *
- * Settling: a state records the xid of its last ownership change until
- * that transaction has ended; every later change of any state, and every
- * raise of the ceiling while some state waits, keeps only the outcome (with
- * the frozen xid, SHID_XID_SETTLED), so that no state outlives the commit
- * log's memory of its xid.
  *
  *-------------------------------------------------------------------------
  */
@@ -138,6 +87,16 @@ shid_floors_shmem_size(int max_shards)
 }
 
 /*
+ * Each state names the database whose transaction last changed the
+ * shard's ownership (or, for a shard with no state, raised its first
+ * floor): MyDatabaseId of the backend that made the change, carried by its
+ * WAL record.  privs.c lets a role that is not a superuser change a
+ * shard's state only from that database.  So no database's provisioner
+ * retires, takes or moves the floor of another database's shard.  A floor
+ * raise keeps the state's database.  An aborted change leaves its database
+ * with the state before it (the state has room for one): the shard then
+ * belongs to the database that tried, until a superuser changes it.
+ *
  * Does a state say anything?  One that does not is not kept.  A shard
  * whose owner this server decided keeps its state, taken back or not, and
  * so does one that a database claimed (a floor, or a first mint with no
@@ -213,10 +172,30 @@ shid_state_mark(ShidShardState *state)
 }
 
 /*
- * The sync (see the file's header): one record with every unsynced state,
- * the WAL flushed up to it, the file written with its LSN, the count of
- * syncs bumped.  An error on the way leaves the states unsynced, to be
- * synced by the next one.  The caller holds the floors lock exclusively.
+ * The sync: one WAL record (STATES, of the "sharded_id" resource manager)
+ * with every unsynced state, the WAL flushed up to it, the file
+ * sharded_id.shards written with the record's LSN and renamed into place,
+ * the count of syncs bumped.  So a transaction of 1,000 floor changes
+ * costs one record and one flush.  The file is never ahead of the WAL on
+ * disk, and nothing that a change protects is handed out before both hold
+ * it.  An injection point (compat.h) stands before and after each step,
+ * for the crash tests.  An error on the way leaves the states unsynced, to
+ * be synced by the next one.
+ *
+ * Everything that relies on a change waits for its sync:
+ *	 - the transaction that made it, before it commits (owner.c calls
+ *	   shid_states_sync_xact at pre-commit).  So a retirement is durable
+ *	   before any row its transaction commits, and a committed floor before
+ *	   the mover lets another server mint;
+ *	 - the generator's own raise of a floor, which covers the ids it is
+ *	   about to hand out, at once (generator.c says why no other id relies
+ *	   on a floor before its transaction commits).
+ * A crash before the sync loses only changes that nothing relied on yet.
+ * Standbys and crash recovery replay a record only if it ends after the
+ * LSN of the file (so replay is idempotent, as a page's LSN makes it for a
+ * sequence), into their own shared state and file.
+ *
+ * The caller holds the floors lock exclusively.
  */
 void
 shid_states_sync_locked(void)
@@ -269,7 +248,7 @@ shid_states_sync_locked(void)
 }
 
 /*
- * Sync every unsynced state (see the file's header), if any.
+ * Sync every unsynced state (see shid_states_sync_locked), if any.
  *
  * Locks: the floors lock, exclusively.
  */
@@ -307,57 +286,82 @@ shid_bad_states_file(const char *problem)
 			 errhint("Restore the file from a backup of this data directory. If none exists, move it away, start the server with sharded_id.minting = off, run sharded_id.raise_floors() and retire_shard() where needed, then turn minting on.")));
 }
 
-/* Read the file into the empty table, at start-up. */
-static void
-shid_read_states(int max_shards)
+/*
+ * Read the whole file into text.  False if there is no file: no shard ever
+ * had a state here.
+ */
+static bool
+shid_slurp_states_file(StringInfo text)
 {
 	FILE	   *file;
-	StringInfoData text;
 	char		chunk[8192];
 	size_t		len;
-	char	   *line;
-	char	   *crc_line;
-	pg_crc32c	crc;
-	unsigned int stored_crc;
-	int			count = 0;
-	bool		v1;
-	bool		v3;
 
 	file = AllocateFile(SHID_SHARDS_FILE, PG_BINARY_R);
 	if (file == NULL)
 	{
 		if (errno == ENOENT)
-			return;				/* no shard ever had a state here */
+			return false;
 		ereport(FATAL,
 				(errcode_for_file_access(),
 				 errmsg("could not open file \"%s\": %m", SHID_SHARDS_FILE)));
 	}
-	initStringInfo(&text);
+	initStringInfo(text);
 	while ((len = fread(chunk, 1, sizeof(chunk), file)) > 0)
-		appendBinaryStringInfo(&text, chunk, len);
+		appendBinaryStringInfo(text, chunk, len);
 	if (ferror(file) || FreeFile(file) != 0)
 		ereport(FATAL,
 				(errcode_for_file_access(),
 				 errmsg("could not read file \"%s\": %m", SHID_SHARDS_FILE)));
+	return true;
+}
+
+/*
+ * Check the file's header and checksum; return its checksum line.  *v1 and
+ * *v3 say which header it has (neither: version 2).
+ */
+static char *
+shid_check_states_text(StringInfo text, bool *v1, bool *v3)
+{
+	char	   *crc_line;
+	pg_crc32c	crc;
+	unsigned int stored_crc;
 
 	/* Every header has the same length. */
 	StaticAssertStmt(sizeof(SHID_SHARDS_HEADER) == sizeof(SHID_SHARDS_HEADER_V1) &&
 					 sizeof(SHID_SHARDS_HEADER) == sizeof(SHID_SHARDS_HEADER_V2),
 					 "headers of one length");
-	v1 = strncmp(text.data, SHID_SHARDS_HEADER_V1, strlen(SHID_SHARDS_HEADER_V1)) == 0;
-	v3 = strncmp(text.data, SHID_SHARDS_HEADER, strlen(SHID_SHARDS_HEADER)) == 0;
-	if (!v1 && !v3 && strncmp(text.data, SHID_SHARDS_HEADER_V2, strlen(SHID_SHARDS_HEADER_V2)) != 0)
+	*v1 = strncmp(text->data, SHID_SHARDS_HEADER_V1, strlen(SHID_SHARDS_HEADER_V1)) == 0;
+	*v3 = strncmp(text->data, SHID_SHARDS_HEADER, strlen(SHID_SHARDS_HEADER)) == 0;
+	if (!*v1 && !*v3 && strncmp(text->data, SHID_SHARDS_HEADER_V2, strlen(SHID_SHARDS_HEADER_V2)) != 0)
 		shid_bad_states_file("It does not start with a known header.");
-	crc_line = strstr(text.data, "crc32c ");
+	crc_line = strstr(text->data, "crc32c ");
 	if (crc_line == NULL || sscanf(crc_line, "crc32c %08x", &stored_crc) != 1 ||
 		strlen(crc_line) != strlen("crc32c 00000000\n") ||
-		(crc_line != text.data && crc_line[-1] != '\n'))
+		(crc_line != text->data && crc_line[-1] != '\n'))
 		shid_bad_states_file("It has no checksum line, or is truncated.");
 	INIT_CRC32C(crc);
-	COMP_CRC32C(crc, text.data, crc_line - text.data);
+	COMP_CRC32C(crc, text->data, crc_line - text->data);
 	FIN_CRC32C(crc);
 	if (crc != stored_crc)
 		shid_bad_states_file("Its checksum does not match its contents.");
+	return crc_line;
+}
+
+/* Read the file into the empty table, at start-up. */
+static void
+shid_read_states(int max_shards)
+{
+	StringInfoData text;
+	char	   *line;
+	char	   *crc_line;
+	int			count = 0;
+	bool		v1;
+	bool		v3;
+
+	if (!shid_slurp_states_file(&text))
+		return;
+	crc_line = shid_check_states_text(&text, &v1, &v3);
 
 	line = text.data + strlen(SHID_SHARDS_HEADER);
 	if (v3)
@@ -520,6 +524,18 @@ shid_shard_state_retired(const ShidShardState *state)
 }
 
 /*
+ * A state records the top-level transaction of its last ownership change,
+ * and the state before that transaction's first change of the shard.  It
+ * holds only once that transaction has committed.  While it runs, a
+ * retirement already refuses (fail closed).  A transaction that aborted,
+ * or never committed before a crash, leaves the state before it.  A
+ * savepoint rolled back is undone by owner.c, which puts the state before
+ * it back and logs it again before the commit.  A shard whose owner the
+ * server decided keeps its state, minting or not, so that no catalog
+ * decides for it (owner.c).  Every later change of any state, and every
+ * raise of the ceiling while some state waits, settles the states: keeps
+ * only the outcome, with the frozen xid (SHID_XID_SETTLED).
+ *
  * Settle every state whose last change has committed or aborted: keep only
  * its outcome, so that no state waits on a transaction whose status the
  * commit log may one day no longer hold.  Each settled state is marked for

@@ -145,14 +145,10 @@ shid_assign_minting(bool newval, void *extra)
 	shid_mint_open = newval && shid_node_known;
 }
 
-void
-_PG_init(void)
+/* The settings defined whenever the library loads, preloaded or not. */
+static void
+shid_define_loader_gucs(void)
 {
-	/*
-	 * Loaded without shared_preload_libraries, the module still provides the
-	 * decoders; next_id refuses to run (see shid_require_shared_state).
-	 */
-	/* Defined whenever the library loads, preloaded or not. */
 	DefineCustomStringVariable("sharded_id.library_version",
 							   "Shows the version of the sharded_id library this server has loaded.",
 							   "The install and update scripts refuse to run over an older library: restart the server after installing a new version.",
@@ -182,10 +178,12 @@ _PG_init(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+}
 
-	if (!process_shared_preload_libraries_in_progress)
-		return;
-
+/* The generator's shared state: its size and its statistics. */
+static void
+shid_define_memory_gucs(void)
+{
 	DefineCustomIntVariable("sharded_id.max_shards",
 							"Sets how many shards, over all layouts, next_id can keep state for.",
 							"Each shard in use takes about 720 bytes of shared memory.",
@@ -214,6 +212,12 @@ _PG_init(void)
 							 PGC_SUSET,
 							 0,
 							 NULL, NULL, NULL);
+}
+
+/* The clock: how far it may leap, and the WAL that replicates its ceiling. */
+static void
+shid_define_clock_gucs(void)
+{
 	DefineCustomIntVariable("sharded_id.max_clock_jump",
 							"Sets how far the wall clock may leap ahead before next_id refuses to mint.",
 							"Measured against the monotonic clock since the durable ceiling was last written. 0 turns the check off.",
@@ -242,6 +246,12 @@ _PG_init(void)
 							 PGC_SIGHUP,
 							 0,
 							 NULL, NULL, NULL);
+}
+
+/* Who mints: the stripes, the minting switch and Citus's windows. */
+static void
+shid_define_minting_gucs(void)
+{
 	DefineCustomIntVariable("sharded_id.stripes",
 							"Sets how many servers may mint for one shard at once, each in its own stripe.",
 							"The top log2(stripes) bits of the sequence field hold sharded_id.stripe; 1 means no stripes.",
@@ -280,6 +290,22 @@ _PG_init(void)
 							PGC_SIGHUP,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
+}
+
+void
+_PG_init(void)
+{
+	/*
+	 * Loaded without shared_preload_libraries, the module still provides the
+	 * decoders; next_id refuses to run (see shid_require_shared_state).
+	 */
+	shid_define_loader_gucs();
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	shid_define_memory_gucs();
+	shid_define_clock_gucs();
+	shid_define_minting_gucs();
 	MarkGUCPrefixReserved("sharded_id");
 	if (shid_stripe >= shid_stripes)
 		ereport(ERROR,

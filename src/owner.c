@@ -4,22 +4,21 @@
  *	  Only the owner mints: which shards this server may mint for, and how
  *	  a change of ownership follows its transaction.
  *
- * The authority is the server's state of the shard (floors.c): a
- * retirement, by retire_shard, drop_shard or a move, or a take-back, by
- * create_shard, WAL-logged with the transaction that made it and kept in
- * the data directory, so that every database of the server, a restart, a
- * crash and a promoted standby honour it, and CREATE or DROP EXTENSION
- * forgets nothing.  Once the server has decided a shard's owner, it keeps
- * a state for the shard, taken back or not, and no catalog is read for it
- * again.
+ * The design is in doc/sharded_id-design.md ("Uniqueness across servers":
+ * only the owner mints, ownership follows its transaction, the server
+ * decides, not a catalog).  In short: the authority is the server's state
+ * of the shard (floors.c).  A retirement (retire_shard, drop_shard, a move)
+ * or a take-back (create_shard) is WAL-logged with the transaction that
+ * made it and kept in the data directory.  Every database of the server, a
+ * restart, a crash and a promoted standby honour it; CREATE or DROP
+ * EXTENSION forgets nothing.  Once the server has decided a shard's owner,
+ * it keeps a state for the shard, and no catalog is read for it again.
  *
  * The catalog table sharded_id.retired_shards records retirements too, per
  * database, and a dump carries it.  It is read only for a shard whose
- * owner this server never decided (no create_shard, retirement or take-back
- * here): a database restored on a new server, or a bare next_id(shard).
- * A retirement it records then becomes the server's, unconditionally and
- * durably, so that the restored database refuses the shards its catalog
- * retired, every database agrees, and the catalog is not read again.  So:
+ * owner this server never decided: a database restored on a new server,
+ * or a bare next_id(shard).  A retirement it records then becomes the
+ * server's, unconditionally and durably.  So:
  *
  *	 - no snapshot decides: a session whose snapshot predates a take-back
  *	   still sees the retirement row, but reads the server's state, where
@@ -32,66 +31,10 @@
  * A server that retired nothing mints as before: a bare next_id(shard)
  * keeps working where the shard catalog was never used.
  *
- * A change of ownership holds once its transaction commits.  The state
- * records the top-level transaction's xid, the latest change and the
- * state before the transaction's first change of the shard, so that the
- * transaction's abort, or a crash before its commit, restores the state
- * before it, whatever it did in between (a retirement and a take-back
- * rolled back together leave the shard minting).  A savepoint that rolls
- * back cannot be told apart by the xid: its changes are undone here, as
- * the subtransaction aborts, by putting back in shared memory the state
- * before them, if no other transaction changed the shard since, and
- * WAL-logging that state before the transaction commits (XACT_EVENT_
- * PRE_COMMIT); a crash before then aborts the whole transaction anyway.
- *
- * next_id cannot read a table on every call, so each generator slot caches
- * the answer in shared memory (SHID_OWNER_*, owner.h):
- *
- *	 - UNKNOWN after start-up or promotion.  The first call that mints for
- *	   the slot reads the server's state of the shard, or the catalog as
- *	   above (shid_owner_learn), and stores MINTS or RETIRED, unless a
- *	   retirement or a take-back stored a state first.
- *	 - A retirement (_retire_shard) stores RETIRED at once and reads the
- *	   slot's high-water mark under the same hold of the slot's spinlock, so
- *	   no id above that mark is minted here afterwards.  If its transaction
- *	   or subtransaction aborts, the state becomes UNKNOWN again, and the
- *	   next mint reads the server's state, where the aborted change no
- *	   longer counts but any other since does.  An uncommitted retirement
- *	   already refuses: the fence fails closed.
- *	 - A take-back (_own_shard) makes the state UNKNOWN when its
- *	   transaction commits; until then the shard stays refused.  The next
- *	   mint reads the server's state, where the take-back now holds unless
- *	   a retirement came after it.  A committing retirement stores nothing
- *	   more, so a take-back that committed in between (a move between two
- *	   databases of one server, which share the slot) stands.
- *
- * A slot's owner state changes only under the slot's spinlock
- * (shid_slot_set_owner, slots.c); the minter reads it under the same
- * spinlock when it claims a value.  A mint that reads the server's state
- * stores its answer in the slot under the same exclusive hold of the
- * floors lock, and a transaction's end makes a slot UNKNOWN holding that
- * lock too: so no answer read while a change's transaction still ran is
- * stored after that transaction ended.  The catalog is read holding no
- * lock.  The list of a transaction's pending changes is backend-local.  A
- * transaction that retired or took back a shard cannot be prepared for
- * two-phase commit, since the change would then take effect, or be undone,
- * in another session; one whose changes all rolled back to savepoints can.
- * The order of the locks: locks.h.
- *
- * The slot table and the shard states are shared by the databases of a
- * server, while the catalog is per database: the shard catalog belongs in
- * one database of a server.  Each state names the database whose
- * transaction last created, retired or took back the shard (floors.c,
- * carried by the WAL record to standbys), and a change of ownership by a
- * role that is not a superuser is refused (42501) unless the server has no
- * state for the shard or its state names the current database, checked
- * by privs.c and again here under the floors lock (shid_owner_change):
- * so no database's catalog, nor its provisioner, makes another database's
- * shard refuse.  Superusers may move a shard between databases.  next_id
- * does not read the database.  A shard that a database mints for with no
- * state (a bare next_id(shard), no create_shard) is claimed by that
- * database at its first mint since start-up (shid_owner_claim): another
- * database's provisioner cannot then create and retire it.
+ * Where the rest is: how a change follows its transaction and savepoints,
+ * at ShidOwnerChange; the owner state each slot caches, and its locks, at
+ * shid_owner_learn; which database may change a shard, at
+ * shid_owner_change.  The order of the locks: locks.h.
  *
  *-------------------------------------------------------------------------
  */
@@ -116,6 +59,20 @@
 #define SHID_CHANGE_RETIRE	SHID_OWNER_RETIRED	/* a retirement */
 #define SHID_CHANGE_OWN		SHID_OWNER_MINTS	/* a take-back */
 #define SHID_CHANGE_NONE	3	/* rolled back: nothing to do at the end */
+
+/*
+ * A change of ownership holds once its transaction commits.  The state
+ * records the top-level transaction's xid, the latest change and the
+ * state before the transaction's first change of the shard, so that the
+ * transaction's abort, or a crash before its commit, restores the state
+ * before it, whatever it did in between (a retirement and a take-back
+ * rolled back together leave the shard minting).  A savepoint that rolls
+ * back cannot be told apart by the xid: its changes are undone here, as
+ * the subtransaction aborts, by putting back in shared memory the state
+ * before them, if no other transaction changed the shard since, and
+ * WAL-logging that state before the transaction commits (XACT_EVENT_
+ * PRE_COMMIT); a crash before then aborts the whole transaction anyway.
+ */
 
 /* A change of a shard's ownership, pending until the transaction ends. */
 typedef struct ShidOwnerChange
@@ -168,6 +125,23 @@ shid_owner_state_locked(const ShidShardKey *key, ShidShardState *state)
 		state->key = *key;
 	}
 }
+
+/*
+ * The slot table and the shard states are shared by the databases of a
+ * server, while the catalog is per database: the shard catalog belongs in
+ * one database of a server.  Each state names the database whose
+ * transaction last created, retired or took back the shard (floors.c; the
+ * WAL record carries it to standbys).  A change of ownership by a role
+ * that is not a superuser is refused (42501) unless the server has no
+ * state for the shard or its state names the current database.  privs.c
+ * checks it, and shid_owner_change again under the floors lock.  So no
+ * database's catalog, nor its provisioner, makes another database's shard
+ * refuse.  Superusers may move a shard between databases.  next_id does
+ * not read the database.  A shard that a database mints for with no state
+ * (a bare next_id(shard), no create_shard) is claimed by that database at
+ * its first mint since start-up (shid_owner_claim).  Another database's
+ * provisioner cannot then create and retire it.
+ */
 
 /*
  * Retire the shard of slot (owner SHID_RETIRE) or take it back (SHID_OWN)
@@ -395,6 +369,42 @@ shid_owner_catalog_retired(int32 shard, const ShidLayout *layout)
 	SPI_finish();
 	return retired;
 }
+
+/*
+ * next_id cannot read a table on every call, so each generator slot caches
+ * the answer in shared memory (SHID_OWNER_*, owner.h):
+ *
+ *	 - UNKNOWN after start-up or promotion.  The first call that mints for
+ *	   the slot reads the server's state of the shard, or the catalog as
+ *	   above (shid_owner_learn), and stores MINTS or RETIRED, unless a
+ *	   retirement or a take-back stored a state first.
+ *	 - A retirement (_retire_shard) stores RETIRED at once and reads the
+ *	   slot's high-water mark under the same hold of the slot's spinlock, so
+ *	   no id above that mark is minted here afterwards.  If its transaction
+ *	   or subtransaction aborts, the state becomes UNKNOWN again, and the
+ *	   next mint reads the server's state, where the aborted change no
+ *	   longer counts but any other since does.  An uncommitted retirement
+ *	   already refuses: the fence fails closed.
+ *	 - A take-back (_own_shard) makes the state UNKNOWN when its
+ *	   transaction commits; until then the shard stays refused.  The next
+ *	   mint reads the server's state, where the take-back now holds unless
+ *	   a retirement came after it.  A committing retirement stores nothing
+ *	   more, so a take-back that committed in between (a move between two
+ *	   databases of one server, which share the slot) stands.
+ *
+ * A slot's owner state changes only under the slot's spinlock
+ * (shid_slot_set_owner, slots.c); the minter reads it under the same
+ * spinlock when it claims a value.  A mint that reads the server's state
+ * stores its answer in the slot under the same exclusive hold of the
+ * floors lock, and a transaction's end makes a slot UNKNOWN holding that
+ * lock too: so no answer read while a change's transaction still ran is
+ * stored after that transaction ended.  The catalog is read holding no
+ * lock.  The list of a transaction's pending changes is backend-local.  A
+ * transaction that retired or took back a shard cannot be prepared for
+ * two-phase commit, since the change would then take effect, or be undone,
+ * in another session; one whose changes all rolled back to savepoints can.
+ * The order of the locks: locks.h.
+ */
 
 /*
  * Has this server given the shard away?  For a slot whose owner state is

@@ -306,6 +306,71 @@ shid_require_shard_owner(int32 shard, const char *layout, const char *action)
 	shid_require_state_here(shard, layout, action);
 }
 
+/* This database's record of a shard's retirement, as take_back reads it. */
+typedef struct ShidRetirement
+{
+	bool		recorded;		/* retired_shards has a row for the shard */
+	char	   *layout;			/* its layout */
+	char	   *retired_by;		/* who retired it; NULL if unknown */
+	bool		by_exists;		/* retired_by names a role that exists */
+	bool		by_super;		/* ... which is a superuser */
+	Oid			by_oid;			/* ... and has this oid */
+} ShidRetirement;
+
+/* Does schema exist, and who owns it?  Inside SPI. */
+static bool
+shid_schema_owner(const char *schema, Oid *nspowner)
+{
+	Oid			t[1] = {TEXTOID};
+	Datum		v[1] = {CStringGetTextDatum(schema)};
+	bool		isnull;
+
+	if (shid_spi("SELECT n.nspowner FROM pg_catalog.pg_namespace n"
+				 " WHERE n.nspname OPERATOR(pg_catalog.=) $1::pg_catalog.name",
+				 1, t, v, NULL, SPI_OK_SELECT) == 0)
+		return false;
+	*nspowner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+											   SPI_tuptable->tupdesc, 1, &isnull));
+	return true;
+}
+
+/*
+ * Read this database's record of shard's retirement into *rec, kept in
+ * CurTransactionContext past SPI_finish.  values[0] is the shard, of type
+ * types[0].  Inside SPI.
+ */
+static void
+shid_read_retirement(Oid *types, Datum *values, ShidRetirement *rec)
+{
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	Datum		d;
+
+	memset(rec, 0, sizeof(*rec));
+	rec->by_oid = InvalidOid;
+	rec->recorded = shid_spi("SELECT r.layout, r.retired_by::text, a.oid, a.rolsuper"
+							 " FROM sharded_id.retired_shards r"
+							 " LEFT JOIN pg_catalog.pg_roles a ON a.rolname OPERATOR(pg_catalog.=) r.retired_by"
+							 " WHERE r.shard_id OPERATOR(pg_catalog.=) $1",
+							 1, types, values, NULL, SPI_OK_SELECT) > 0;
+	if (!rec->recorded)
+		return;
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	rec->layout = MemoryContextStrdup(CurTransactionContext, SPI_getvalue(tup, desc, 1));
+	rec->retired_by = SPI_getvalue(tup, desc, 2);
+	if (rec->retired_by)
+		rec->retired_by = MemoryContextStrdup(CurTransactionContext, rec->retired_by);
+	d = SPI_getbinval(tup, desc, 3, &isnull);
+	if (!isnull)
+	{
+		rec->by_exists = true;
+		rec->by_oid = DatumGetObjectId(d);
+		rec->by_super = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
+	}
+}
+
 /*
  * May the caller make shard (of layout) live here, in schema?  Superusers
  * may.  A member of the provisioner role may if the schema is new or its
@@ -324,12 +389,7 @@ shid_check_take_back(Oid user, int32 shard, const char *layout, const char *sche
 	bool		schema_exists;
 	Oid			nspowner = InvalidOid;
 	bool		server_retired;
-	bool		recorded;
-	char	   *rec_layout = NULL;
-	char	   *retired_by = NULL;
-	bool		by_exists = false;
-	bool		by_super = false;
-	Oid			by_oid = InvalidOid;
+	ShidRetirement rec;
 
 	if (superuser_arg(user))
 		return;
@@ -340,18 +400,7 @@ shid_check_take_back(Oid user, int32 shard, const char *layout, const char *sche
 	shid_as_owner_begin(&as);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	{
-		Oid			t[1] = {TEXTOID};
-		Datum		v[1] = {CStringGetTextDatum(schema)};
-		bool		isnull;
-
-		schema_exists = shid_spi("SELECT n.nspowner FROM pg_catalog.pg_namespace n"
-								 " WHERE n.nspname OPERATOR(pg_catalog.=) $1::pg_catalog.name",
-								 1, t, v, NULL, SPI_OK_SELECT) > 0;
-		if (schema_exists)
-			nspowner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-													  SPI_tuptable->tupdesc, 1, &isnull));
-	}
+	schema_exists = shid_schema_owner(schema, &nspowner);
 	if (shid_spi("SELECT s.schema_name::pg_catalog.text, s.layout FROM sharded_id.shards s"
 				 " WHERE s.shard_id OPERATOR(pg_catalog.=) $1",
 				 1, types, values, NULL, SPI_OK_SELECT) > 0)
@@ -370,30 +419,7 @@ shid_check_take_back(Oid user, int32 shard, const char *layout, const char *sche
 							  " WHERE f.shard_id OPERATOR(pg_catalog.=) $1 AND f.layout OPERATOR(pg_catalog.=) $2"
 							  " AND f.retired",
 							  2, types, values, NULL, SPI_OK_SELECT) > 0;
-	recorded = shid_spi("SELECT r.layout, r.retired_by::text, a.oid, a.rolsuper"
-						" FROM sharded_id.retired_shards r"
-						" LEFT JOIN pg_catalog.pg_roles a ON a.rolname OPERATOR(pg_catalog.=) r.retired_by"
-						" WHERE r.shard_id OPERATOR(pg_catalog.=) $1",
-						1, types, values, NULL, SPI_OK_SELECT) > 0;
-	if (recorded)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[0];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		Datum		d;
-
-		rec_layout = MemoryContextStrdup(CurTransactionContext, SPI_getvalue(tup, desc, 1));
-		retired_by = SPI_getvalue(tup, desc, 2);
-		if (retired_by)
-			retired_by = MemoryContextStrdup(CurTransactionContext, retired_by);
-		d = SPI_getbinval(tup, desc, 3, &isnull);
-		if (!isnull)
-		{
-			by_exists = true;
-			by_oid = DatumGetObjectId(d);
-			by_super = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
-		}
-	}
+	shid_read_retirement(types, values, &rec);
 	SPI_finish();
 	shid_end_owner(&as);
 
@@ -404,22 +430,23 @@ shid_check_take_back(Oid user, int32 shard, const char *layout, const char *sche
 				 errdetail("Schema \"%s\" belongs to role \"%s\".", schema, shid_role_name(nspowner)),
 				 errhint("A role that is not a superuser makes shards in new schemas or in schemas it owns.")));
 	shid_require_state_here(shard, layout, server_retired ? "take back" : "create");
-	if (!server_retired && !recorded)
+	if (!server_retired && !rec.recorded)
 		return;
-	if (!recorded || strcmp(rec_layout, layout) != 0)
+	if (!rec.recorded || strcmp(rec.layout, layout) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to take back shard %d", shard),
 				 errdetail("This server gave shard %d of layout \"%s\" away, and this database has no record of the retirement.",
 						   shard, layout),
 				 errhint("A superuser takes it back with sharded_id.create_shard(%d).", shard)));
-	if (retired_by == NULL || !by_exists || by_super || !has_privs_of_role(user, by_oid))
+	if (rec.retired_by == NULL || !rec.by_exists || rec.by_super ||
+		!has_privs_of_role(user, rec.by_oid))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to take back shard %d", shard),
-				 retired_by == NULL ? errdetail("This database does not record who retired shard %d.", shard) :
-				 by_super ? errdetail("Superuser \"%s\" retired shard %d.", retired_by, shard) :
-				 errdetail("Role \"%s\" retired shard %d.", retired_by, shard),
+				 rec.retired_by == NULL ? errdetail("This database does not record who retired shard %d.", shard) :
+				 rec.by_super ? errdetail("Superuser \"%s\" retired shard %d.", rec.retired_by, shard) :
+				 errdetail("Role \"%s\" retired shard %d.", rec.retired_by, shard),
 				 errhint("A role that is not a superuser takes back only the shards that it retired; a superuser takes it back with sharded_id.create_shard(%d).",
 						 shard)));
 }

@@ -10,31 +10,16 @@
 --
 
 --
--- Schemas that a role other than a superuser owns, may create objects in,
--- or has put code in.  Citus copies a distributed schema's rows as the role
--- that distributes or moves it (citus_schema_distribute, citus_schema_move,
--- citus_rebalance_start: COPY into the new shard on the node that receives
--- it), which runs the tables' CHECK constraints, domain checks and
--- generated columns with that role's rights.  A role is open unless it is
--- a superuser that no such role is a member of (a member with INHERIT has
--- its owner's rights: it could replace the superuser's functions).  Code
--- is followed through the catalog's dependencies: the schema's defaults,
--- constraints, indexes, triggers, rules, policies and statistics objects,
--- and the types of its columns, through arrays, domains (their base types
--- and the functions of their checks), composite types and table row types
--- (their columns' types) and ranges, to the functions, operators and types
--- they use.  The body of a function in another language than SQL's
--- standard one records no dependency: a superuser's function that calls
--- another role's by name is not seen.  Reads the catalogs only: no row of
--- any table, no view, no function of the schema is run.
+-- The open roles of _open_schemas: every role that is not a superuser,
+-- and every role that such a role is a member of.
 --
-CREATE FUNCTION sharded_id._open_schemas(schemas oid[])
-RETURNS TABLE (nspoid oid, k integer, what text)
-LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+CREATE FUNCTION sharded_id._open_roles()
+RETURNS SETOF oid
+LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    PERFORM sharded_id._superuser_only('sharded_id._open_schemas');
+    PERFORM sharded_id._superuser_only('sharded_id._open_roles');
     RETURN QUERY
     WITH RECURSIVE member_of(role, member) AS (
         SELECT m.roleid, m.member FROM pg_catalog.pg_auth_members m
@@ -45,30 +30,31 @@ BEGIN
         SELECT r.oid FROM pg_catalog.pg_roles r WHERE NOT r.rolsuper
         UNION
         SELECT mo.role FROM member_of mo JOIN pg_catalog.pg_roles r ON r.oid = mo.member WHERE NOT r.rolsuper
-    ),
-    cand AS (
-        SELECT n.oid AS nspoid, n.nspowner, n.nspacl
-        FROM pg_catalog.pg_namespace n WHERE n.oid = ANY (_open_schemas.schemas)
-    ),
-    -- Objects of the schema and their owners.
-    owned(nspoid, classid, objid, owner) AS (
-        SELECT relnamespace, 'pg_catalog.pg_class'::pg_catalog.regclass, oid, relowner FROM pg_catalog.pg_class
-            WHERE relkind NOT IN ('i', 'I')    -- an index is its table's
-        -- Not the row type of a relation nor an array type of the schema's
-        -- own: each is its relation's or element's, named with it.
-        UNION ALL SELECT typnamespace, 'pg_catalog.pg_type'::pg_catalog.regclass, oid, typowner FROM pg_catalog.pg_type t
-            WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class k WHERE k.oid = t.typrelid AND k.relkind <> 'c')
-              AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_type e WHERE e.oid = t.typelem AND e.typarray = t.oid)
-        UNION ALL SELECT pronamespace, 'pg_catalog.pg_proc'::pg_catalog.regclass, oid, proowner FROM pg_catalog.pg_proc
-        UNION ALL SELECT oprnamespace, 'pg_catalog.pg_operator'::pg_catalog.regclass, oid, oprowner FROM pg_catalog.pg_operator
-        UNION ALL SELECT collnamespace, 'pg_catalog.pg_collation'::pg_catalog.regclass, oid, collowner FROM pg_catalog.pg_collation
-        UNION ALL SELECT connamespace, 'pg_catalog.pg_conversion'::pg_catalog.regclass, oid, conowner FROM pg_catalog.pg_conversion
-        UNION ALL SELECT opcnamespace, 'pg_catalog.pg_opclass'::pg_catalog.regclass, oid, opcowner FROM pg_catalog.pg_opclass
-        UNION ALL SELECT opfnamespace, 'pg_catalog.pg_opfamily'::pg_catalog.regclass, oid, opfowner FROM pg_catalog.pg_opfamily
-        UNION ALL SELECT cfgnamespace, 'pg_catalog.pg_ts_config'::pg_catalog.regclass, oid, cfgowner FROM pg_catalog.pg_ts_config
-        UNION ALL SELECT dictnamespace, 'pg_catalog.pg_ts_dict'::pg_catalog.regclass, oid, dictowner FROM pg_catalog.pg_ts_dict
-        UNION ALL SELECT stxnamespace, 'pg_catalog.pg_statistic_ext'::pg_catalog.regclass, oid, stxowner FROM pg_catalog.pg_statistic_ext
-    ),
+    )
+    SELECT o.oid FROM open_role o;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._open_roles() IS
+'internal: the roles that are not superusers, and the roles that they are members of (_open_schemas)';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._open_roles() FROM PUBLIC;
+
+--
+-- Reason 5 of _open_schemas: code of the given schemas that uses a
+-- function, operator or type of another schema owned by an open role,
+-- directly or through the types that it uses (the schema's own objects
+-- are reason 3's).
+--
+CREATE FUNCTION sharded_id._open_schema_code(schemas oid[])
+RETURNS TABLE (nspoid oid, k integer, what text)
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._open_schema_code');
+    RETURN QUERY
+    WITH RECURSIVE
     -- What the schema's code depends on: (schema, the depending object, the
     -- object it uses).
     uses(nspoid, classid, objid, objsubid, refclassid, refobjid) AS (
@@ -94,7 +80,7 @@ BEGIN
             WHEN 'pg_catalog.pg_proc'::pg_catalog.regclass THEN
                 (SELECT x.pronamespace FROM pg_catalog.pg_proc x WHERE x.oid = d.objid)
             END AS nspoid) dn
-        WHERE dn.nspoid IN (SELECT c.nspoid FROM cand c)
+        WHERE dn.nspoid = ANY (_open_schema_code.schemas)
           AND d.refclassid IN ('pg_catalog.pg_proc'::pg_catalog.regclass, 'pg_catalog.pg_operator'::pg_catalog.regclass,
                                'pg_catalog.pg_type'::pg_catalog.regclass)
     ),
@@ -141,6 +127,73 @@ BEGIN
             SELECT t.typowner, t.typnamespace FROM pg_catalog.pg_type t
             WHERE u.refclassid = 'pg_catalog.pg_type'::pg_catalog.regclass AND t.oid = u.refobjid) x
     )
+    SELECT DISTINCT u.nspoid, 5,
+           pg_catalog.format('%s uses %s, owned by role %I',
+                             pg_catalog.pg_describe_object(u.classid, u.objid, u.objsubid),
+                             pg_catalog.pg_describe_object(u.refclassid, u.refobjid, 0), r.rolname)
+    FROM run_owner u JOIN pg_catalog.pg_roles r ON r.oid = u.owner
+    WHERE r.oid IN (SELECT o FROM sharded_id._open_roles() o) AND u.refnsp <> u.nspoid;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._open_schema_code(oid[]) IS
+'internal: code of the given schemas that uses a function, operator or type owned by an open role, with the reason (_open_schemas)';
+
+REVOKE EXECUTE ON FUNCTION sharded_id._open_schema_code(oid[]) FROM PUBLIC;
+
+--
+-- Schemas that a role other than a superuser owns, may create objects in,
+-- or has put code in.  Citus copies a distributed schema's rows as the role
+-- that distributes or moves it (citus_schema_distribute, citus_schema_move,
+-- citus_rebalance_start: COPY into the new shard on the node that receives
+-- it), which runs the tables' CHECK constraints, domain checks and
+-- generated columns with that role's rights.  A role is open unless it is
+-- a superuser that no such role is a member of (a member with INHERIT has
+-- its owner's rights: it could replace the superuser's functions).  Code
+-- is followed through the catalog's dependencies: the schema's defaults,
+-- constraints, indexes, triggers, rules, policies and statistics objects,
+-- and the types of its columns, through arrays, domains (their base types
+-- and the functions of their checks), composite types and table row types
+-- (their columns' types) and ranges, to the functions, operators and types
+-- they use.  The body of a function in another language than SQL's
+-- standard one records no dependency: a superuser's function that calls
+-- another role's by name is not seen.  Reads the catalogs only: no row of
+-- any table, no view, no function of the schema is run.
+--
+CREATE FUNCTION sharded_id._open_schemas(schemas oid[])
+RETURNS TABLE (nspoid oid, k integer, what text)
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._open_schemas');
+    RETURN QUERY
+    WITH open_role(oid) AS (
+        SELECT o FROM sharded_id._open_roles() o
+    ),
+    cand AS (
+        SELECT n.oid AS nspoid, n.nspowner, n.nspacl
+        FROM pg_catalog.pg_namespace n WHERE n.oid = ANY (_open_schemas.schemas)
+    ),
+    -- Objects of the schema and their owners.
+    owned(nspoid, classid, objid, owner) AS (
+        SELECT relnamespace, 'pg_catalog.pg_class'::pg_catalog.regclass, oid, relowner FROM pg_catalog.pg_class
+            WHERE relkind NOT IN ('i', 'I')    -- an index is its table's
+        -- Not the row type of a relation nor an array type of the schema's
+        -- own: each is its relation's or element's, named with it.
+        UNION ALL SELECT typnamespace, 'pg_catalog.pg_type'::pg_catalog.regclass, oid, typowner FROM pg_catalog.pg_type t
+            WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class k WHERE k.oid = t.typrelid AND k.relkind <> 'c')
+              AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_type e WHERE e.oid = t.typelem AND e.typarray = t.oid)
+        UNION ALL SELECT pronamespace, 'pg_catalog.pg_proc'::pg_catalog.regclass, oid, proowner FROM pg_catalog.pg_proc
+        UNION ALL SELECT oprnamespace, 'pg_catalog.pg_operator'::pg_catalog.regclass, oid, oprowner FROM pg_catalog.pg_operator
+        UNION ALL SELECT collnamespace, 'pg_catalog.pg_collation'::pg_catalog.regclass, oid, collowner FROM pg_catalog.pg_collation
+        UNION ALL SELECT connamespace, 'pg_catalog.pg_conversion'::pg_catalog.regclass, oid, conowner FROM pg_catalog.pg_conversion
+        UNION ALL SELECT opcnamespace, 'pg_catalog.pg_opclass'::pg_catalog.regclass, oid, opcowner FROM pg_catalog.pg_opclass
+        UNION ALL SELECT opfnamespace, 'pg_catalog.pg_opfamily'::pg_catalog.regclass, oid, opfowner FROM pg_catalog.pg_opfamily
+        UNION ALL SELECT cfgnamespace, 'pg_catalog.pg_ts_config'::pg_catalog.regclass, oid, cfgowner FROM pg_catalog.pg_ts_config
+        UNION ALL SELECT dictnamespace, 'pg_catalog.pg_ts_dict'::pg_catalog.regclass, oid, dictowner FROM pg_catalog.pg_ts_dict
+        UNION ALL SELECT stxnamespace, 'pg_catalog.pg_statistic_ext'::pg_catalog.regclass, oid, stxowner FROM pg_catalog.pg_statistic_ext
+    )
     SELECT c.nspoid, 1, pg_catalog.format('role %I owns the schema', r.rolname)
     FROM cand c JOIN pg_catalog.pg_roles r ON r.oid = c.nspowner
     WHERE r.oid IN (SELECT o.oid FROM open_role o)
@@ -166,15 +219,8 @@ BEGIN
     LEFT JOIN pg_catalog.pg_roles r ON r.oid = a.grantee
     WHERE a.privilege_type = 'TRIGGER' AND (a.grantee = 0 OR a.grantee IN (SELECT o.oid FROM open_role o))
     UNION ALL
-    -- Code of the schema that uses a function, operator or type of another
-    -- schema owned by an open role, directly or through the types above
-    -- (the schema's own objects are reason 3's).
-    SELECT DISTINCT u.nspoid, 5,
-           pg_catalog.format('%s uses %s, owned by role %I',
-                             pg_catalog.pg_describe_object(u.classid, u.objid, u.objsubid),
-                             pg_catalog.pg_describe_object(u.refclassid, u.refobjid, 0), r.rolname)
-    FROM run_owner u JOIN pg_catalog.pg_roles r ON r.oid = u.owner
-    WHERE r.oid IN (SELECT x.oid FROM open_role x) AND u.refnsp <> u.nspoid;
+    -- Code of the schema that uses an open role's objects.
+    SELECT x.nspoid, x.k, x.what FROM sharded_id._open_schema_code(_open_schemas.schemas) x;
 END
 $$;
 

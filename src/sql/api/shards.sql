@@ -1789,6 +1789,51 @@ $$;
 COMMENT ON FUNCTION sharded_id.schema_ddl(name) IS
 'the statements that make a shard schema again, without its rows, in one transaction: types, sequences, functions, procedures, tables and partitions, views and materialized views in dependency order, then constraints, indexes, triggers and their enabled state, row security, policies, owners, privileges and comments of every object and of the schema; refuses (0A000) a schema holding an object it cannot make again';
 
+-- The relations of a schema as schema_inventory lists them: kind, name,
+-- owner, privileges, flags, and all else that defines them (options,
+-- partitioning, definitions, sequence and column details, comments).
+CREATE FUNCTION sharded_id._inventory_relations(nsp oid)
+RETURNS TABLE (kind text, name text, owner oid, acl aclitem[], details text, def text)
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE c.relkind WHEN 'r' THEN 'table' WHEN 'p' THEN 'partitioned table' WHEN 'v' THEN 'view'
+                          WHEN 'm' THEN 'materialized view' WHEN 'S' THEN 'sequence' WHEN 'i' THEN 'index'
+                          WHEN 'I' THEN 'partitioned index' WHEN 'c' THEN 'composite type'
+                          WHEN 'f' THEN 'foreign table' ELSE 'relation ' || c.relkind::text END,
+           c.relname::text, c.relowner, c.relacl,
+           pg_catalog.concat_ws(' ', CASE WHEN c.relkind = 'm' THEN CASE WHEN c.relispopulated THEN 'populated' ELSE 'not populated' END END,
+                     CASE WHEN c.relrowsecurity THEN 'row security' END,
+                     CASE WHEN c.relforcerowsecurity THEN 'forced' END,
+                     CASE WHEN c.relpersistence = 'u' THEN 'unlogged' END,
+                     CASE WHEN c.relkind IN ('r', 'p') AND c.relreplident <> 'd' THEN 'replica identity ' || c.relreplident::text END),
+           pg_catalog.concat_ws(E'\n',
+               c.reloptions::text, (SELECT a.amname FROM pg_catalog.pg_am a WHERE a.oid = c.relam),
+               pg_catalog.pg_get_partkeydef(c.oid), pg_catalog.pg_get_expr(c.relpartbound, c.oid),
+               (SELECT 'parent ' || i.inhparent::pg_catalog.regclass::text FROM pg_catalog.pg_inherits i WHERE i.inhrelid = c.oid),
+               CASE WHEN c.relkind IN ('v', 'm') THEN pg_catalog.pg_get_viewdef(c.oid) END,
+               CASE WHEN c.relkind IN ('i', 'I') THEN pg_catalog.pg_get_indexdef(c.oid) END,
+               (SELECT pg_catalog.concat_ws(' ', q.seqtypid::pg_catalog.regtype, q.seqstart, q.seqincrement, q.seqmin, q.seqmax, q.seqcache, q.seqcycle)
+                FROM pg_catalog.pg_sequence q WHERE q.seqrelid = c.oid),
+               (SELECT 'owned by ' || d.refobjid::pg_catalog.regclass::text || '.' || pg_catalog.quote_ident(a.attname) || ' ' || d.deptype::text
+                FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
+                WHERE d.classid = 'pg_class'::pg_catalog.regclass AND d.objid = c.oid AND d.refclassid = 'pg_class'::pg_catalog.regclass
+                  AND d.deptype IN ('a', 'i') AND c.relkind = 'S'),
+               (SELECT pg_catalog.string_agg(pg_catalog.concat_ws(' ', pg_catalog.quote_ident(a.attname), pg_catalog.format_type(a.atttypid, a.atttypmod),
+                                            a.attcollation::pg_catalog.regcollation::text, a.attnotnull, a.attidentity, a.attgenerated,
+                                            a.attstorage, a.attcompression, a.attstattarget,
+                                            pg_catalog.pg_get_expr(d.adbin, d.adrelid),
+                                            (SELECT pg_catalog.string_agg(x::text, ',' ORDER BY x::text) FROM pg_catalog.unnest(a.attacl) x),
+                                            pg_catalog.col_description(c.oid, a.attnum)), E'\n' ORDER BY a.attnum)
+                FROM pg_catalog.pg_attribute a LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+                WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped),
+               pg_catalog.obj_description(c.oid, 'pg_class'))
+    FROM pg_catalog.pg_class c WHERE c.relnamespace = _inventory_relations.nsp;
+$$;
+
+COMMENT ON FUNCTION sharded_id._inventory_relations(oid) IS
+'internal: the relations of a schema with their owners, privileges, flags and definitions (schema_inventory)';
+
 -- A schema as a list of its objects, to compare two copies of it: one row
 -- per object, with its owner, its privileges (each grant as text, sorted;
 -- NULL for the default ones), a few flags worth reading (details), and an
@@ -1815,38 +1860,8 @@ BEGIN
                obj_description(n.oid, 'pg_namespace')
         FROM pg_namespace n WHERE n.oid = nsp
         UNION ALL
-        SELECT CASE c.relkind WHEN 'r' THEN 'table' WHEN 'p' THEN 'partitioned table' WHEN 'v' THEN 'view'
-                              WHEN 'm' THEN 'materialized view' WHEN 'S' THEN 'sequence' WHEN 'i' THEN 'index'
-                              WHEN 'I' THEN 'partitioned index' WHEN 'c' THEN 'composite type'
-                              WHEN 'f' THEN 'foreign table' ELSE 'relation ' || c.relkind::text END,
-               c.relname::text, c.relowner, c.relacl,
-               concat_ws(' ', CASE WHEN c.relkind = 'm' THEN CASE WHEN c.relispopulated THEN 'populated' ELSE 'not populated' END END,
-                         CASE WHEN c.relrowsecurity THEN 'row security' END,
-                         CASE WHEN c.relforcerowsecurity THEN 'forced' END,
-                         CASE WHEN c.relpersistence = 'u' THEN 'unlogged' END,
-                         CASE WHEN c.relkind IN ('r', 'p') AND c.relreplident <> 'd' THEN 'replica identity ' || c.relreplident::text END),
-               concat_ws(E'\n',
-                   c.reloptions::text, (SELECT a.amname FROM pg_am a WHERE a.oid = c.relam),
-                   pg_get_partkeydef(c.oid), pg_get_expr(c.relpartbound, c.oid),
-                   (SELECT 'parent ' || i.inhparent::regclass::text FROM pg_inherits i WHERE i.inhrelid = c.oid),
-                   CASE WHEN c.relkind IN ('v', 'm') THEN pg_get_viewdef(c.oid) END,
-                   CASE WHEN c.relkind IN ('i', 'I') THEN pg_get_indexdef(c.oid) END,
-                   (SELECT concat_ws(' ', q.seqtypid::regtype, q.seqstart, q.seqincrement, q.seqmin, q.seqmax, q.seqcache, q.seqcycle)
-                    FROM pg_sequence q WHERE q.seqrelid = c.oid),
-                   (SELECT 'owned by ' || d.refobjid::regclass::text || '.' || quote_ident(a.attname) || ' ' || d.deptype::text
-                    FROM pg_depend d JOIN pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
-                    WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.refclassid = 'pg_class'::regclass
-                      AND d.deptype IN ('a', 'i') AND c.relkind = 'S'),
-                   (SELECT string_agg(concat_ws(' ', quote_ident(a.attname), format_type(a.atttypid, a.atttypmod),
-                                                a.attcollation::regcollation::text, a.attnotnull, a.attidentity, a.attgenerated,
-                                                a.attstorage, a.attcompression, a.attstattarget,
-                                                pg_get_expr(d.adbin, d.adrelid),
-                                                (SELECT string_agg(x::text, ',' ORDER BY x::text) FROM unnest(a.attacl) x),
-                                                col_description(c.oid, a.attnum)), E'\n' ORDER BY a.attnum)
-                    FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-                    WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped),
-                   obj_description(c.oid, 'pg_class'))
-        FROM pg_class c WHERE c.relnamespace = nsp
+        SELECT r.kind, r.name, r.owner, r.acl, r.details, r.def
+        FROM sharded_id._inventory_relations(nsp) r
         UNION ALL
         SELECT 'constraint', coalesce(c.relname, t.typname)::text || '.' || k.conname, NULL::oid, NULL::aclitem[],
                concat_ws(' ', k.contype, CASE WHEN NOT k.convalidated THEN 'not valid' END),
@@ -1947,6 +1962,7 @@ REVOKE EXECUTE ON FUNCTION sharded_id._schema_type_owners_ddl(oid, name) FROM PU
 REVOKE EXECUTE ON FUNCTION sharded_id._schema_routine_owners_ddl(oid) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._schema_tail_ddl(oid, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.schema_inventory(name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._inventory_relations(oid) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._catalog_retire(integer, text, bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._catalog_own(integer, name, text, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._catalog_unretire(integer, text) FROM PUBLIC;
@@ -1969,6 +1985,7 @@ GRANT EXECUTE ON FUNCTION sharded_id.high_water(integer, text) TO sharded_id_pro
 GRANT EXECUTE ON FUNCTION sharded_id.floors() TO sharded_id_provisioner;
 GRANT EXECUTE ON FUNCTION sharded_id.schema_ddl(name) TO sharded_id_provisioner;
 GRANT EXECUTE ON FUNCTION sharded_id.schema_inventory(name) TO sharded_id_provisioner;
+GRANT EXECUTE ON FUNCTION sharded_id._inventory_relations(oid) TO sharded_id_provisioner;
 GRANT EXECUTE ON FUNCTION sharded_id._provision(integer, name) TO sharded_id_provisioner;
 GRANT EXECUTE ON FUNCTION sharded_id._copy_table(sharded_id.shard_tables, integer, name, regclass, text) TO sharded_id_provisioner;
 GRANT EXECUTE ON FUNCTION sharded_id._copy_foreign_keys(sharded_id.shard_tables, name) TO sharded_id_provisioner;
