@@ -530,7 +530,7 @@ shid_cover_slow(int64 ms, uint32 generation)
  * Make the durable ceiling cover the millisecond ms, waiting for the
  * ceiling lock if need be: the record flushed, then the file, then the new
  * ceiling published, as for an id.  For a shard window the coordinator
- * grants (citus.c): every millisecond of it lies under the ceiling before
+ * grants (citus_grant.c): every millisecond of it lies under the ceiling before
  * the grant is returned, so that a coordinator that restarts, or a standby
  * promoted in its place, grants no millisecond twice.
  *

@@ -61,7 +61,7 @@
  *	   the same id for a shard; each mints 2^(seq_bits - k) ids per ms.
  *	 - On a Citus node (a database with the citus extension on a server
  *	   that preloads Citus), a shard's ids carry only milliseconds of the
- *	   windows that the coordinator granted to the node (citus.c): the
+ *	   windows that the coordinator granted to the node (citus_ask.c): the
  *	   claim compares the slot's millisecond with the slot's win_renew
  *	   before it takes a value, in backends that mint in windows only.
  *	 - sharded_id.minting = off refuses every call, for servers that must
@@ -257,7 +257,7 @@ shid_slot_learn_owner(ShidSlot *slot, const ShidLayout *layout)
  * millisecond in *ms and the shard's durable floor in *floor_ms; 0 if this
  * server gave the shard away; -1, with nothing claimed, if windowed (a
  * backend minting in Citus shard windows) and the slot's millisecond lies
- * at or past the point where its window is to be renewed (citus.c), which
+ * at or past the point where its window is to be renewed (citus_ask.c), which
  * also lies at or before the window's end.  *now_ms is the
  * clock as the caller read it, and is updated if the call had to wait.
  * Inlined into each caller, so that next_id's constant n = 1 drops the
@@ -290,7 +290,7 @@ shid_slot_claim(ShidSlot *slot, bool counter, int64 wanted, int64 *now_ms,
 
 		/*
 		 * On Citus, a millisecond outside the shard window this node holds,
-		 * or past its middle, goes to citus.c first, before a value is
+		 * or past its middle, goes to citus_ask.c first, before a value is
 		 * taken: to get a window, or to renew it ahead.
 		 */
 		if (windowed && unlikely(slot->ms >= slot->win_renew))
@@ -532,7 +532,7 @@ shid_mint(const ShidLayout *layout, ShidSlot *slot, int32 shard, int64 now_ms,
 		{
 			if (claimed == 0)
 				shid_shard_retired(shard);
-			/* On Citus: a window first (citus.c). */
+			/* On Citus: a window first (citus_ask.c). */
 			shid_window_slow(slot);
 			now_ms = shid_clock_ms();
 			continue;
@@ -638,7 +638,7 @@ shid_mint_batch(const ShidLayout *layout, int32 shard, int32 n, bool counter,
 			shid_shard_retired(shard);
 		if (claimed < 0)
 		{
-			/* On Citus: a window first (citus.c). */
+			/* On Citus: a window first (citus_ask.c). */
 			shid_window_slow(slot);
 			now_ms = shid_clock_ms();
 			continue;

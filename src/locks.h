@@ -28,11 +28,11 @@
  *
  * Spinlocks: each slot's mutex (slots.h) covers the slot's fields below its
  * key, for a claim (at most one word of the bitmap), an owner change, a
- * floor raise, a reset, a Citus window's change or grant (citus.c): never a
+ * floor raise, a reset, a Citus window's change or grant (citus_ask.c, citus_grant.c): never a
  * loop over values, a wait, a call that can fail, or another lock.  The
- * Citus state's mutex (citus.c) is taken alone, for a few fields.
+ * Citus state's mutex (citus_int.h) is taken alone, for a few fields.
  *
- * Condition variables: each slot's win_cv (citus.c), on which backends wait
+ * Condition variables: each slot's win_cv (citus_ask.c), on which backends wait
  * for the one that asks the coordinator for the shard's window, holding no
  * lock; the asker holds none across its connection either.
  *

@@ -289,7 +289,7 @@ shid_make_slot(const ShidLayout *layout, const ShidSlotKey *key, ShidSlotMake ma
 			slot->ids = slot->full_ms_waits = slot->wait_us = 0;
 			slot->clock_behind = slot->max_lag_ms = 0;
 			/*
-			 * No Citus window yet (citus.c), and none granted in this run:
+			 * No Citus window yet (citus_ask.c), and none granted in this run:
 			 * a coordinator grants after where new slots start, which the
 			 * ceiling it started with covered.
 			 */
@@ -442,7 +442,7 @@ shid_set_shard_floor(ShidSlot *slot, int64 floor_ms, bool move,
 }
 
 /*
- * Citus (citus.c): mark as asked for by this backend up to max slots of
+ * Citus (citus_ask.c): mark as asked for by this backend up to max slots of
  * the layout, but except, that held a window and minted at or after
  * since_ms, and are due for the window's renewal by the clock now_ms, with no asker,
  * no next window and no back-off (monotonic mono_us); their minimum starts
@@ -710,7 +710,7 @@ shid_reset_ceiling(PG_FUNCTION_ARGS)
 			top = Max(top, target);
 
 		/*
-		 * Citus (citus.c): a window may lie below a slot moved back, so
+		 * Citus (citus_ask.c, citus_grant.c): a window may lie below a slot moved back, so
 		 * every window is dropped and asked for again; on a coordinator,
 		 * the ceiling stays above every window it granted since it
 		 * started, and the generation bumped makes it ask the nodes what
