@@ -329,6 +329,220 @@ shid_answer_failed(ShidWindowAnswer *answer, const char *sqlstate, char *message
 }
 
 /*
+ * What a request to the coordinator sends: the connection string and the
+ * parameters of citus_grant_windows, with the texts they point to.
+ */
+typedef struct ShidCoordRequest
+{
+	StringInfoData conninfo;
+	const char *label;			/* the coordinator's host:port */
+	StringInfoData shard_text;
+	StringInfoData min_text;
+	char		group_text[16];
+	char		port_text[16];
+	char		stripes_text[16];
+	char		stripe_text[16];
+	char		clock_text[32];
+	const char *params[10];
+	bool		with_clock;		/* not 2.0's form: the node's clock is sent */
+} ShidCoordRequest;
+
+/*
+ * Build the request for a window of the shard, and of the first extras
+ * slots of shid_renewing (their ends set to 0: none yet).  False, with the
+ * answer saying why, if pg_dist_node names no coordinator or no primary of
+ * this node's group.
+ *
+ * Locks: AccessShareLock on pg_dist_node and pg_extension.
+ */
+static bool
+shid_coord_request_build(ShidCoordRequest *req, const ShidLayout *layout, int32 shard,
+						 int64 min_start, int extras, ShidWindowAnswer *answer)
+{
+	char	   *coord_host = NULL;
+	char	   *own_name = NULL;
+	int			coord_port = 0;
+	int			own_port = 0;
+
+	req->with_clock = !shid_extension_at_2_0();
+	if (!shid_citus_addresses(shid_citus_group, &coord_host, &coord_port, &own_name, &own_port))
+	{
+		shid_answer_failed(answer, "55000",
+						   psprintf("pg_dist_node names no coordinator or no primary of group %d", shid_citus_group),
+						   pstrdup("A Citus node asks the coordinator, which pg_dist_node names as the primary of group 0, for the windows its ids are minted in."),
+						   pstrdup("Run citus_set_coordinator_host on the coordinator, and add the node with citus_add_node."));
+		return false;
+	}
+
+	req->label = psprintf("%s:%d", coord_host, coord_port);
+	shid_node_conninfo(&req->conninfo, coord_host, coord_port);
+
+	/*
+	 * The session's settings come with it, above what the coordinator
+	 * database's owner may set for it (ALTER DATABASE SET): no role of
+	 * theirs, not read-only, and a grant that waits for synchronous
+	 * standbys where there are some.
+	 */
+	appendStringInfoString(&req->conninfo, " connect_timeout = 2 application_name = sharded_id_window"
+						   " options = '-c statement_timeout=5000 -c lock_timeout=2000 -c idle_session_timeout=1000"
+						   " -c role=none -c default_transaction_read_only=off -c synchronous_commit=on'");
+
+	/* The shard asked for first, then the others renewed with it. */
+	initStringInfo(&req->shard_text);
+	initStringInfo(&req->min_text);
+	appendStringInfo(&req->shard_text, "{%d", shard);
+	appendStringInfo(&req->min_text, "{" INT64_FORMAT, min_start);
+	for (int i = 0; i < extras; i++)
+	{
+		appendStringInfo(&req->shard_text, ",%d", shid_renewing[i]->key.shard);
+		appendStringInfo(&req->min_text, "," INT64_FORMAT, shid_renew_min[i]);
+		shid_renew_end[i] = 0;
+	}
+	appendStringInfoChar(&req->shard_text, '}');
+	appendStringInfoChar(&req->min_text, '}');
+	snprintf(req->group_text, sizeof(req->group_text), "%d", shid_citus_group);
+	snprintf(req->port_text, sizeof(req->port_text), "%d", own_port);
+	snprintf(req->stripes_text, sizeof(req->stripes_text), "%d", shid_stripes);
+	snprintf(req->stripe_text, sizeof(req->stripe_text), "%d", shid_stripe);
+	req->params[0] = req->shard_text.data;
+	req->params[1] = layout->name;
+	req->params[2] = req->group_text;
+	req->params[3] = own_name;
+	req->params[4] = req->port_text;
+	req->params[5] = req->min_text.data;
+	req->params[6] = req->stripes_text;
+	req->params[7] = req->stripe_text;
+	req->params[8] = shid_slot_reserved(shard, layout) ? "true" : "false";
+	/* The clock, read again just before each call; 2.0's form has none. */
+	req->params[9] = req->clock_text;
+	return true;
+}
+
+/*
+ * Call citus_grant_windows over this backend's connection to the
+ * coordinator, opened first if there is none.  A kept connection that
+ * broke (the coordinator restarted, or ended it after a second idle) is
+ * opened again once.  Returns the result, or NULL; *timed_out if no
+ * answer came by deadline_us.  No connection after it (shid_coord_conn
+ * NULL or not CONNECTION_OK): it could not connect.
+ */
+static PGresult *
+shid_coord_exec(ShidCoordRequest *req, int64 deadline_us, bool *timed_out)
+{
+	PGresult   *res = NULL;
+	bool		kept = shid_coord_conn != NULL;
+
+	for (int attempt = 0; attempt < 2; attempt++)
+	{
+		if (shid_coord_conn == NULL)
+		{
+			shid_coord_conn = shid_remote_connect(req->conninfo.data,
+												 Min(deadline_us, shid_monotonic_us() + SHID_COORD_CONNECT_MS * INT64CONST(1000)));
+			shid_coord_conninfo = MemoryContextStrdup(TopMemoryContext, req->conninfo.data);
+			kept = false;
+		}
+		if (shid_coord_conn == NULL || PQstatus(shid_coord_conn) != CONNECTION_OK)
+			break;
+		snprintf(req->clock_text, sizeof(req->clock_text), INT64_FORMAT, shid_clock_ms());
+		res = shid_remote_exec(shid_coord_conn, req->with_clock ?
+							   "SELECT shard_id, window_start, window_end, retry_after FROM sharded_id.citus_grant_windows"
+							   "($1::integer[], $2, $3::integer, $4, $5::integer, $6::bigint[], $7::integer, $8::integer, $9::boolean, $10::bigint)" :
+							   "SELECT shard_id, window_start, window_end, retry_after FROM sharded_id.citus_grant_windows"
+							   "($1::integer[], $2, $3::integer, $4, $5::integer, $6::bigint[], $7::integer, $8::integer, $9::boolean)",
+							   req->with_clock ? 10 : 9, req->params, deadline_us, timed_out);
+		/* A kept connection that broke (the coordinator ended it idle): once more, anew. */
+		if (!*timed_out && kept && PQstatus(shid_coord_conn) == CONNECTION_BAD)
+		{
+			PQclear(res);
+			res = NULL;
+			shid_coord_close();
+			continue;
+		}
+		break;
+	}
+	return res;
+}
+
+/*
+ * Read the coordinator's answer to a request for the shard and the first
+ * extras slots of shid_renewing: one row per shard asked for, in their
+ * order, into the answer and shid_renew_start and _end; or its error.
+ */
+static void
+shid_coord_read_answer(PGresult *res, int32 shard, int extras, ShidWindowAnswer *answer)
+{
+	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 + extras &&
+		PQnfields(res) == 4 && !PQgetisnull(res, 0, 0) &&
+		pg_strtoint32(PQgetvalue(res, 0, 0)) == shard)
+	{
+		answer->ok = true;
+		if (!PQgetisnull(res, 0, 1) && !PQgetisnull(res, 0, 2))
+		{
+			answer->start = pg_strtoint64(PQgetvalue(res, 0, 1));
+			answer->end = pg_strtoint64(PQgetvalue(res, 0, 2));
+		}
+		else
+			answer->retry_after = PQgetisnull(res, 0, 3) ? 100 : pg_strtoint32(PQgetvalue(res, 0, 3));
+		for (int i = 0; i < extras; i++)
+		{
+			if (PQgetisnull(res, i + 1, 0) || PQgetisnull(res, i + 1, 1) || PQgetisnull(res, i + 1, 2) ||
+				pg_strtoint32(PQgetvalue(res, i + 1, 0)) != shid_renewing[i]->key.shard)
+				continue;
+			shid_renew_start[i] = pg_strtoint64(PQgetvalue(res, i + 1, 1));
+			shid_renew_end[i] = pg_strtoint64(PQgetvalue(res, i + 1, 2));
+		}
+	}
+	else
+	{
+		const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+		const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+		const char *detail = PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL);
+		const char *hint = PQresultErrorField(res, PG_DIAG_MESSAGE_HINT);
+
+		shid_answer_failed(answer, state && strlen(state) == 5 ? state : "XX000",
+						   pstrdup(msg ? msg : PQerrorMessage(shid_coord_conn)),
+						   detail ? pstrdup(detail) : NULL,
+						   hint ? pstrdup(hint) : NULL);
+	}
+}
+
+/*
+ * Make the request, holding one of the server's open requests, and read
+ * its answer; or say why there was none: no answer in time, or no
+ * connection.
+ */
+static void
+shid_coord_call(ShidCoordRequest *req, int32 shard, int extras, int64 deadline_us,
+				ShidWindowAnswer *answer)
+{
+	bool		timed_out = false;
+	PGresult   *res = shid_coord_exec(req, deadline_us, &timed_out);
+
+	if (timed_out)
+		shid_answer_failed(answer, "08006",
+						   psprintf("the Citus coordinator %s did not answer within %d s", req->label,
+									SHID_COORD_ANSWER_MS / 1000),
+						   pstrdup("A Citus node waits that long for the windows its ids are minted in; the coordinator's own statement timeout is 5 s."),
+						   pstrdup("Check that the coordinator is up and reachable, and not stopped or overloaded."));
+	else if (shid_coord_conn == NULL || PQstatus(shid_coord_conn) != CONNECTION_OK)
+	{
+		shid_answer_failed(answer, "08001",
+						   psprintf("could not connect to the Citus coordinator %s", req->label),
+						   pstrdup(shid_coord_conn == NULL ? "out of memory" :
+								   PQstatus(shid_coord_conn) != CONNECTION_BAD ?
+								   psprintf("It did not complete the connection within %d s.", SHID_COORD_CONNECT_MS / 1000) :
+								   PQerrorMessage(shid_coord_conn)),
+						   pstrdup("A Citus node asks the coordinator for the windows its ids are minted in, as the owner of the sharded_id extension, as Citus's own connections between nodes log in (citus.node_conninfo, a password file)."));
+		PQclear(res);
+	}
+	else
+	{
+		shid_coord_read_answer(res, shard, extras, answer);
+		PQclear(res);
+	}
+}
+
+/*
  * Ask the coordinator for a window of the shard, and of the first extras
  * slots of shid_renewing (their answers into shid_renew_start and _end,
  * end 0: none), over a connection of this backend's own (libpq's
@@ -336,9 +550,9 @@ shid_answer_failed(ShidWindowAnswer *answer, const char *sqlstate, char *message
  * termination interrupts them), kept for the rest of the transaction if
  * shid_coord_keep allows, else closed after the request, and closed at once
  * after any failure or error, so that no call is left half done on it.  A
- * kept connection that broke (the coordinator restarted, or ended it after
- * a second idle) is opened again once.  Never errors but on an
- * interrupt or a lack of file descriptors: the answer says what failed.
+ * kept connection that broke is opened again once (shid_coord_exec).
+ * Never errors but on an interrupt or a lack of file descriptors: the
+ * answer says what failed.
  *
  * Locks: AccessShareLock on pg_dist_node and pg_extension; one of the
  * server's open requests (shid_coord_request_begin).
@@ -347,73 +561,10 @@ static void
 shid_window_grant_remote(const ShidLayout *layout, int32 shard, int64 min_start,
 						 int extras, ShidWindowAnswer *answer)
 {
-	char	   *coord_host = NULL;
-	char	   *own_name = NULL;
-	int			coord_port = 0;
-	int			own_port = 0;
-	StringInfoData conninfo;
-	StringInfoData shard_text;
-	char		group_text[16];
-	char		port_text[16];
-	StringInfoData min_text;
-	char		stripes_text[16];
-	char		stripe_text[16];
-	char		clock_text[32];
-	const char *params[10];
-	bool		with_clock = !shid_extension_at_2_0();
-	const char *volatile coord_label;
+	ShidCoordRequest req;
 
-	if (!shid_citus_addresses(shid_citus_group, &coord_host, &coord_port, &own_name, &own_port))
-	{
-		shid_answer_failed(answer, "55000",
-						   psprintf("pg_dist_node names no coordinator or no primary of group %d", shid_citus_group),
-						   pstrdup("A Citus node asks the coordinator, which pg_dist_node names as the primary of group 0, for the windows its ids are minted in."),
-						   pstrdup("Run citus_set_coordinator_host on the coordinator, and add the node with citus_add_node."));
+	if (!shid_coord_request_build(&req, layout, shard, min_start, extras, answer))
 		return;
-	}
-
-	coord_label = psprintf("%s:%d", coord_host, coord_port);
-	shid_node_conninfo(&conninfo, coord_host, coord_port);
-
-	/*
-	 * The session's settings come with it, above what the coordinator
-	 * database's owner may set for it (ALTER DATABASE SET): no role of
-	 * theirs, not read-only, and a grant that waits for synchronous
-	 * standbys where there are some.
-	 */
-	appendStringInfoString(&conninfo, " connect_timeout = 2 application_name = sharded_id_window"
-						   " options = '-c statement_timeout=5000 -c lock_timeout=2000 -c idle_session_timeout=1000"
-						   " -c role=none -c default_transaction_read_only=off -c synchronous_commit=on'");
-
-	/* The shard asked for first, then the others renewed with it. */
-	initStringInfo(&shard_text);
-	initStringInfo(&min_text);
-	appendStringInfo(&shard_text, "{%d", shard);
-	appendStringInfo(&min_text, "{" INT64_FORMAT, min_start);
-	for (int i = 0; i < extras; i++)
-	{
-		appendStringInfo(&shard_text, ",%d", shid_renewing[i]->key.shard);
-		appendStringInfo(&min_text, "," INT64_FORMAT, shid_renew_min[i]);
-		shid_renew_end[i] = 0;
-	}
-	appendStringInfoChar(&shard_text, '}');
-	appendStringInfoChar(&min_text, '}');
-	snprintf(group_text, sizeof(group_text), "%d", shid_citus_group);
-	snprintf(port_text, sizeof(port_text), "%d", own_port);
-	snprintf(stripes_text, sizeof(stripes_text), "%d", shid_stripes);
-	snprintf(stripe_text, sizeof(stripe_text), "%d", shid_stripe);
-	params[0] = shard_text.data;
-	params[1] = layout->name;
-	params[2] = group_text;
-	params[3] = own_name;
-	params[4] = port_text;
-	params[5] = min_text.data;
-	params[6] = stripes_text;
-	params[7] = stripe_text;
-	params[8] = shid_slot_reserved(shard, layout) ? "true" : "false";
-	/* The clock, read again just before each call; 2.0's form has none. */
-	params[9] = clock_text;
-
 	if (!shid_xact_callback_registered)
 	{
 		RegisterXactCallback(shid_citus_xact_callback, NULL);
@@ -427,112 +578,24 @@ shid_window_grant_remote(const ShidLayout *layout, int32 shard, int64 min_start,
 	 * connection to another address, or broken, is closed first.
 	 */
 	if (shid_coord_conn != NULL &&
-		(strcmp(shid_coord_conninfo, conninfo.data) != 0 || PQstatus(shid_coord_conn) != CONNECTION_OK ||
+		(strcmp(shid_coord_conninfo, req.conninfo.data) != 0 || PQstatus(shid_coord_conn) != CONNECTION_OK ||
 		 PQtransactionStatus(shid_coord_conn) != PQTRANS_IDLE))
 		shid_coord_close();
 	PG_TRY();
 	{
-		PGresult   *res = NULL;
-		bool		timed_out = false;
 		int64		answer_deadline = shid_monotonic_us() + SHID_COORD_ANSWER_MS * INT64CONST(1000);
 
 		if (!shid_coord_request_begin(SHID_COORD_MAX_REQUESTS, answer_deadline))
 			shid_answer_failed(answer, "53300",
 							   psprintf("%d requests for shard windows are open at the Citus coordinator %s already",
-										SHID_COORD_MAX_REQUESTS, coord_label),
+										SHID_COORD_MAX_REQUESTS, req.label),
 							   psprintf("A Citus node has at most %d requests open at the coordinator at once, and none ended within %d s.",
 										SHID_COORD_MAX_REQUESTS, SHID_COORD_ANSWER_MS / 1000),
 							   pstrdup("Check that the coordinator answers, and not slowly: a synchronous standby that does not confirm holds every grant."));
 		else
 		{
-			bool		kept = shid_coord_conn != NULL;
-
 			shid_coord_permit = true;
-			for (int attempt = 0; attempt < 2; attempt++)
-			{
-				if (shid_coord_conn == NULL)
-				{
-					shid_coord_conn = shid_remote_connect(conninfo.data,
-														 Min(answer_deadline, shid_monotonic_us() + SHID_COORD_CONNECT_MS * INT64CONST(1000)));
-					shid_coord_conninfo = MemoryContextStrdup(TopMemoryContext, conninfo.data);
-					kept = false;
-				}
-				if (shid_coord_conn == NULL || PQstatus(shid_coord_conn) != CONNECTION_OK)
-					break;
-				snprintf(clock_text, sizeof(clock_text), INT64_FORMAT, shid_clock_ms());
-				res = shid_remote_exec(shid_coord_conn, with_clock ?
-									   "SELECT shard_id, window_start, window_end, retry_after FROM sharded_id.citus_grant_windows"
-									   "($1::integer[], $2, $3::integer, $4, $5::integer, $6::bigint[], $7::integer, $8::integer, $9::boolean, $10::bigint)" :
-									   "SELECT shard_id, window_start, window_end, retry_after FROM sharded_id.citus_grant_windows"
-									   "($1::integer[], $2, $3::integer, $4, $5::integer, $6::bigint[], $7::integer, $8::integer, $9::boolean)",
-									   with_clock ? 10 : 9, params, answer_deadline, &timed_out);
-				/* A kept connection that broke (the coordinator ended it idle): once more, anew. */
-				if (!timed_out && kept && PQstatus(shid_coord_conn) == CONNECTION_BAD)
-				{
-					PQclear(res);
-					res = NULL;
-					shid_coord_close();
-					continue;
-				}
-				break;
-			}
-			if (timed_out)
-				shid_answer_failed(answer, "08006",
-								   psprintf("the Citus coordinator %s did not answer within %d s", coord_label,
-											SHID_COORD_ANSWER_MS / 1000),
-								   pstrdup("A Citus node waits that long for the windows its ids are minted in; the coordinator's own statement timeout is 5 s."),
-								   pstrdup("Check that the coordinator is up and reachable, and not stopped or overloaded."));
-			else if (shid_coord_conn == NULL || PQstatus(shid_coord_conn) != CONNECTION_OK)
-			{
-				shid_answer_failed(answer, "08001",
-								   psprintf("could not connect to the Citus coordinator %s", coord_label),
-								   pstrdup(shid_coord_conn == NULL ? "out of memory" :
-										   PQstatus(shid_coord_conn) != CONNECTION_BAD ?
-										   psprintf("It did not complete the connection within %d s.", SHID_COORD_CONNECT_MS / 1000) :
-										   PQerrorMessage(shid_coord_conn)),
-								   pstrdup("A Citus node asks the coordinator for the windows its ids are minted in, as the owner of the sharded_id extension, as Citus's own connections between nodes log in (citus.node_conninfo, a password file)."));
-				PQclear(res);
-			}
-			else
-			{
-				PGconn	   *conn = shid_coord_conn;
-
-				/* One row per shard asked for, in their order. */
-				if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 + extras &&
-					PQnfields(res) == 4 && !PQgetisnull(res, 0, 0) &&
-					pg_strtoint32(PQgetvalue(res, 0, 0)) == shard)
-				{
-					answer->ok = true;
-					if (!PQgetisnull(res, 0, 1) && !PQgetisnull(res, 0, 2))
-					{
-						answer->start = pg_strtoint64(PQgetvalue(res, 0, 1));
-						answer->end = pg_strtoint64(PQgetvalue(res, 0, 2));
-					}
-					else
-						answer->retry_after = PQgetisnull(res, 0, 3) ? 100 : pg_strtoint32(PQgetvalue(res, 0, 3));
-					for (int i = 0; i < extras; i++)
-					{
-						if (PQgetisnull(res, i + 1, 0) || PQgetisnull(res, i + 1, 1) || PQgetisnull(res, i + 1, 2) ||
-							pg_strtoint32(PQgetvalue(res, i + 1, 0)) != shid_renewing[i]->key.shard)
-							continue;
-						shid_renew_start[i] = pg_strtoint64(PQgetvalue(res, i + 1, 1));
-						shid_renew_end[i] = pg_strtoint64(PQgetvalue(res, i + 1, 2));
-					}
-				}
-				else
-				{
-					const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-					const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
-					const char *detail = PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL);
-					const char *hint = PQresultErrorField(res, PG_DIAG_MESSAGE_HINT);
-
-					shid_answer_failed(answer, state && strlen(state) == 5 ? state : "XX000",
-									   pstrdup(msg ? msg : PQerrorMessage(conn)),
-									   detail ? pstrdup(detail) : NULL,
-									   hint ? pstrdup(hint) : NULL);
-				}
-				PQclear(res);
-			}
+			shid_coord_call(&req, shard, extras, answer_deadline, answer);
 			shid_coord_permit_release();
 		}
 		/* Kept only after a call that answered, and within the cap. */
@@ -808,6 +871,21 @@ shid_window_ask(ShidSlot *slot, int64 min_start, bool renewing)
 }
 
 /*
+ * Register shid_window_exit, once, before this backend first marks a slot
+ * as its own (win.asker, the renewal arrays): a FATAL then clears the
+ * marks.
+ */
+static void
+shid_window_exit_register(void)
+{
+	if (!shid_exit_registered)
+	{
+		before_shmem_exit(shid_window_exit, (Datum) 0);
+		shid_exit_registered = true;
+	}
+}
+
+/*
  * The slow path of a windowed claim (generator.c): the slot's millisecond
  * lies at or past win_renew.  Returns once the caller may claim again:
  * the slot has a window that covers its millisecond (or it was moved to a
@@ -822,12 +900,7 @@ shid_window_slow(ShidSlot *slot)
 	int64		started_us = shid_monotonic_us();
 	bool		slept = false;
 
-	/* Before this backend marks any slot as its own: a FATAL clears the marks. */
-	if (!shid_exit_registered)
-	{
-		before_shmem_exit(shid_window_exit, (Datum) 0);
-		shid_exit_registered = true;
-	}
+	shid_window_exit_register();
 	for (;;)
 	{
 		int64		mono_us = shid_monotonic_us();
