@@ -536,7 +536,7 @@ shid_cover_slow(int64 ms, uint32 generation)
  *
  *
  * The ceiling is read under the lock, shared: a reset_ceiling, which holds
- * it exclusively from its read of every slot's grant_end to the lowered
+ * it exclusively from its read of every slot's grant.end to the lowered
  * ceiling's publication, either read this grant's end (set before this
  * call) and keeps the ceiling above it, or published its lower ceiling
  * before this read, which then raises it.  Read without the lock, the old,

@@ -167,8 +167,8 @@ shid_window_exit(int code, Datum arg)
 		if (s == NULL)
 			continue;
 		SpinLockAcquire(&s->mutex);
-		if (s->win_asker == MyProcPid)
-			s->win_asker = 0;
+		if (s->win.asker == MyProcPid)
+			s->win.asker = 0;
 		SpinLockRelease(&s->mutex);
 		ConditionVariableBroadcast(&s->win_cv);
 	}
@@ -691,11 +691,11 @@ shid_window_set_locked(ShidSlot *slot, int64 start, int64 end)
 		/* The slot never reached start: every value of it is free. */
 		shid_slot_reset(slot, start);
 	}
-	slot->win_start = start;
-	slot->win_end = end;
-	slot->win_renew = start + (end - start) / 2;
-	slot->next_start = 0;
-	slot->next_end = 0;
+	slot->win.start = start;
+	slot->win.end = end;
+	slot->win.renew = start + (end - start) / 2;
+	slot->win.next_start = 0;
+	slot->win.next_end = 0;
 }
 
 /* The error of a node that may not mint, in the coordinator's words. */
@@ -748,19 +748,19 @@ shid_window_store_locked(ShidSlot *slot, int64 start, int64 end)
 {
 	if (end <= slot->ms)
 		return;					/* the slot left it behind already */
-	if (slot->ms >= slot->win_start && slot->ms < slot->win_end)
+	if (slot->ms >= slot->win.start && slot->ms < slot->win.end)
 	{
 		/* A window that lasts: join one that follows on, or keep it for next. */
-		if (start <= slot->win_end)
+		if (start <= slot->win.end)
 		{
-			slot->win_end = Max(slot->win_end, end);
-			slot->win_renew = start + (end - start) / 2;
+			slot->win.end = Max(slot->win.end, end);
+			slot->win.renew = start + (end - start) / 2;
 		}
 		else
 		{
-			slot->next_start = start;
-			slot->next_end = end;
-			slot->win_renew = slot->win_end;
+			slot->win.next_start = start;
+			slot->win.next_end = end;
+			slot->win.renew = slot->win.end;
 		}
 	}
 	else
@@ -787,11 +787,11 @@ shid_window_asked(ShidSlot *slot, const ShidWindowAnswer *answer, uint32 members
 		 * nor this server's cap on open requests (53300), which a role's
 		 * own requests may fill.
 		 */
-		slot->win_retry_us = retry_us;
-		slot->win_retry_members = members;
+		slot->win.retry_us = retry_us;
+		slot->win.retry_members = members;
 	}
-	if (slot->win_asker == MyProcPid)
-		slot->win_asker = 0;
+	if (slot->win.asker == MyProcPid)
+		slot->win.asker = 0;
 	SpinLockRelease(&slot->mutex);
 	shid_asking_slot = NULL;
 	ConditionVariableBroadcast(&slot->win_cv);
@@ -804,8 +804,8 @@ shid_window_asked(ShidSlot *slot, const ShidWindowAnswer *answer, uint32 members
 		SpinLockAcquire(&other->mutex);
 		if (answer != NULL && answer->ok && shid_renew_end[i] > 0)
 			shid_window_store_locked(other, shid_renew_start[i], shid_renew_end[i]);
-		if (other->win_asker == MyProcPid)
-			other->win_asker = 0;
+		if (other->win.asker == MyProcPid)
+			other->win.asker = 0;
 		SpinLockRelease(&other->mutex);
 		ConditionVariableBroadcast(&other->win_cv);
 	}
@@ -813,7 +813,7 @@ shid_window_asked(ShidSlot *slot, const ShidWindowAnswer *answer, uint32 members
 }
 
 /*
- * Ask for the slot's next window, as the slot's one asker (win_asker is
+ * Ask for the slot's next window, as the slot's one asker (win.asker is
  * this backend), and store it.  On failure, back off; if the slot still
  * has a window (renewing), go on without, else raise the coordinator's
  * error.  The mark is cleared and waiters are woken in every case, an
@@ -887,7 +887,7 @@ shid_window_exit_register(void)
 
 /*
  * The slow path of a windowed claim (generator.c): the slot's millisecond
- * lies at or past win_renew.  Returns once the caller may claim again:
+ * lies at or past win.renew.  Returns once the caller may claim again:
  * the slot has a window that covers its millisecond (or it was moved to a
  * new window's start), or the window lasts and someone else renews it.
  * Errors if no window can be had.
@@ -913,40 +913,40 @@ shid_window_slow(ShidSlot *slot)
 		bool		failed = false;
 
 		/* Backed off: under the membership of now? (read off the lock) */
-		if (mono_us < slot->win_retry_us)
+		if (mono_us < slot->win.retry_us)
 			members = shid_citus_members();
 		SpinLockAcquire(&slot->mutex);
-		if (slot->ms >= slot->win_end && slot->next_end != 0)
+		if (slot->ms >= slot->win.end && slot->win.next_end != 0)
 		{
 			/* This window ended: the next one, granted ahead, if it still serves. */
-			if (slot->next_end > slot->ms)
-				shid_window_set_locked(slot, slot->next_start, slot->next_end);
+			if (slot->win.next_end > slot->ms)
+				shid_window_set_locked(slot, slot->win.next_start, slot->win.next_end);
 			else
-				slot->next_start = slot->next_end = 0;
+				slot->win.next_start = slot->win.next_end = 0;
 		}
-		if (slot->ms < slot->win_renew)
+		if (slot->ms < slot->win.renew)
 			;					/* a window, renewed meanwhile: claim again */
-		else if (slot->ms < slot->win_end && slot->ms >= slot->win_start)
+		else if (slot->ms < slot->win.end && slot->ms >= slot->win.start)
 		{
 			/*
 			 * Past the middle of a window that lasts: one backend renews it,
 			 * unless one does already, the next is granted, or an ask failed
 			 * just now; the others claim on until its end.
 			 */
-			if (slot->win_asker == 0 && slot->next_end == 0 && mono_us >= slot->win_retry_us)
+			if (slot->win.asker == 0 && slot->win.next_end == 0 && mono_us >= slot->win.retry_us)
 			{
-				slot->win_asker = MyProcPid;
+				slot->win.asker = MyProcPid;
 				ask = renewing = true;
 			}
-			slot->win_renew = slot->win_end;
+			slot->win.renew = slot->win.end;
 		}
-		else if (slot->win_asker != 0)
+		else if (slot->win.asker != 0)
 			wait = true;
-		else if (mono_us < slot->win_retry_us && slot->win_retry_members == members)
+		else if (mono_us < slot->win.retry_us && slot->win.retry_members == members)
 			failed = true;		/* a failure of now: its error, no ask */
 		else
 		{
-			slot->win_asker = MyProcPid;
+			slot->win.asker = MyProcPid;
 			ask = true;
 		}
 		min_start = Max(slot->ms, now_ms);

@@ -117,7 +117,7 @@ shid_grant_learned_floor(int64 *cluster_ms)
  * time it read at the last such grant plus the monotonic time since, so
  * that its windows move on one ms per ms, as a slot ahead of the clock
  * does), or the nodes' time as they last reported it, moved on since,
- * whichever is later.  Uniqueness does not rest on it: grant_end only grows, and every
+ * whichever is later.  Uniqueness does not rest on it: grant.end only grows, and every
  * end is covered.
  *
  * Locks: the slot's spinlock, then (released) the ceiling lock; then, with
@@ -153,15 +153,15 @@ shid_window_grant(ShidSlot *slot, const ShidLayout *layout, int64 min_start,
 	 * clock passed them all, the step back is over for this shard.
 	 */
 	paced = now;
-	if (slot->grant_mono > 0 && now < slot->grant_end)
-		paced = Max(now, slot->grant_paced + (mono - slot->grant_mono));
+	if (slot->grant.mono > 0 && now < slot->grant.end)
+		paced = Max(now, slot->grant.paced + (mono - slot->grant.mono));
 	/*
 	 * This server's own windows follow the nodes' time where its clock
 	 * runs behind theirs, as a server restarted with its clock behind its
 	 * ceiling mints on from the ceiling, one ms per ms.
 	 */
 	ref = node_clock >= 0 ? node_clock : Max(paced, cluster);
-	s = Max(Max(ref, Max(base, slot->grant_end)), min_start);
+	s = Max(Max(ref, Max(base, slot->grant.end)), min_start);
 	if (s > ref + SHID_WINDOW_AHEAD_MS)
 	{
 		SpinLockRelease(&slot->mutex);
@@ -169,11 +169,11 @@ shid_window_grant(ShidSlot *slot, const ShidLayout *layout, int64 min_start,
 		return false;
 	}
 	e = s + window;
-	slot->grant_end = e;
+	slot->grant.end = e;
 	if (node_clock < 0)
 	{
-		slot->grant_paced = paced;
-		slot->grant_mono = mono;
+		slot->grant.paced = paced;
+		slot->grant.mono = mono;
 	}
 	SpinLockRelease(&slot->mutex);
 

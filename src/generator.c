@@ -62,7 +62,7 @@
  *	 - On a Citus node (a database with the citus extension on a server
  *	   that preloads Citus), a shard's ids carry only milliseconds of the
  *	   windows that the coordinator granted to the node (citus_ask.c): the
- *	   claim compares the slot's millisecond with the slot's win_renew
+ *	   claim compares the slot's millisecond with the slot's win.renew
  *	   before it takes a value, in backends that mint in windows only.
  *	 - sharded_id.minting = off refuses every call, for servers that must
  *	   never mint.
@@ -293,7 +293,7 @@ shid_slot_claim(ShidSlot *slot, bool counter, int64 wanted, int64 *now_ms,
 		 * or past its middle, goes to citus_ask.c first, before a value is
 		 * taken: to get a window, or to renew it ahead.
 		 */
-		if (windowed && unlikely(slot->ms >= slot->win_renew))
+		if (windowed && unlikely(slot->ms >= slot->win.renew))
 		{
 			SpinLockRelease(&slot->mutex);
 			return -1;

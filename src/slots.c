@@ -293,12 +293,12 @@ shid_make_slot(const ShidLayout *layout, const ShidSlotKey *key, ShidSlotMake ma
 			 * a coordinator grants after where new slots start, which the
 			 * ceiling it started with covered.
 			 */
-			slot->win_start = slot->win_end = slot->win_renew = 0;
-			slot->next_start = slot->next_end = 0;
-			slot->win_retry_us = 0;
-			slot->win_asker = 0;
-			slot->grant_end = 0;
-			slot->grant_paced = slot->grant_mono = 0;
+			slot->win.start = slot->win.end = slot->win.renew = 0;
+			slot->win.next_start = slot->win.next_end = 0;
+			slot->win.retry_us = 0;
+			slot->win.asker = 0;
+			slot->grant.end = 0;
+			slot->grant.paced = slot->grant.mono = 0;
 			ConditionVariableInit(&slot->win_cv);
 			if (!reserved)
 				shid_shared->free_slots++;
@@ -468,11 +468,11 @@ shid_slots_to_renew(uint64 layout_key, const ShidSlot *except, int64 now_ms,
 		if (slot == except || slot->key.layout_key != layout_key)
 			continue;
 		SpinLockAcquire(&slot->mutex);
-		if (slot->win_asker == 0 && slot->next_end == 0 && mono_us >= slot->win_retry_us &&
-			slot->win_end != 0 && slot->last_ms >= since_ms &&
-			Max(slot->ms, now_ms) >= slot->win_renew)
+		if (slot->win.asker == 0 && slot->win.next_end == 0 && mono_us >= slot->win.retry_us &&
+			slot->win.end != 0 && slot->last_ms >= since_ms &&
+			Max(slot->ms, now_ms) >= slot->win.renew)
 		{
-			slot->win_asker = MyProcPid;
+			slot->win.asker = MyProcPid;
 			out[n] = slot;
 			min_starts[n] = Max(slot->ms, now_ms);
 			n++;
@@ -507,7 +507,7 @@ shid_slots_window_high_water(void)
 	{
 		SpinLockAcquire(&slot->mutex);
 		high = Max(high, slot->ms + 1);
-		high = Max(high, Max(slot->win_end, slot->next_end));
+		high = Max(high, Max(slot->win.end, slot->win.next_end));
 		SpinLockRelease(&slot->mutex);
 	}
 	LWLockRelease(shid_shared->slots_lock);
@@ -716,9 +716,9 @@ shid_reset_ceiling(PG_FUNCTION_ARGS)
 		 * started, and the generation bumped makes it ask the nodes what
 		 * they hold before its next grant (citus_learn.c).
 		 */
-		slot->win_start = slot->win_end = slot->win_renew = 0;
-		slot->next_start = slot->next_end = 0;
-		top = Max(top, slot->grant_end);
+		slot->win.start = slot->win.end = slot->win.renew = 0;
+		slot->win.next_start = slot->win.next_end = 0;
+		top = Max(top, slot->grant.end);
 		SpinLockRelease(&slot->mutex);
 	}
 	SHID_INJECTION_POINT("sharded-id-reset-slots-moved");
