@@ -514,13 +514,13 @@ shid_cover_slow(int64 ms, uint32 generation)
  * Make the durable ceiling cover the millisecond ms, waiting for the
  * ceiling lock if need be: the record flushed, then the file, then the new
  * ceiling published, as for an id.  For a shard window the coordinator
- * grants (citus.c): every millisecond of it lies under the ceiling before
+ * grants (citus_grant.c): every millisecond of it lies under the ceiling before
  * the grant is returned, so that a coordinator that restarts, or a standby
  * promoted in its place, grants no millisecond twice.
  *
  *
  * The ceiling is read under the lock, shared: a reset_ceiling, which holds
- * it exclusively from its read of every slot's grant_end to the lowered
+ * it exclusively from its read of every slot's grant.end to the lowered
  * ceiling's publication, either read this grant's end (set before this
  * call) and keeps the ceiling above it, or published its lower ceiling
  * before this read, which then raises it.  Read without the lock, the old,

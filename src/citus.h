@@ -2,7 +2,8 @@
  *
  * src/citus.h
  *	  Shard windows: the milliseconds a Citus node may mint a shard's ids
- *	  in, granted by the coordinator (citus.c).
+ *	  in, granted by the coordinator (citus_grant.c) and asked for by the
+ *	  node (citus_ask.c); citus.c holds what both sides share.
  *
  *-------------------------------------------------------------------------
  */

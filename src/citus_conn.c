@@ -2,7 +2,7 @@
  *
  * src/citus_conn.c
  *	  Connections between the nodes of a Citus cluster: a node's to the
- *	  coordinator (citus.c) and the coordinator's to the nodes
+ *	  coordinator (citus_ask.c) and the coordinator's to the nodes
  *	  (citus_learn.c), over libpq with the backend helpers, each wait
  *	  bounded and interruptible.  They log in as the owner of the
  *	  sharded_id extension, with citus.node_conninfo, as Citus's own

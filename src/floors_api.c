@@ -204,8 +204,8 @@ shid_lower_floor(PG_FUNCTION_ARGS)
 	 * lie above a slot moved back; the milliseconds between belong to other
 	 * nodes' windows.  The next claim asks for a window again.
 	 */
-	slot->win_start = slot->win_end = slot->win_renew = 0;
-	slot->next_start = slot->next_end = 0;
+	slot->win.start = slot->win.end = slot->win.renew = 0;
+	slot->win.next_start = slot->win.next_end = 0;
 	SpinLockRelease(&slot->mutex);
 	LWLockRelease(shid_floors_shared->lock);
 	LWLockRelease(shid_ceiling->lock);

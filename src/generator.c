@@ -22,7 +22,7 @@
  * taken and again under the claim's spinlock; stripes put
  * sharded_id.stripe in the top bits of the sequence field; on a Citus node
  * a windowed claim compares the slot's millisecond with its window's
- * renewal point first (citus.c); sharded_id.minting = off refuses.
+ * renewal point first (citus_ask.c); sharded_id.minting = off refuses.
  *
  * Locks: a slot's spinlock covers its fields below the key, for a claim
  * (at most the free run after the first value, in one bitmap word), an
@@ -267,7 +267,7 @@ shid_slot_wait_tick(ShidSlot *slot, int64 full_ms, int capacity, int64 *now_ms)
  * millisecond in *ms and the shard's durable floor in *floor_ms; 0 if this
  * server gave the shard away; -1, with nothing claimed, if windowed (a
  * backend minting in Citus shard windows) and the slot's millisecond lies
- * at or past the point where its window is to be renewed (citus.c), which
+ * at or past the point where its window is to be renewed (citus_ask.c), which
  * also lies at or before the window's end.  *now_ms is the
  * clock as the caller read it, and is updated if the call had to wait.
  * Inlined into each caller, so that next_id's constant n = 1 drops the
@@ -299,10 +299,10 @@ shid_slot_claim(ShidSlot *slot, bool counter, int64 wanted, int64 *now_ms,
 
 		/*
 		 * On Citus, a millisecond outside the shard window this node holds,
-		 * or past its middle, goes to citus.c first, before a value is
+		 * or past its middle, goes to citus_ask.c first, before a value is
 		 * taken: to get a window, or to renew it ahead.
 		 */
-		if (windowed && unlikely(slot->ms >= slot->win_renew))
+		if (windowed && unlikely(slot->ms >= slot->win.renew))
 		{
 			SpinLockRelease(&slot->mutex);
 			return -1;
@@ -497,7 +497,7 @@ shid_mint(const ShidLayout *layout, ShidSlot *slot, int32 shard, int64 now_ms,
 		{
 			if (claimed == 0)
 				shid_shard_retired(shard);
-			/* On Citus: a window first (citus.c). */
+			/* On Citus: a window first (citus_ask.c). */
 			shid_window_slow(slot);
 			now_ms = shid_clock_ms();
 			continue;
@@ -603,7 +603,7 @@ shid_mint_batch(const ShidLayout *layout, int32 shard, int32 n, bool counter,
 			shid_shard_retired(shard);
 		if (claimed < 0)
 		{
-			/* On Citus: a window first (citus.c). */
+			/* On Citus: a window first (citus_ask.c). */
 			shid_window_slow(slot);
 			now_ms = shid_clock_ms();
 			continue;

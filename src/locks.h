@@ -78,11 +78,11 @@
  * Spinlocks: each slot's mutex (slots.h) covers the slot's fields below its
  * key.  It is held for a claim (at most one word of the bitmap), an owner
  * change, a floor raise, a reset, a Citus window's change or grant
- * (citus.c).  Never for a loop over values, a wait, a call that can fail,
- * or another lock.  The Citus state's mutex (citus.c) is taken alone, for
+ * (citus_ask.c, citus_grant.c).  Never for a loop over values, a wait, a call that can fail,
+ * or another lock.  The Citus state's mutex (citus_int.h) is taken alone, for
  * a few fields.
  *
- * Condition variables: each slot's win_cv (citus.c).  Backends wait on it,
+ * Condition variables: each slot's win_cv (citus_ask.c).  Backends wait on it,
  * holding no lock, for the one that asks the coordinator for the shard's
  * window; the asker holds none across its connection either.
  *

@@ -289,16 +289,16 @@ shid_make_slot(const ShidLayout *layout, const ShidSlotKey *key, ShidSlotMake ma
 			slot->ids = slot->full_ms_waits = slot->wait_us = 0;
 			slot->clock_behind = slot->max_lag_ms = 0;
 			/*
-			 * No Citus window yet (citus.c), and none granted in this run:
+			 * No Citus window yet (citus_ask.c), and none granted in this run:
 			 * a coordinator grants after where new slots start, which the
 			 * ceiling it started with covered.
 			 */
-			slot->win_start = slot->win_end = slot->win_renew = 0;
-			slot->next_start = slot->next_end = 0;
-			slot->win_retry_us = 0;
-			slot->win_asker = 0;
-			slot->grant_end = 0;
-			slot->grant_paced = slot->grant_mono = 0;
+			slot->win.start = slot->win.end = slot->win.renew = 0;
+			slot->win.next_start = slot->win.next_end = 0;
+			slot->win.retry_us = 0;
+			slot->win.asker = 0;
+			slot->grant.end = 0;
+			slot->grant.paced = slot->grant.mono = 0;
 			ConditionVariableInit(&slot->win_cv);
 			if (!reserved)
 				shid_shared->free_slots++;
@@ -442,7 +442,7 @@ shid_set_shard_floor(ShidSlot *slot, int64 floor_ms, bool move,
 }
 
 /*
- * Citus (citus.c): mark as asked for by this backend up to max slots of
+ * Citus (citus_ask.c): mark as asked for by this backend up to max slots of
  * the layout, but except, that held a window and minted at or after
  * since_ms, and are due for the window's renewal by the clock now_ms, with no asker,
  * no next window and no back-off (monotonic mono_us); their minimum starts
@@ -468,11 +468,11 @@ shid_slots_to_renew(uint64 layout_key, const ShidSlot *except, int64 now_ms,
 		if (slot == except || slot->key.layout_key != layout_key)
 			continue;
 		SpinLockAcquire(&slot->mutex);
-		if (slot->win_asker == 0 && slot->next_end == 0 && mono_us >= slot->win_retry_us &&
-			slot->win_end != 0 && slot->last_ms >= since_ms &&
-			Max(slot->ms, now_ms) >= slot->win_renew)
+		if (slot->win.asker == 0 && slot->win.next_end == 0 && mono_us >= slot->win.retry_us &&
+			slot->win.end != 0 && slot->last_ms >= since_ms &&
+			Max(slot->ms, now_ms) >= slot->win.renew)
 		{
-			slot->win_asker = MyProcPid;
+			slot->win.asker = MyProcPid;
 			out[n] = slot;
 			min_starts[n] = Max(slot->ms, now_ms);
 			n++;
@@ -507,7 +507,7 @@ shid_slots_window_high_water(void)
 	{
 		SpinLockAcquire(&slot->mutex);
 		high = Max(high, slot->ms + 1);
-		high = Max(high, Max(slot->win_end, slot->next_end));
+		high = Max(high, Max(slot->win.end, slot->win.next_end));
 		SpinLockRelease(&slot->mutex);
 	}
 	LWLockRelease(shid_shared->slots_lock);
@@ -710,15 +710,15 @@ shid_reset_ceiling(PG_FUNCTION_ARGS)
 			top = Max(top, target);
 
 		/*
-		 * Citus (citus.c): a window may lie below a slot moved back, so
+		 * Citus (citus_ask.c, citus_grant.c): a window may lie below a slot moved back, so
 		 * every window is dropped and asked for again; on a coordinator,
 		 * the ceiling stays above every window it granted since it
 		 * started, and the generation bumped makes it ask the nodes what
 		 * they hold before its next grant (citus_learn.c).
 		 */
-		slot->win_start = slot->win_end = slot->win_renew = 0;
-		slot->next_start = slot->next_end = 0;
-		top = Max(top, slot->grant_end);
+		slot->win.start = slot->win.end = slot->win.renew = 0;
+		slot->win.next_start = slot->win.next_end = 0;
+		top = Max(top, slot->grant.end);
 		SpinLockRelease(&slot->mutex);
 	}
 	SHID_INJECTION_POINT("sharded-id-reset-slots-moved");

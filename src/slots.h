@@ -36,6 +36,42 @@ StaticAssertDecl(SHID_BITMAP_WORDS <= 64, "sequence field too wide for the fresh
 typedef ShidShardKey ShidSlotKey;
 
 /*
+ * Citus (citus_ask.c): the shard window a node mints in, in Unix ms, and
+ * its renewal; the coordinator's own windows too, which it grants itself.
+ * Covered by the slot's mutex.
+ */
+typedef struct ShidWindow
+{
+	int64		start;			/* its first millisecond */
+	int64		end;			/* the first after it; 0: no window */
+	int64		renew;			/* a windowed claim at or past it goes to
+								 * citus_ask.c first: to renew, or to leave */
+	int64		next_start;		/* a window granted while this one lasts, */
+	int64		next_end;		/* not adjacent to it; 0: none */
+	int64		retry_us;		/* monotonic time before which no backend
+								 * asks the coordinator again (a back-off) */
+	uint32		retry_members;	/* the membership count it was set under
+								 * (citus.c): a change of pg_dist_node ends
+								 * it */
+	int			asker;			/* pid of the backend asking now, 0: none */
+} ShidWindow;
+
+/*
+ * Citus (citus_grant.c), on the coordinator only: the shard's grants.
+ * Covered by the slot's mutex.
+ */
+typedef struct ShidGrantState
+{
+	int64		end;			/* the end of the last window granted for
+								 * the shard */
+	int64		paced;			/* the shard's paced clock at the last grant
+								 * (the wall clock, or, after a step back,
+								 * the time it read before, moving on one ms
+								 * per ms) */
+	int64		mono;			/* the monotonic ms of that grant; 0: none */
+} ShidGrantState;
+
+/*
  * One slot per (layout, shard), in a fixed-size shared hash table.  Starting
  * a new millisecond clears only "fresh": a word of "taken" whose bit in
  * "fresh" is clear reads as all zeroes.  So a call touches the slot's first
@@ -61,26 +97,8 @@ typedef struct ShidSlot
 	int64		wait_us;		/* time they waited */
 	int64		clock_behind;	/* calls that found the clock behind ms */
 	int64		max_lag_ms;		/* the most it was behind */
-	/* Citus (citus.c): the shard window this node holds, in Unix ms. */
-	int64		win_start;		/* its first millisecond */
-	int64		win_end;		/* the first after it; 0: no window */
-	int64		win_renew;		/* a windowed claim at or past it goes to
-								 * citus.c first: to renew, or to leave */
-	int64		next_start;		/* a window granted while this one lasts, */
-	int64		next_end;		/* not adjacent to it; 0: none */
-	int64		win_retry_us;	/* monotonic time before which no backend
-								 * asks the coordinator again (a back-off) */
-	uint32		win_retry_members;	/* the membership count it was set under
-									 * (citus.c): a change of pg_dist_node
-									 * ends it */
-	int			win_asker;		/* pid of the backend asking now, 0: none */
-	int64		grant_end;		/* on the coordinator: the end of the last
-								 * window granted for the shard */
-	int64		grant_paced;	/* on the coordinator: the shard's paced
-								 * clock at the last grant (the wall clock,
-								 * or, after a step back, the time it read
-								 * before, moving on one ms per ms) */
-	int64		grant_mono;		/* the monotonic ms of that grant; 0: none */
+	ShidWindow	win;			/* Citus: the window this node mints in */
+	ShidGrantState grant;		/* Citus: on the coordinator only */
 	ConditionVariable win_cv;	/* broadcast when an ask ends; not covered
 								 * by the mutex */
 	uint64		taken[SHID_BITMAP_WORDS];	/* sequence-field values taken */

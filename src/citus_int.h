@@ -1,0 +1,92 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/citus_int.h
+ *	  What the Citus files share inside the module (citus.c, citus_grant.c,
+ *	  citus_ask.c): the server's Citus state in shared memory, this
+ *	  backend's node, and the grant a coordinator makes itself in-process.
+ *	  Other files use citus.h.  Design: doc/sharded_id-design.md, "Citus".
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SHARDED_ID_CITUS_INT_H
+#define SHARDED_ID_CITUS_INT_H
+
+#include "postgres.h"
+
+#include "citus.h"
+#include "compat.h"
+#include "layout.h"
+#include "port/atomics.h"
+#include "storage/condition_variable.h"
+#include "storage/spin.h"
+
+/*
+ * The requester's clock of a grant (shid_window_grant), where it is not a
+ * node's: this server's own minting, or a node too old to send it.
+ */
+#define SHID_CLOCK_OWN			(-1)
+#define SHID_CLOCK_UNKNOWN		(-2)
+
+/*
+ * Most other slots whose windows a node renews in the same request (a
+ * worker minting many shards in turn renews them together).
+ */
+#define SHID_WINDOW_BATCH	1023
+
+/*
+ * The server's Citus state in shared memory: which database mints in
+ * windows, and the last failed ask, which callers that find its back-off
+ * report.
+ */
+typedef struct ShidCitusShared
+{
+	slock_t		mutex;			/* protects the fields below */
+	Oid			dboid;			/* the database whose backends hold this
+								 * server's windows; InvalidOid: none yet */
+	int32		failed_shard;	/* the shard of the last failed ask */
+	char		sqlstate[6];
+	char		message[256];
+	char		detail[512];
+	char		hint[256];
+	pg_atomic_uint32 requests;	/* requests for windows open at the
+								 * coordinator (shid_coord_request_begin) */
+	ConditionVariable requests_cv;	/* signalled as one ends */
+	pg_atomic_uint32 kept;		/* connections kept between requests
+								 * (shid_coord_keep) */
+	/* On the coordinator: what the nodes reported (citus_learn.c). */
+	bool		learned;		/* since start-up (a standby grants none,
+								 * so none before its promotion) */
+	uint32		learned_generation; /* the ceiling's generation then */
+	int64		learned_floor;	/* no window starts before it */
+	int64		learned_clock;	/* the latest clock a node reported, */
+	int64		learned_mono;	/* and the monotonic ms then */
+} ShidCitusShared;
+
+/* What shid_citus_read_node found. */
+typedef enum ShidNodeRead
+{
+	SHID_NODE_OK,				/* *group is this database's group */
+	SHID_NODE_NO_GROUP,			/* pg_dist_local_group is empty */
+	SHID_NODE_NOT_ADDED,		/* group 0 and an empty pg_dist_node */
+	SHID_NODE_CHANGING			/* changed under every read */
+} ShidNodeRead;
+
+/* citus.c: set at start-up and as the backend learns its node. */
+extern SHID_INTERNAL ShidCitusShared *shid_citus_shared;
+extern SHID_INTERNAL bool shid_citus_preload;	/* Citus is preloaded */
+
+/* This database's pg_dist_local_group, or InvalidOid: no citus extension. */
+extern SHID_INTERNAL Oid shid_local_group_relid;
+
+/* This backend's Citus group, once learnt: 0 on the coordinator. */
+extern SHID_INTERNAL int32 shid_citus_group;
+
+extern uint32 shid_citus_members(void);
+extern ShidNodeRead shid_citus_read_node(int32 *group);
+extern bool shid_extension_at_2_0(void);
+
+/* citus_grant.c: a grant, here on the coordinator. */
+extern bool shid_window_grant(struct ShidSlot *slot, const ShidLayout *layout, int64 min_start,
+							  int64 node_clock, int64 *start, int64 *end, int32 *retry_after);
+
+#endif							/* SHARDED_ID_CITUS_INT_H */
