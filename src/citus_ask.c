@@ -817,15 +817,15 @@ shid_window_asked(ShidSlot *slot, const ShidWindowAnswer *answer, uint32 members
  * this backend), and store it.  On failure, back off; if the slot still
  * has a window (renewing), go on without, else raise the coordinator's
  * error.  The mark is cleared and waiters are woken in every case, an
- * error's too.
+ * error's too.  members: the node's membership (shid_citus_members), read
+ * before the slot was marked, kept with a back-off.
  *
  * Locks: the slot's spinlock, never across the request.
  */
 static void
-shid_window_ask(ShidSlot *slot, int64 min_start, bool renewing)
+shid_window_ask(ShidSlot *slot, int64 min_start, bool renewing, uint32 members)
 {
 	ShidWindowAnswer answer;
-	uint32		members = shid_citus_members();
 
 	memset(&answer, 0, sizeof(answer));
 	shid_asking_slot = slot;
@@ -905,16 +905,19 @@ shid_window_slow(ShidSlot *slot)
 	{
 		int64		mono_us = shid_monotonic_us();
 		int64		now_ms = shid_clock_ms();
-		uint32		members = 0;
+		uint32		members;
 		int64		min_start;
 		bool		ask = false;
 		bool		renewing = false;
 		bool		wait = false;
 		bool		failed = false;
 
-		/* Backed off: under the membership of now? (read off the lock) */
-		if (mono_us < slot->win.retry_us)
-			members = shid_citus_members();
+		/*
+		 * The membership a back-off is measured against, read before the
+		 * slot is marked as this backend's (the scan may be interrupted):
+		 * a worker's only; the coordinator's back-offs end by time alone.
+		 */
+		members = shid_citus_group != 0 ? shid_citus_members() : 0;
 		SpinLockAcquire(&slot->mutex);
 		if (slot->ms >= slot->win.end && slot->win.next_end != 0)
 		{
@@ -956,7 +959,7 @@ shid_window_slow(ShidSlot *slot)
 		{
 			if (slept)
 				ConditionVariableCancelSleep();
-			shid_window_ask(slot, min_start, renewing);
+			shid_window_ask(slot, min_start, renewing, members);
 			if (renewing)
 				return;
 			slept = false;

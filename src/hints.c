@@ -36,20 +36,18 @@ static const char *const shid_router_functions[] = {
 	"route", "route_id",
 };
 
-/* The functions and procedures of sharded_id (src/sql/api/). */
+/*
+ * The functions of sharded_id (src/sql/api/) that an administrator grants
+ * to applications' roles: not those that are superusers' alone, nor the
+ * nodes' own (citus_grant_windows, citus_window_high_water), nor the
+ * router's (its extension is a superuser's).
+ */
 static const char *const shid_functions[] = {
-	"add_table", "adopt_table", "check_shard", "citus_check_moves",
-	"citus_distribute_shards", "citus_grant_windows", "citus_id_node",
-	"citus_open_shards", "citus_shard_node", "citus_window_high_water",
-	"configure", "create_shard", "create_shards", "created_at",
-	"current_settings", "decode", "drop_shard", "encode", "enter_shard",
-	"floors", "from_shortcode", "generator_info", "generator_stats",
-	"high_water", "layouts", "lower_floor", "max_id_at", "min_id_at",
-	"next_id", "next_id_in_layout", "next_ids", "next_ids_in_layout",
-	"provision_shards", "raise_floor", "raise_floors", "reset_ceiling",
-	"reset_stats", "retire_shard", "schema_ddl", "schema_inventory",
-	"seq_id", "shard_for", "shard_id", "shard_max_id", "shard_schema",
-	"stripe_id", "to_shortcode",
+	"created_at", "decode", "encode", "enter_shard", "floors",
+	"from_shortcode", "generator_info", "generator_stats", "high_water",
+	"layouts", "max_id_at", "min_id_at", "next_id", "next_id_in_layout",
+	"next_ids", "next_ids_in_layout", "seq_id", "shard_for", "shard_id",
+	"shard_max_id", "shard_schema", "stripe_id", "to_shortcode",
 };
 
 /*
@@ -101,8 +99,11 @@ shid_hint_router_missing(ErrorData *edata)
 	if (rest == NULL ||
 		shid_match_name(rest, shid_router_functions, lengthof(shid_router_functions), '(') == NULL)
 		return;
-	edata->hint = pstrdup("This function belongs to the extension sharded_id_router: "
-						  "run CREATE EXTENSION sharded_id_router in this database.");
+	/* Core's hint stays: in the router's database, the call may be the mistake. */
+	edata->hint = psprintf("%s%sIf sharded_id_router is not installed in this database: "
+						   "sharded_id.%.*s belongs to it; run CREATE EXTENSION sharded_id_router.",
+						   edata->hint ? edata->hint : "", edata->hint ? " " : "",
+						   (int) strcspn(rest, "("), rest);
 }
 
 /* 42501 on executing a function of sharded_id or the router: the grant to ask for. */
@@ -117,18 +118,16 @@ shid_hint_grant(ErrorData *edata)
 		kind = "PROCEDURE";
 	if (rest == NULL || edata->hint != NULL)
 		return;
-	name = shid_match_name(rest, shid_functions, lengthof(shid_functions), '\0');
-	if (name == NULL)
-		name = shid_match_name(rest, shid_router_functions, lengthof(shid_router_functions), '\0');
-	if (name == NULL)
-		return;
-	if (shid_match_name(name, shid_provisioning_functions, lengthof(shid_provisioning_functions), '\0'))
-		edata->hint = pstrdup("It comes with the provisioning role: a superuser can grant it, "
-							  "GRANT sharded_id_provisioner TO <role>;");
-	else
-		edata->hint = psprintf("An administrator can grant it: GRANT EXECUTE ON %s sharded_id.%s(...) TO <role>; "
+	/* Core names the function without its schema: say which one is meant. */
+	if ((name = shid_match_name(rest, shid_provisioning_functions,
+								lengthof(shid_provisioning_functions), '\0')) != NULL)
+		edata->hint = psprintf("If it is sharded_id.%s: it comes with the provisioning role, "
+							   "which a superuser grants: GRANT sharded_id_provisioner TO <role>;", name);
+	else if ((name = shid_match_name(rest, shid_functions, lengthof(shid_functions), '\0')) != NULL)
+		edata->hint = psprintf("If it is sharded_id.%s: an administrator can grant it, "
+							   "GRANT EXECUTE ON %s sharded_id.%s(...) TO <role>; "
 							   "\\df sharded_id.%s lists its signatures.",
-							   kind, name, name);
+							   name, kind, name, name);
 }
 
 static void

@@ -296,6 +296,7 @@ shid_make_slot(const ShidLayout *layout, const ShidSlotKey *key, ShidSlotMake ma
 			slot->win.start = slot->win.end = slot->win.renew = 0;
 			slot->win.next_start = slot->win.next_end = 0;
 			slot->win.retry_us = 0;
+			slot->win.retry_members = 0;
 			slot->win.asker = 0;
 			slot->grant.end = 0;
 			slot->grant.paced = slot->grant.mono = 0;
@@ -468,7 +469,8 @@ shid_slots_to_renew(uint64 layout_key, const ShidSlot *except, int64 now_ms,
 		if (slot == except || slot->key.layout_key != layout_key)
 			continue;
 		SpinLockAcquire(&slot->mutex);
-		if (slot->win.asker == 0 && slot->win.next_end == 0 && mono_us >= slot->win.retry_us &&
+		if (slot->owner != SHID_OWNER_RETIRED && slot->win.asker == 0 && slot->win.next_end == 0 &&
+			mono_us >= slot->win.retry_us &&
 			slot->win.end != 0 && slot->last_ms >= since_ms &&
 			Max(slot->ms, now_ms) >= slot->win.renew)
 		{

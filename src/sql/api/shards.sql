@@ -1001,6 +1001,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     lacking name[];
+    shown text;
 BEGIN
     -- The catalogs, not to_regclass, which needs USAGE on the schema.
     lacking := ARRAY(SELECT s.schema_name FROM sharded_id.shards s JOIN pg_namespace n ON n.nspname = s.schema_name
@@ -1008,12 +1009,14 @@ BEGIN
                        AND NOT EXISTS (SELECT FROM pg_class c WHERE c.relnamespace = n.oid AND c.relname = table_name)
                      ORDER BY s.shard_id);
     IF cardinality(lacking) > 0 THEN
+        -- Names quoted, so that the hint's statements run as they read.
+        shown := (SELECT string_agg(quote_ident(x), ', ') FROM unnest(lacking[1:5]) x);
         RAISE EXCEPTION 'role "%" may not create tables in % shard schemas: %', current_user, cardinality(lacking),
-                        array_to_string(lacking[1:5], ', ') || CASE WHEN cardinality(lacking) > 5 THEN ', ...' ELSE '' END
+                        shown || CASE WHEN cardinality(lacking) > 5 THEN ', ...' ELSE '' END
             USING ERRCODE = 'insufficient_privilege',
                   DETAIL = format('add_table copies table "%s" into every shard as its caller, and changed nothing: it needs USAGE and CREATE on each shard schema that lacks the table.', table_name),
-                  HINT = format('A superuser or the schemas'' owner can grant them: GRANT USAGE, CREATE ON SCHEMA %s TO %I; or, for every shard: SELECT format(''GRANT USAGE, CREATE ON SCHEMA %%I TO %I'', schema_name) FROM sharded_id.shards \gexec',
-                                array_to_string(lacking[1:5], ', '), current_user, current_user);
+                  HINT = format('A superuser or the schemas'' owner can grant them: GRANT USAGE, CREATE ON SCHEMA %s TO %I; or, for every shard: SELECT format(%L, schema_name) FROM sharded_id.shards \gexec',
+                                shown, current_user, format('GRANT USAGE, CREATE ON SCHEMA %%I TO %I', current_user));
     END IF;
 END
 $$;
@@ -1031,6 +1034,7 @@ DECLARE
     t sharded_id.shard_tables;
     shard record;
     copies integer := 0;
+    known boolean;
 BEGIN
     SELECT c.relname, n.nspname, c.relkind INTO rel
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -1050,14 +1054,15 @@ BEGIN
         RAISE EXCEPTION 'template table "%" is inside a shard schema', template
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    PERFORM sharded_id._require_create_on_shards(rel.relname);
-
     SELECT * INTO t FROM sharded_id.shard_tables st WHERE st.table_name = rel.relname;
-    IF FOUND AND (t.template_schema, t.template_table) <> (rel.nspname, rel.relname) THEN
+    known := FOUND;
+    IF known AND (t.template_schema, t.template_table) <> (rel.nspname, rel.relname) THEN
         RAISE EXCEPTION 'a sharded table named "%" already exists', rel.relname
             USING ERRCODE = 'duplicate_table',
                   DETAIL = format('Its template is %I.%I.', t.template_schema, t.template_table);
-    ELSIF NOT FOUND THEN
+    END IF;
+    PERFORM sharded_id._require_create_on_shards(rel.relname);
+    IF NOT known THEN
         PERFORM sharded_id._catalog_add_table(template, rel.relname, id_column);
         SELECT * INTO t FROM sharded_id.shard_tables st
         WHERE st.table_name = rel.relname;
