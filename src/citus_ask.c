@@ -22,7 +22,7 @@
  *	   requests, the kept connection, closed at the end of its backend's
  *	   transaction (the xact callback).
  *	 - The exit callback that clears an asker's marks on a FATAL,
- *	   registered on the first ask.
+ *	   registered on the first slow path, before any mark.
  *
  * It calls citus.c and citus_grant.c; neither calls it.
  *
