@@ -106,28 +106,36 @@ run_suite callgraph bash test/callgraph.sh
 # SHID_LIMITS_ENFORCE=1, once.
 run_suite limits bash test/limits.sh
 
-# TAP files run side by side, SHID_PROVE_JOBS at a time (prove -j; 2 by
-# default, for the 2-core machine CI runs on: most of a file's time is spent
-# waiting on its servers).  PostgreSQL::Test::Cluster gives each server a
-# free port, reserved under PG_TEST_PORT_DIR, which every suite of the run
-# shares.  Each major's TAP suite runs in a fresh copy of the tree, so
-# that nothing a file left behind (its tmp_check, a server still running)
-# stops the next major's suite.
-prove_jobs=${SHID_PROVE_JOBS:-2}
+# pg_regress and isolation of each major, one suite after another, beside
+# the TAP files of every major in one pool of SHID_PROVE_JOBS workers (3 by
+# default; test/tap.sh).  PostgreSQL::Test::Cluster gives each server a
+# free port, reserved under PG_TEST_PORT_DIR, which every file of the run
+# shares.
 export PG_TEST_PORT_DIR="$logs/portlock"
 mkdir -p "$PG_TEST_PORT_DIR"
+(
+    for pg_config in $configs; do
+        major=$(shid_major "$pg_config")
+        preload=(pg_virtualenv -v "$major" -o shared_preload_libraries=sharded_id)
+        mk=(make -s installcheck PG_CONFIG="$pg_config")
+        echo "== PostgreSQL $major ($("$pg_config" --version))"
+        run_suite "pg$major-regress" "${preload[@]}" "${mk[@]}" ISOLATION= TAP_TESTS=
+        run_suite "pg$major-isolation" "${preload[@]}" "${mk[@]}" REGRESS= TAP_TESTS=
+    done
+) &
+regress=$!
+echo "== TAP files of every major (${SHID_PROVE_JOBS:-3} at a time; each file's log in $logs/tap)"
+# shellcheck disable=SC2086
+bash test/tap.sh "$logs" "$src" $configs || echo "   test/tap.sh exited non-zero"
+wait $regress
 for pg_config in $configs; do
     major=$(shid_major "$pg_config")
-    preload=(pg_virtualenv -v "$major" -o shared_preload_libraries=sharded_id)
-    mk=(make -s installcheck PG_CONFIG="$pg_config")
-    echo "== PostgreSQL $major ($("$pg_config" --version))"
-    run_suite "pg$major-regress" "${preload[@]}" "${mk[@]}" ISOLATION= TAP_TESTS=
-    run_suite "pg$major-isolation" "${preload[@]}" "${mk[@]}" REGRESS= TAP_TESTS=
-    tap_tree=$(mktemp -d "${TMPDIR:-/tmp}/sharded_id_tap_pg$major.XXXXXX")
-    echo "   (TAP files of PostgreSQL $major run in $tap_tree)"
-    tar -C "$src" --exclude=./tmp_check --exclude=./results --exclude=./output_iso -cf - . | tar -C "$tap_tree" -xf -
-    run_suite "pg$major-tap" "${mk[@]}" -C "$tap_tree" REGRESS= ISOLATION= \
-        PROVE_FLAGS="-v --timer -j$prove_jobs"
+    if [ -f "$logs/pg$major-tap.failed" ]; then
+        echo "== pg$major-tap: a file failed; the output of each that did:"
+        for f in "$logs"/tap/pg"$major"/*.log.failed; do
+            [ -f "$f" ] && sed 's/^/   | /' "${f%.failed}"
+        done
+    fi
 done
 
 [ -f "$logs/pg15-package.log" ] && count pg15-package

@@ -300,10 +300,11 @@ sub map_owner
 	return $router->safe_psql($db // 'router', "SELECT node_name FROM sharded_id.shard_map WHERE shard_id = $shard");
 }
 
-# Two writers through $router, each a loop of psql calls, adding photos
-# captioned $caption for the users of demo_users whose shard is in @shards,
-# each logging the id of every row it saw committed.  Returns the writers,
-# for committed, writers_go_on and stop_writers.
+# Two writers through $router, each one psql session (a new one whenever
+# the last ended), adding photos captioned $caption for the users of
+# demo_users whose shard is in @shards, one statement at a time, each
+# logging the id of every row it saw committed (test/perl/logged_writer.pl).
+# Returns the writers, for committed, writers_go_on and stop_writers.
 my $writers_no = 0;
 sub logged_writers
 {
@@ -316,14 +317,13 @@ sub logged_writers
 		CREATE TABLE writer_users_$no AS SELECT row_number() OVER (ORDER BY n) AS k, user_id
 		FROM demo_users WHERE sharded_id.shard_id(user_id) IN ($list);
 		SELECT count(*) FROM writer_users_$no");
-	my $connstr = $router->connstr('router');
+	my $sql = "SELECT app_api.add_photo(user_id, '$caption') FROM writer_users_$no WHERE k = %d";
 	my @h;
 	for my $w (1, 2)
 	{
-		push @h, IPC::Run::start([ 'bash', '-c', qq{
-			while [ ! -e "$dir/stop" ]; do
-				psql -X -A -t -q -d "$connstr" -c "SELECT app_api.add_photo(user_id, '$caption') FROM writer_users_$no WHERE k = \$((RANDOM % $users + 1))" >>"$dir/ids.$w" 2>>"$dir/errors.$w" || sleep 0.05
-			done } ]);
+		push @h, IPC::Run::start([ $^X, dirname(__FILE__) . '/logged_writer.pl',
+			$router->connstr('router'), $sql, $users, "$dir/stop", "$dir/ids.$w" ],
+			'<', \undef, '>>', "$dir/out.$w", '2>>', "$dir/errors.$w");
 	}
 	return { dir => $dir, h => \@h };
 }

@@ -291,11 +291,14 @@ for my $mode (qw(seed counter))
 				$pid = $mover_pid->();
 			}
 			my $t0 = time;
+			# The writers' shared locks come and go; the move's exclusive
+			# ones must go.
 			$router->poll_query_until('router', "SELECT count(*) = 0 FROM pg_locks WHERE locktype = 'advisory'
-				AND classid = " . ROUTE_LOCK_CLASS . " AND objid = $shard AND objsubid = " . SHARD_LOCK_KIND)
-			  or die "$what: the route lock stays";
+				AND classid = " . ROUTE_LOCK_CLASS . " AND objid = $shard AND objsubid = " . SHARD_LOCK_KIND . "
+				AND mode = 'ExclusiveLock'") or die "$what: the route lock stays";
 			$node{$from}->poll_query_until('app', "SELECT count(*) = 0 FROM pg_locks WHERE locktype = 'advisory'
-				AND classid = " . FENCE_CLASS . " AND objid = $shard") or die "$what: the freeze stays";
+				AND classid = " . FENCE_CLASS . " AND objid = $shard AND mode = 'ExclusiveLock'")
+			  or die "$what: the freeze stays";
 			my $took = time - $t0;
 			ok($took < 5, sprintf('%s: the route lock and the freeze are gone within %.2f s', $what, $took));
 			ok(writers_go_on($w, 10), "$what: the writers go on while the session stays");
