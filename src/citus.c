@@ -40,10 +40,12 @@
 #include "catalog/indexing.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
+#include "catalog/pg_type.h"
 #include "citus.h"
 #include "citus_int.h"
 #include "commands/extension.h"
 #include "common/hashfn.h"
+#include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/condition_variable.h"
 #include "storage/shmem.h"
@@ -212,6 +214,58 @@ shid_citus_members(void)
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
 	return members;
+}
+
+/*
+ * The coordinator's address and this node's own name and port, from this
+ * database's pg_dist_node (Citus syncs it to every node).  Errors as SPI
+ * can.
+ *
+ * Locks: AccessShareLock on pg_dist_node.
+ */
+bool
+shid_citus_addresses(int32 group, char **coord_host, int *coord_port,
+					 char **own_name, int *own_port)
+{
+	static const char *sql =
+		"SELECT n.groupid, n.nodename, n.nodeport FROM pg_catalog.pg_dist_node n"
+		" WHERE n.noderole::pg_catalog.text OPERATOR(pg_catalog.=) 'primary'"
+		" AND (n.groupid OPERATOR(pg_catalog.=) 0 OR n.groupid OPERATOR(pg_catalog.=) $1)";
+	Oid			argtypes[1] = {INT4OID};
+	Datum		values[1] = {Int32GetDatum(group)};
+	bool		found_coord = false;
+	bool		found_own = false;
+	MemoryContext caller = CurrentMemoryContext;
+
+	SPI_connect();
+	if (SPI_execute_with_args(sql, 1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read pg_dist_node");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		int32		g = DatumGetInt32(SPI_getbinval(tuple, desc, 1, &isnull));
+		char	   *name = SPI_getvalue(tuple, desc, 2);
+		int			port = DatumGetInt32(SPI_getbinval(tuple, desc, 3, &isnull));
+
+		if (name == NULL)
+			continue;
+		if (g == 0)
+		{
+			*coord_host = MemoryContextStrdup(caller, name);
+			*coord_port = port;
+			found_coord = true;
+		}
+		if (g == group)
+		{
+			*own_name = MemoryContextStrdup(caller, name);
+			*own_port = port;
+			found_own = true;
+		}
+	}
+	SPI_finish();
+	return found_coord && found_own;
 }
 
 /*

@@ -31,12 +31,10 @@
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "catalog/pg_type.h"
 #include "ceiling.h"
 #include "citus.h"
 #include "citus_conn.h"
 #include "citus_int.h"
-#include "executor/spi.h"
 #include "layout.h"
 #include "libpq-fe.h"
 #include "libpq/libpq-be-fe-helpers.h"
@@ -173,58 +171,6 @@ shid_window_exit(int code, Datum arg)
 		ConditionVariableBroadcast(&s->win_cv);
 	}
 	shid_renewing_n = 0;
-}
-
-/*
- * The coordinator's address and this node's own name and port, from this
- * database's pg_dist_node (Citus syncs it to every node).  Errors as SPI
- * can.
- *
- * Locks: AccessShareLock on pg_dist_node.
- */
-static bool
-shid_citus_addresses(int32 group, char **coord_host, int *coord_port,
-					 char **own_name, int *own_port)
-{
-	static const char *sql =
-		"SELECT n.groupid, n.nodename, n.nodeport FROM pg_catalog.pg_dist_node n"
-		" WHERE n.noderole::pg_catalog.text OPERATOR(pg_catalog.=) 'primary'"
-		" AND (n.groupid OPERATOR(pg_catalog.=) 0 OR n.groupid OPERATOR(pg_catalog.=) $1)";
-	Oid			argtypes[1] = {INT4OID};
-	Datum		values[1] = {Int32GetDatum(group)};
-	bool		found_coord = false;
-	bool		found_own = false;
-	MemoryContext caller = CurrentMemoryContext;
-
-	SPI_connect();
-	if (SPI_execute_with_args(sql, 1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read pg_dist_node");
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		HeapTuple	tuple = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		int32		g = DatumGetInt32(SPI_getbinval(tuple, desc, 1, &isnull));
-		char	   *name = SPI_getvalue(tuple, desc, 2);
-		int			port = DatumGetInt32(SPI_getbinval(tuple, desc, 3, &isnull));
-
-		if (name == NULL)
-			continue;
-		if (g == 0)
-		{
-			*coord_host = MemoryContextStrdup(caller, name);
-			*coord_port = port;
-			found_coord = true;
-		}
-		if (g == group)
-		{
-			*own_name = MemoryContextStrdup(caller, name);
-			*own_port = port;
-			found_own = true;
-		}
-	}
-	SPI_finish();
-	return found_coord && found_own;
 }
 
 /*
@@ -813,6 +759,40 @@ shid_window_asked(ShidSlot *slot, const ShidWindowAnswer *answer, uint32 members
 }
 
 /*
+ * Which other slots a worker renews with its request (shid_slots_visit):
+ * of the layout, but except, that held a window and minted at or after
+ * since_ms, due for renewal by the clock now_ms, with no asker, no next
+ * window and no back-off (monotonic mono_us).  Each is marked as asked for
+ * by this backend, into shid_renewing, its minimum start into
+ * shid_renew_min.  Slot's spinlock held.
+ */
+typedef struct ShidRenewPick
+{
+	uint64		layout_key;
+	const ShidSlot *except;
+	int64		now_ms;
+	int64		since_ms;
+	int64		mono_us;
+} ShidRenewPick;
+
+static bool
+shid_renew_pick(ShidSlot *slot, void *arg)
+{
+	const ShidRenewPick *pick = arg;
+
+	if (slot != pick->except && slot->key.layout_key == pick->layout_key &&
+		slot->owner != SHID_OWNER_RETIRED && slot->win.asker == 0 && slot->win.next_end == 0 &&
+		pick->mono_us >= slot->win.retry_us && slot->win.end != 0 &&
+		slot->last_ms >= pick->since_ms && Max(slot->ms, pick->now_ms) >= slot->win.renew)
+	{
+		slot->win.asker = MyProcPid;
+		shid_renewing[shid_renewing_n] = slot;
+		shid_renew_min[shid_renewing_n++] = Max(slot->ms, pick->now_ms);
+	}
+	return shid_renewing_n < SHID_WINDOW_BATCH;
+}
+
+/*
  * Ask for the slot's next window, as the slot's one asker (win.asker is
  * this backend), and store it.  On failure, back off; if the slot still
  * has a window (renewing), go on without, else raise the coordinator's
@@ -835,10 +815,10 @@ shid_window_ask(ShidSlot *slot, int64 min_start, bool renewing, uint32 members)
 	{
 		int64		now_ms = shid_clock_ms();
 
-		shid_renewing_n = shid_slots_to_renew(slot->key.layout_key, slot, now_ms,
-											  now_ms - SHID_RENEW_RECENT_MS,
-											  shid_monotonic_us(), shid_renewing,
-											  shid_renew_min, SHID_WINDOW_BATCH);
+		ShidRenewPick pick = {slot->key.layout_key, slot, now_ms, now_ms - SHID_RENEW_RECENT_MS,
+		shid_monotonic_us()};
+
+		shid_slots_visit(shid_renew_pick, &pick);
 	}
 	PG_TRY();
 	{

@@ -82,6 +82,8 @@ extern SHID_INTERNAL Oid shid_local_group_relid;
 extern SHID_INTERNAL int32 shid_citus_group;
 
 extern uint32 shid_citus_members(void);
+extern bool shid_citus_addresses(int32 group, char **coord_host, int *coord_port,
+								 char **own_name, int *own_port);
 extern ShidNodeRead shid_citus_read_node(int32 *group);
 extern bool shid_extension_at_2_0(void);
 

@@ -183,6 +183,19 @@ shid_citus_learn_floor(int window_ms, int64 *max_clock)
 }
 
 /*
+ * Raise *arg (an int64) past the slot's millisecond and every window it
+ * holds (shid_slots_visit).  Slot's spinlock held.
+ */
+static bool
+shid_window_high_water(ShidSlot *slot, void *arg)
+{
+	int64	   *high = arg;
+
+	*high = Max(*high, Max(slot->ms + 1, Max(slot->win.end, slot->win.next_end)));
+	return true;
+}
+
+/*
  * citus_window_high_water(OUT high_water bigint, OUT clock_ms bigint)
  *
  * On a node of a Citus cluster, for the coordinator (citus_learn.c): the
@@ -204,8 +217,8 @@ shid_citus_window_high_water(PG_FUNCTION_ARGS)
 	shid_require_shared_state();
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	high_water = Max((int64) pg_atomic_read_u64(&shid_ceiling->ceiling_ms),
-					 shid_slots_window_high_water());
+	high_water = (int64) pg_atomic_read_u64(&shid_ceiling->ceiling_ms);
+	shid_slots_visit(shid_window_high_water, &high_water);
 	values[0] = Int64GetDatum(high_water);
 	values[1] = Int64GetDatum(shid_clock_ms());
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));

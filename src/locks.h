@@ -29,7 +29,7 @@
  *	 - a Citus coordinator's grant: the ceiling lock (shared) to read where
  *	   new slots start, then the slot's spinlock; both released, the
  *	   ceiling lock to cover the window;
- *	 - a Citus worker picks the shards it renews (shid_slots_to_renew)
+ *	 - a Citus worker picks the shards it renews (shid_slots_visit)
  *	   under the slot table lock (shared) and each slot's spinlock in turn.
  *
  * Released first, never nested: replay of a SHARD record (rmgr.c) and

@@ -34,6 +34,7 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "ceiling.h"
+#include "citus_slot.h"
 #include "compat.h"
 #include "floors.h"
 #include "fmgr.h"
@@ -288,18 +289,7 @@ shid_make_slot(const ShidLayout *layout, const ShidSlotKey *key, ShidSlotMake ma
 			slot->paced_us = 0;
 			slot->ids = slot->full_ms_waits = slot->wait_us = 0;
 			slot->clock_behind = slot->max_lag_ms = 0;
-			/*
-			 * No Citus window yet (citus_ask.c), and none granted in this run:
-			 * a coordinator grants after where new slots start, which the
-			 * ceiling it started with covered.
-			 */
-			slot->win.start = slot->win.end = slot->win.renew = 0;
-			slot->win.next_start = slot->win.next_end = 0;
-			slot->win.retry_us = 0;
-			slot->win.retry_members = 0;
-			slot->win.asker = 0;
-			slot->grant.end = 0;
-			slot->grant.paced = slot->grant.mono = 0;
+			shid_citus_slot_init(slot);
 			ConditionVariableInit(&slot->win_cv);
 			if (!reserved)
 				shid_shared->free_slots++;
@@ -443,77 +433,34 @@ shid_set_shard_floor(ShidSlot *slot, int64 floor_ms, bool move,
 }
 
 /*
- * Citus (citus_ask.c): mark as asked for by this backend up to max slots of
- * the layout, but except, that held a window and minted at or after
- * since_ms, and are due for the window's renewal by the clock now_ms, with no asker,
- * no next window and no back-off (monotonic mono_us); their minimum starts
- * into min_starts.  A node that asks for one shard's window renews these with
- * it, in the same request.  Returns how many.
+ * Call visit on every slot, with the slot's spinlock held, until it
+ * returns false.  What the Citus files read or mark in the slots
+ * (citus_slot.h) goes through here.
  *
- * Locks: the slot table shared, then each slot's spinlock in turn.
+ * Locks: the slot table's lock, shared; each slot's spinlock in turn.
  */
-int
-shid_slots_to_renew(uint64 layout_key, const ShidSlot *except, int64 now_ms,
-					int64 since_ms, int64 mono_us, ShidSlot **out, int64 *min_starts, int max)
+void
+shid_slots_visit(ShidSlotVisitor visit, void *arg)
 {
 	HASH_SEQ_STATUS status;
 	ShidSlot   *slot;
-	int			n = 0;
 
-	if (max <= 0)
-		return 0;
 	LWLockAcquire(shid_shared->slots_lock, LW_SHARED);
 	hash_seq_init(&status, shid_slots);
 	while ((slot = hash_seq_search(&status)) != NULL)
 	{
-		if (slot == except || slot->key.layout_key != layout_key)
-			continue;
+		bool		more;
+
 		SpinLockAcquire(&slot->mutex);
-		if (slot->owner != SHID_OWNER_RETIRED && slot->win.asker == 0 && slot->win.next_end == 0 &&
-			mono_us >= slot->win.retry_us &&
-			slot->win.end != 0 && slot->last_ms >= since_ms &&
-			Max(slot->ms, now_ms) >= slot->win.renew)
-		{
-			slot->win.asker = MyProcPid;
-			out[n] = slot;
-			min_starts[n] = Max(slot->ms, now_ms);
-			n++;
-		}
+		more = visit(slot, arg);
 		SpinLockRelease(&slot->mutex);
-		if (n >= max)
+		if (!more)
 		{
 			hash_seq_term(&status);
 			break;
 		}
 	}
 	LWLockRelease(shid_shared->slots_lock);
-	return n;
-}
-
-/*
- * The newest Unix millisecond past every slot's millisecond and every
- * shard window this server holds (citus_learn.c): 0 without a slot.
- *
- * Locks: the slot table's lock, shared; each slot's spinlock in turn.
- */
-int64
-shid_slots_window_high_water(void)
-{
-	HASH_SEQ_STATUS status;
-	ShidSlot   *slot;
-	int64		high = 0;
-
-	LWLockAcquire(shid_shared->slots_lock, LW_SHARED);
-	hash_seq_init(&status, shid_slots);
-	while ((slot = hash_seq_search(&status)) != NULL)
-	{
-		SpinLockAcquire(&slot->mutex);
-		high = Max(high, slot->ms + 1);
-		high = Max(high, Max(slot->win.end, slot->win.next_end));
-		SpinLockRelease(&slot->mutex);
-	}
-	LWLockRelease(shid_shared->slots_lock);
-	return high;
 }
 
 /*
@@ -710,17 +657,7 @@ shid_reset_ceiling(PG_FUNCTION_ARGS)
 		/* A slot at its floor is covered by the floor, not the ceiling. */
 		if (target > slot->floor_ms)
 			top = Max(top, target);
-
-		/*
-		 * Citus (citus_ask.c, citus_grant.c): a window may lie below a slot moved back, so
-		 * every window is dropped and asked for again; on a coordinator,
-		 * the ceiling stays above every window it granted since it
-		 * started, and the generation bumped makes it ask the nodes what
-		 * they hold before its next grant (citus_learn.c).
-		 */
-		slot->win.start = slot->win.end = slot->win.renew = 0;
-		slot->win.next_start = slot->win.next_end = 0;
-		top = Max(top, slot->grant.end);
+		top = Max(top, shid_citus_slot_reset(slot));
 		SpinLockRelease(&slot->mutex);
 	}
 	SHID_INJECTION_POINT("sharded-id-reset-slots-moved");

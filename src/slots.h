@@ -148,10 +148,12 @@ extern void shid_slot_follow_state(const ShidShardState *state);
 extern bool shid_set_shard_floor(ShidSlot *slot, int64 floor_ms, bool move,
 								 const uint32 *generation, bool here_only, bool sync);
 extern int64 shid_high_water_id(const ShidLayout *layout, int32 shard, int64 ms);
-extern int	shid_slots_to_renew(uint64 layout_key, const ShidSlot *except, int64 now_ms,
-								int64 since_ms,
-								int64 mono_us, ShidSlot **out, int64 *min_starts, int max);
-extern int64 shid_slots_window_high_water(void);
+/*
+ * A visitor of shid_slots_visit, called with the slot's spinlock held: it
+ * must not error, allocate or block.  It returns false to end the scan.
+ */
+typedef bool (*ShidSlotVisitor) (ShidSlot *slot, void *arg);
+extern void shid_slots_visit(ShidSlotVisitor visit, void *arg);
 extern void shid_refuse_recovery(const char *what);
 extern void shid_refuse_transaction_block(const char *call);
 

@@ -13,9 +13,10 @@
 #
 # Suites, per major: pg_regress (sql/, expected/) and pg_isolation_regress
 # (test/specs/) on a throwaway cluster made by pg_virtualenv with sharded_id
-# preloaded; TAP tests (test/t/) that start clusters of their own, several
-# files at a time (SHID_PROVE_JOBS, default 2), in a copy of the tree per
-# major.  Once: the documents' links (test/docs.pl), that the file-level call
+# preloaded; TAP tests (test/t/) that start clusters of their own.  The TAP
+# files of every major run in one pool (test/tap.sh: SHID_PROVE_JOBS at a
+# time, 3 by default, the slowest first, in a copy of the tree per major),
+# beside the other suites.  Once: the documents' links (test/docs.pl), that the file-level call
 # graph of src/*.c has no cycle (test/callgraph.sh), and the sources' size
 # limits (test/limits.sh, advisory unless SHID_LIMITS_ENFORCE=1).  Each
 # suite's full output is kept in the log directory the run prints, with the
@@ -51,7 +52,7 @@ if [ "$(id -u)" -eq 0 ]; then
     chown -R "$test_user:" "$work"
     rc=0
     runuser -u "$test_user" -- env -C "$work" SHID_LOGS="$logs" \
-        SHID_PROVE_JOBS="${SHID_PROVE_JOBS:-}" SHID_LIMITS_ENFORCE="${SHID_LIMITS_ENFORCE:-}" \
+        SHID_PROVE_JOBS="${SHID_PROVE_JOBS:-}" SHID_TAP_FILES="${SHID_TAP_FILES:-}" SHID_LIMITS_ENFORCE="${SHID_LIMITS_ENFORCE:-}" \
         SHID_PG_CONFIGS="$(shid_pg_configs | paste -sd ' ')" bash test/run.sh || rc=$?
     exit $rc
 fi
