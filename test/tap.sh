@@ -7,8 +7,9 @@
 # For each major: a copy of SRC to run in (a file that dies leaves its
 # tmp_check there, not in the next major's), the environment PGXS gives
 # prove there (captured by running "make installcheck" with PROVE set to
-# this script's "env" mode), and from 17 on an initdb template that
-# PostgreSQL::Test::Cluster copies instead of running initdb per server.
+# this script's "env" mode), and an initdb template that each server's
+# data directory is copied from (PostgreSQL::Test::Cluster does it from 17
+# on, test/perl/ShardedIdTest.pm on 15) instead of running initdb.
 # Then every (major, file) pair runs in SHID_PROVE_JOBS workers (3 by
 # default), in the order of test/times.md (slowest first; files not in it
 # after).  Each file's output goes to LOGDIR/tap/pgNN/FILE.log; at the end
@@ -35,7 +36,8 @@ if [ "${1:-}" = one ]; then
     . "$tree/.tap_env"
     cd "$tree"
     start=$SECONDS
-    if /usr/bin/prove "${tap_flags[@]}" "$file" >"$log" 2>&1; then
+    # A file that hangs ends after 30 minutes, failed, and the pool goes on.
+    if timeout --kill-after=30 1800 /usr/bin/prove "${tap_flags[@]}" "$file" >"$log" 2>&1; then
         result=ok
     else
         result=FAILED
@@ -59,10 +61,13 @@ for pg_config in "$@"; do
     tar -C "$src" --exclude=./tmp_check --exclude=./results --exclude=./output_iso -cf - . | tar -C "$tree" -xf -
     make -s -C "$tree" installcheck PG_CONFIG="$pg_config" REGRESS= ISOLATION= \
         PROVE="bash $me env $tree/.tap_env" PROVE_FLAGS="-v --timer" PROVE_TESTS=none >/dev/null
+    # As PostgreSQL::Test::Cluster runs it (15's: -D -A trust -N).
+    "$("$pg_config" --bindir)/initdb" --no-sync --pgdata "$tree/initdb-template" --auth trust \
+        >"$logs/tap/initdb$major.log" 2>&1
     if [ "$major" -ge 17 ]; then
-        "$("$pg_config" --bindir)/initdb" --no-sync --pgdata "$tree/initdb-template" --auth trust \
-            >"$logs/tap/initdb$major.log" 2>&1
         echo "export INITDB_TEMPLATE=$tree/initdb-template" >>"$tree/.tap_env"
+    else
+        echo "export SHID_INITDB_TEMPLATE=$tree/initdb-template" >>"$tree/.tap_env"
     fi
 done
 

@@ -47,6 +47,25 @@ use constant {
 
 my $example = dirname(__FILE__) . '/../example';
 
+# PostgreSQL 17 and later's PostgreSQL::Test::Cluster copies the data
+# directory of a new server from $ENV{INITDB_TEMPLATE} rather than run
+# initdb; test/tap.sh makes one per major.  15's runs initdb every time:
+# given SHID_INITDB_TEMPLATE, its plain initdb call (no extra options)
+# copies the template too.
+if (my $template = $ENV{SHID_INITDB_TEMPLATE})
+{
+	no warnings 'redefine';
+	my $system_or_bail = \&PostgreSQL::Test::Utils::system_or_bail;
+	*PostgreSQL::Test::Utils::system_or_bail = sub {
+		if (@_ == 6 && $_[0] eq 'initdb' && "@_[1, 3, 4, 5]" eq '-D -A trust -N')
+		{
+			note('initializing database system by copying initdb template');
+			return $system_or_bail->('cp', '-RPp', $template, $_[2]);
+		}
+		return $system_or_bail->(@_);
+	};
+}
+
 # A new cluster with sharded_id preloaded, plus the postgresql.conf lines
 # in $opt{conf}; $opt{init} is passed to init.  Not started.
 # The PATH a reader's shell has on Debian, for running a document's shell

@@ -34,7 +34,7 @@ use Time::HiRes qw(time sleep);
 
 my $shard = 5;
 # Seconds each run mints for.
-my $seconds = 6;
+my $seconds = 3;
 # The default layout (instagram): 41 bits of ms, 13 of shard, 10 of seq.
 my $ids_per_ms = 1024;
 # How far ahead of the clock the shard's newest id may be, in ms.
