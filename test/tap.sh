@@ -43,7 +43,7 @@ if [ "${1:-}" = one ]; then
         result=FAILED
         touch "$log.failed"
     fi
-    echo "[$(date +%T)] pg$major $file: $result ($((SECONDS - start)) s)"
+    echo "   [$(date +%T)] pg$major $file: $result ($((SECONDS - start)) s)"
     exit 0
 fi
 
@@ -108,7 +108,7 @@ print "$_->[1] $_->[2]\n" for sort { $b->[0] <=> $a->[0] || $a->[1] <=> $b->[1] 
 PERL
 
 # The pool.
-xargs -P "$jobs" -L 1 bash "$me" one "$logs" <"$logs/tap/jobs" | sed 's/^/   /'
+xargs -P "$jobs" -L 1 bash "$me" one "$logs" <"$logs/tap/jobs"
 
 # Each major's log, in file order.
 for pg_config in "$@"; do
