@@ -42,6 +42,12 @@ if [ "${1:-}" = one ]; then
     else
         result=FAILED
         touch "$log.failed"
+        # Servers a file left running (killed by the timeout, or died
+        # before its END block): stopped, so that they take no CPU from the
+        # files after it.
+        for pid in tmp_check/t_"$(basename "$file" .pl)"_*/pgdata/postmaster.pid; do
+            [ -f "$pid" ] && pg_ctl -D "$(dirname "$pid")" stop -m immediate >/dev/null 2>&1 || true
+        done
     fi
     echo "   [$(date +%T)] pg$major $file: $result ($((SECONDS - start)) s)"
     exit 0
@@ -58,11 +64,15 @@ for pg_config in "$@"; do
     major=$("$pg_config" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
     tree=$logs/tap/tree$major
     mkdir -p "$tree" "$logs/tap/pg$major"
-    tar -C "$src" --exclude=./tmp_check --exclude=./results --exclude=./output_iso -cf - . | tar -C "$tree" -xf -
+    # Not what pg_regress writes in SRC meanwhile.
+    tar -C "$src" --exclude=./tmp_check --exclude=./results --exclude=./output_iso \
+        --exclude='./regression.*' --exclude=./log -cf - . | tar -C "$tree" -xf -
     make -s -C "$tree" installcheck PG_CONFIG="$pg_config" REGRESS= ISOLATION= \
         PROVE="bash $me env $tree/.tap_env" PROVE_FLAGS="-v --timer" PROVE_TESTS=none >/dev/null
-    # As PostgreSQL::Test::Cluster runs it (15's: -D -A trust -N).
-    "$("$pg_config" --bindir)/initdb" --no-sync --pgdata "$tree/initdb-template" --auth trust \
+    # As PostgreSQL::Test::Cluster runs it (15's: -D -A trust -N), in the
+    # locale PostgreSQL::Test::Utils sets.
+    env -u LC_ALL -u LANGUAGE LC_MESSAGES=C \
+        "$("$pg_config" --bindir)/initdb" --no-sync --pgdata "$tree/initdb-template" --auth trust \
         >"$logs/tap/initdb$major.log" 2>&1
     if [ "$major" -ge 17 ]; then
         echo "export INITDB_TEMPLATE=$tree/initdb-template" >>"$tree/.tap_env"
@@ -126,3 +136,4 @@ for pg_config in "$@"; do
         [ -f "$log.failed" ] && touch "$logs/pg$major-tap.failed"
     done
 done
+exit 0
