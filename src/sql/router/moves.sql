@@ -1,56 +1,32 @@
 /* src/sql/router/moves.sql */
 
 --
--- Shard moves as operations of the router's database.
+-- Shard moves, as operations of the router's database: the journal
+-- (sharded_id.moves, move_steps and move_cleanup, the view move_progress),
+-- route() and route_id(), the remote calls a move drives its nodes with,
+-- through dblink (contrib, which must be installed on the router), the
+-- steps of a move, one function each, their cleanup and recovery, and the
+-- procedures move_shard, recover_moves and rebalance.
 --
--- CALL sharded_id.move_shard(shard, node) on the router moves a logical
--- shard to another data node; CALL sharded_id.rebalance() plans and runs
--- the moves that even the shards out.  They drive the nodes through dblink
--- (contrib), which must be installed on the router: each step a move takes
--- on a node is one call of a function of the node side of moves
--- (src/sql/api/node.sql), its arguments sent as literals (_node_call), but
--- for transaction control, the dump method's cursor and the check of the
--- nodes' version of sharded_id.  Every step is written
--- to sharded_id.move_steps, and committed, before it is taken; every object
--- a move creates on a node is written to sharded_id.move_cleanup before it
--- is created.  A move that fails, or whose router, source or target crashes,
--- is finished or rolled back by CALL sharded_id.recover_moves(), or by the
--- next move_shard of the same shard, from what the journal and the nodes say.
+-- Each step a move takes on a node is one call of a function of the node
+-- side of moves (src/sql/api/node.sql), its arguments sent as literals
+-- (_node_call), but for transaction control, the dump method's cursor and
+-- the check of the nodes' version of sharded_id.  Every step is written
+-- to sharded_id.move_steps, and committed, before it is taken; every
+-- object a move creates on a node is written to sharded_id.move_cleanup
+-- before it is created.  A move that fails, or whose router, source or
+-- target crashes, is finished or rolled back by recover_moves(), or by the
+-- next move_shard of the same shard, from what the journal and the nodes
+-- say.  Unfinished moves of a shard are one at a time: a partial unique
+-- index on sharded_id.moves.
 --
--- The switch is an order of steps in which every state is safe:
---   1. freeze: the router's route lock on the shard (writers that come
---      through sharded_id.route wait), then the source's fence and table
---      locks; wait until the target has applied every committed change;
---   2. stop replication: disable the subscription on the target;
---   3. retire the shard on the source, in the freezing transaction, with a
---      check constraint on the old copy that no new row passes; commit;
---   4. register the shard on the target above the source's high-water mark;
---   5. switch the router's shard map, and release the route lock.
--- Before 3 commits, the source owns the shard and recovery rolls back; 3
--- repeats the floor checks of move_shard first, on both copies.  From then
--- on no server mints for it until 4, and recovery rolls forward, or, when
--- the target answers but refuses the shard or holds another copy, back:
--- the target's copy dropped, the source takes the shard back.
--- Never do two servers own it at once, and nothing replicates to the new
--- owner after 2.
---
--- Locking: on the router, a move holds the shard's move lock, a session
--- lock in exclusive mode, for its whole life: a second move_shard,
--- recover_moves and rebalance fail on a shard whose move lock another
--- backend holds, naming the move and that backend.  The route lock is taken
--- by move_shard as a session lock in exclusive mode from step 1 to step 5
--- (waiting at most freeze_timeout for it, and ending the sessions that hold
--- it idle in a transaction: _move_lock_route), by sharded_id.route in share
--- mode (not PUBLIC's to call), and by place_shard in exclusive mode until
--- its transaction ends.  Both are advisory lock tags that pg_advisory_lock() and its kin
--- cannot take (see src/route.c); an error or cancel that escapes a move
--- releases both when its transaction aborts.  On the source, the
--- freeze holds the shard's fence (src/fence.c: enter_shard takes it in
--- share mode, and the freeze ends the sessions that hold it idle in a
--- transaction, _wait_shard_lock), the shard's row of
--- sharded_id.shards FOR UPDATE and its tables in EXCLUSIVE mode, in one
--- transaction.  Unfinished moves of a shard are one at a time: a partial
--- unique index on sharded_id.moves.
+-- The design is in doc/: the order of the switch (freeze, stop
+-- replication, retire on the source, register on the target, switch the
+-- map), why every state between is safe and which way recovery goes from
+-- each, in doc/sharded_id-scaling-out.md ("Moving a shard"); the waits of
+-- the freeze on the route lock and the fence in doc/sharded_id-reference.md.
+-- The locks (the router's move and route locks, the source's fence) and
+-- the order they are taken in are stated in src/locks.h.
 --
 
 -- On the router: the journal (IF NOT EXISTS: a journal that an earlier
