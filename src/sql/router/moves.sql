@@ -1,56 +1,32 @@
 /* src/sql/router/moves.sql */
 
 --
--- Shard moves as operations of the router's database.
+-- Shard moves, as operations of the router's database: the journal
+-- (sharded_id.moves, move_steps and move_cleanup, the view move_progress),
+-- route() and route_id(), the remote calls a move drives its nodes with,
+-- through dblink (contrib, which must be installed on the router), the
+-- steps of a move, one function each, their cleanup and recovery, and the
+-- procedures move_shard, recover_moves and rebalance.
 --
--- CALL sharded_id.move_shard(shard, node) on the router moves a logical
--- shard to another data node; CALL sharded_id.rebalance() plans and runs
--- the moves that even the shards out.  They drive the nodes through dblink
--- (contrib), which must be installed on the router: each step a move takes
--- on a node is one call of a function of the node side of moves
--- (src/sql/api/node.sql), its arguments sent as literals (_node_call), but
--- for transaction control, the dump method's cursor and the check of the
--- nodes' version of sharded_id.  Every step is written
--- to sharded_id.move_steps, and committed, before it is taken; every object
--- a move creates on a node is written to sharded_id.move_cleanup before it
--- is created.  A move that fails, or whose router, source or target crashes,
--- is finished or rolled back by CALL sharded_id.recover_moves(), or by the
--- next move_shard of the same shard, from what the journal and the nodes say.
+-- Each step a move takes on a node is one call of a function of the node
+-- side of moves (src/sql/api/node.sql), its arguments sent as literals
+-- (_node_call), but for transaction control, the dump method's cursor and
+-- the check of the nodes' version of sharded_id.  Every step is written
+-- to sharded_id.move_steps, and committed, before it is taken; every
+-- object a move creates on a node is written to sharded_id.move_cleanup
+-- before it is created.  A move that fails, or whose router, source or
+-- target crashes, is finished or rolled back by recover_moves(), or by the
+-- next move_shard of the same shard, from what the journal and the nodes
+-- say.  Unfinished moves of a shard are one at a time: a partial unique
+-- index on sharded_id.moves.
 --
--- The switch is an order of steps in which every state is safe:
---   1. freeze: the router's route lock on the shard (writers that come
---      through sharded_id.route wait), then the source's fence and table
---      locks; wait until the target has applied every committed change;
---   2. stop replication: disable the subscription on the target;
---   3. retire the shard on the source, in the freezing transaction, with a
---      check constraint on the old copy that no new row passes; commit;
---   4. register the shard on the target above the source's high-water mark;
---   5. switch the router's shard map, and release the route lock.
--- Before 3 commits, the source owns the shard and recovery rolls back; 3
--- repeats the floor checks of move_shard first, on both copies.  From then
--- on no server mints for it until 4, and recovery rolls forward, or, when
--- the target answers but refuses the shard or holds another copy, back:
--- the target's copy dropped, the source takes the shard back.
--- Never do two servers own it at once, and nothing replicates to the new
--- owner after 2.
---
--- Locking: on the router, a move holds the shard's move lock, a session
--- lock in exclusive mode, for its whole life: a second move_shard,
--- recover_moves and rebalance fail on a shard whose move lock another
--- backend holds, naming the move and that backend.  The route lock is taken
--- by move_shard as a session lock in exclusive mode from step 1 to step 5
--- (waiting at most freeze_timeout for it, and ending the sessions that hold
--- it idle in a transaction: _move_lock_route), by sharded_id.route in share
--- mode (not PUBLIC's to call), and by place_shard in exclusive mode until
--- its transaction ends.  Both are advisory lock tags that pg_advisory_lock() and its kin
--- cannot take (see src/route.c); an error or cancel that escapes a move
--- releases both when its transaction aborts.  On the source, the
--- freeze holds the shard's fence (src/fence.c: enter_shard takes it in
--- share mode, and the freeze ends the sessions that hold it idle in a
--- transaction, _wait_shard_lock), the shard's row of
--- sharded_id.shards FOR UPDATE and its tables in EXCLUSIVE mode, in one
--- transaction.  Unfinished moves of a shard are one at a time: a partial
--- unique index on sharded_id.moves.
+-- The design is in doc/: the order of the switch (freeze, stop
+-- replication, retire on the source, register on the target, switch the
+-- map), why every state between is safe and which way recovery goes from
+-- each, in doc/sharded_id-scaling-out.md ("Moving a shard"); the waits of
+-- the freeze on the route lock and the fence in doc/sharded_id-reference.md.
+-- The locks (the router's move and route locks, the source's fence) and
+-- the order they are taken in are stated in src/locks.h.
 --
 
 -- On the router: the journal (IF NOT EXISTS: a journal that an earlier
@@ -937,18 +913,86 @@ $$;
 COMMENT ON FUNCTION sharded_id._move_drop_schema(sharded_id.moves, sharded_id.move_cleanup, text) IS
 'internal: drop a copy of a shard''s schema that a move left on a node, unless the node holds it as a shard; the old copy only once the new one is checked';
 
--- Drop what a move made, as move_cleanup records it: the objects of every
--- policy but on_failure when it moved the shard, of every policy but
--- on_success when it did not; each kind by its own function, each record
--- deleted once its object is gone.  A node that does not answer keeps its
--- records for the next try, and the other nodes are cleaned meanwhile.
--- A move rolled back stays unfinished, and fails, until every record is
--- gone.  A move that switched the shard is done whatever the cleanup
--- meets, but for a copy that differs from its source (data_corrupted, from
--- _move_check_copy, before the old copy is dropped), which keeps it
--- unfinished and fails: its outcome is moved, with a warning and its state
--- 'cleanup pending' while records are left, which recover_moves, or the
--- next move of the shard, drops (_move_deferred_cleanup).
+-- One record of a move's cleanup: its object dropped on its node, on the
+-- move's cleanup connection there, and the record deleted, in a
+-- subtransaction of their own.  A failure is returned, not raised, and the
+-- connection closed, so that the node's next record tries a new one.
+CREATE FUNCTION sharded_id._move_cleanup_drop(m sharded_id.moves, c sharded_id.move_cleanup,
+                                              OUT error text, OUT error_state text,
+                                              OUT error_detail text, OUT error_hint text)
+RETURNS record
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    conn text;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_cleanup_drop');
+    BEGIN
+        conn := sharded_id._move_conn(m.move_id, 'cleanup', c.node_name);
+        PERFORM sharded_id._remote_open(conn, c.node_name);
+        CASE c.object_type
+        WHEN 'subscription' THEN PERFORM sharded_id._move_drop_subscription(m, c, conn);
+        WHEN 'slot' THEN PERFORM sharded_id._move_drop_slot(m, c, conn);
+        WHEN 'publication' THEN PERFORM sharded_id._move_drop_publication(m, c, conn);
+        WHEN 'mark' THEN PERFORM sharded_id._move_drop_mark(m, c, conn);
+        WHEN 'schema' THEN PERFORM sharded_id._move_drop_schema(m, c, conn);
+        END CASE;
+        DELETE FROM sharded_id.move_cleanup x
+        WHERE x.move_id = c.move_id AND x.node_name = c.node_name
+          AND x.object_type = c.object_type AND x.object_name = c.object_name;
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS error = MESSAGE_TEXT, error_state = RETURNED_SQLSTATE,
+                                error_detail = PG_EXCEPTION_DETAIL, error_hint = PG_EXCEPTION_HINT;
+        BEGIN
+            PERFORM sharded_id._remote_close(conn);
+        EXCEPTION WHEN OTHERS THEN
+            NULL;
+        END;
+    END;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_cleanup_drop(sharded_id.moves, sharded_id.move_cleanup) IS
+'internal: drop one object a move made on a node and delete its cleanup record, returning the error instead of raising it';
+
+-- The end of a move's cleanup, past its failures: the move finished, or
+-- 'cleanup pending' while records are left, its outcome journaled; the
+-- first failure, if any (of a move that switched its shard), becomes its
+-- error and a warning that names what is left.
+CREATE FUNCTION sharded_id._move_cleanup_end(m sharded_id.moves, moved boolean, first_err text,
+                                             first_detail text, first_hint text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    left_over integer;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_cleanup_end');
+    left_over := (SELECT pg_catalog.count(*) FROM sharded_id.move_cleanup x WHERE x.move_id = m.move_id);
+    UPDATE sharded_id.moves x
+    SET state = CASE WHEN left_over = 0 THEN 'finished' ELSE 'cleanup pending' END,
+        outcome = CASE WHEN moved THEN 'moved' ELSE 'rolled back' END,
+        finished_at = coalesce(x.finished_at, pg_catalog.clock_timestamp()), updated_at = pg_catalog.clock_timestamp(),
+        error = CASE WHEN first_err IS NULL THEN x.error ELSE coalesce(x.error, 'cleanup: ' || first_err) END
+    WHERE x.move_id = m.move_id;
+    IF first_err IS NOT NULL THEN
+        RAISE WARNING 'move % of shard % to node "%" is done, but its cleanup is pending: %', m.move_id, m.shard_id, m.target_node, first_err
+            USING DETAIL = pg_catalog.format('Node "%s" owns the shard and the shard map names it. %s of what the move made on the nodes is left (sharded_id.move_cleanup)%s.%s',
+                                             m.target_node, left_over,
+                                             CASE WHEN EXISTS (SELECT FROM sharded_id.move_cleanup x WHERE x.move_id = m.move_id AND x.object_type = 'slot')
+                                                  THEN pg_catalog.format(', among it replication slot "%s" on node "%s", which keeps the WAL the node writes', 'sharded_id_move_' || m.shard_id, m.source_node)
+                                                  ELSE '' END,
+                                             coalesce(' ' || first_detail, '')),
+                  HINT = coalesce(first_hint, 'CALL sharded_id.recover_moves() once every node answers; the next move of the shard drops it too.');
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_cleanup_end(sharded_id.moves, boolean, text, text, text) IS
+'internal: journal the end of a move''s cleanup, finished or pending, with a warning naming what is left after a failure';
+
 -- Whether an ops table's partition of the move's shard still reads another
 -- node than the move's target.
 CREATE FUNCTION sharded_id._move_ops_stale(m sharded_id.moves)
@@ -970,6 +1014,18 @@ $$;
 COMMENT ON FUNCTION sharded_id._move_ops_stale(sharded_id.moves) IS
 'internal: whether an ops table still reads a moved shard on another node than the move''s target';
 
+-- Drop what a move made, as move_cleanup records it: the objects of every
+-- policy but on_failure when it moved the shard, of every policy but
+-- on_success when it did not; each kind by its own function, each record
+-- deleted once its object is gone.  A node that does not answer keeps its
+-- records for the next try, and the other nodes are cleaned meanwhile.
+-- A move rolled back stays unfinished, and fails, until every record is
+-- gone.  A move that switched the shard is done whatever the cleanup
+-- meets, but for a copy that differs from its source (data_corrupted, from
+-- _move_check_copy, before the old copy is dropped), which keeps it
+-- unfinished and fails: its outcome is moved, with a warning and its state
+-- 'cleanup pending' while records are left, which recover_moves, or the
+-- next move of the shard, drops (_move_deferred_cleanup).
 CREATE FUNCTION sharded_id._move_cleanup(m sharded_id.moves, moved boolean)
 RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
@@ -977,8 +1033,6 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     c sharded_id.move_cleanup;
-    conn text;
-    left_over integer;
     ops_stale boolean := false;
     err text;
     err_state text;
@@ -1046,35 +1100,13 @@ BEGIN
                 END;
             END IF;
         END IF;
-        BEGIN
-            conn := sharded_id._move_conn(m.move_id, 'cleanup', c.node_name);
-            PERFORM sharded_id._remote_open(conn, c.node_name);
-            CASE c.object_type
-            WHEN 'subscription' THEN PERFORM sharded_id._move_drop_subscription(m, c, conn);
-            WHEN 'slot' THEN PERFORM sharded_id._move_drop_slot(m, c, conn);
-            WHEN 'publication' THEN PERFORM sharded_id._move_drop_publication(m, c, conn);
-            WHEN 'mark' THEN PERFORM sharded_id._move_drop_mark(m, c, conn);
-            WHEN 'schema' THEN PERFORM sharded_id._move_drop_schema(m, c, conn);
-            END CASE;
-            DELETE FROM sharded_id.move_cleanup x
-            WHERE x.move_id = c.move_id AND x.node_name = c.node_name
-              AND x.object_type = c.object_type AND x.object_name = c.object_name;
-        EXCEPTION WHEN OTHERS THEN
-            GET STACKED DIAGNOSTICS err = MESSAGE_TEXT, err_state = RETURNED_SQLSTATE,
-                                    err_detail = PG_EXCEPTION_DETAIL, err_hint = PG_EXCEPTION_HINT;
-            -- The next record of the node tries a new connection.
-            BEGIN
-                PERFORM sharded_id._remote_close(conn);
-            EXCEPTION WHEN OTHERS THEN
-                NULL;
-            END;
-            IF first_err IS NULL THEN
-                first_err := format('node "%s", %s %s: %s', c.node_name, c.object_type, c.object_name, err);
-                first_state := err_state;
-                first_detail := nullif(err_detail, '');
-                first_hint := nullif(err_hint, '');
-            END IF;
-        END;
+        SELECT * INTO err, err_state, err_detail, err_hint FROM sharded_id._move_cleanup_drop(m, c);
+        IF err IS NOT NULL AND first_err IS NULL THEN
+            first_err := format('node "%s", %s %s: %s', c.node_name, c.object_type, c.object_name, err);
+            first_state := err_state;
+            first_detail := nullif(err_detail, '');
+            first_hint := nullif(err_hint, '');
+        END IF;
     END LOOP;
     IF first_err IS NOT NULL AND NOT moved THEN
         -- The first failure's own detail and hint say what to do about it.
@@ -1082,23 +1114,7 @@ BEGIN
             USING ERRCODE = first_state, DETAIL = coalesce(first_detail, ''),
                   HINT = coalesce(first_hint, 'CALL sharded_id.recover_moves() again once every node answers.');
     END IF;
-    left_over := (SELECT count(*) FROM sharded_id.move_cleanup x WHERE x.move_id = m.move_id);
-    UPDATE sharded_id.moves x
-    SET state = CASE WHEN left_over = 0 THEN 'finished' ELSE 'cleanup pending' END,
-        outcome = CASE WHEN moved THEN 'moved' ELSE 'rolled back' END,
-        finished_at = coalesce(x.finished_at, clock_timestamp()), updated_at = clock_timestamp(),
-        error = CASE WHEN first_err IS NULL THEN x.error ELSE coalesce(x.error, 'cleanup: ' || first_err) END
-    WHERE x.move_id = m.move_id;
-    IF first_err IS NOT NULL THEN
-        RAISE WARNING 'move % of shard % to node "%" is done, but its cleanup is pending: %', m.move_id, m.shard_id, m.target_node, first_err
-            USING DETAIL = format('Node "%s" owns the shard and the shard map names it. %s of what the move made on the nodes is left (sharded_id.move_cleanup)%s.%s',
-                                  m.target_node, left_over,
-                                  CASE WHEN EXISTS (SELECT FROM sharded_id.move_cleanup x WHERE x.move_id = m.move_id AND x.object_type = 'slot')
-                                       THEN format(', among it replication slot "%s" on node "%s", which keeps the WAL the node writes', 'sharded_id_move_' || m.shard_id, m.source_node)
-                                       ELSE '' END,
-                                  coalesce(' ' || first_detail, '')),
-                  HINT = coalesce(first_hint, 'CALL sharded_id.recover_moves() once every node answers; the next move of the shard drops it too.');
-    END IF;
+    PERFORM sharded_id._move_cleanup_end(m, moved, first_err, first_detail, first_hint);
 END
 $$;
 
@@ -1197,6 +1213,33 @@ $$;
 COMMENT ON FUNCTION sharded_id._move_take_back(sharded_id.moves, text) IS
 'internal: roll back a move after its source retired the shard and its target refused it: the copy off the target, the shard back on the source';
 
+-- In recovery, of a move whose source no longer owns the shard: fail,
+-- changing nothing, unless the source says this move retired it (its
+-- sharded_id.move_retirements), on the move's source connection src.
+CREATE FUNCTION sharded_id._move_check_retired_by(m sharded_id.moves, src text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    retired_by bigint;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._move_check_retired_by');
+    retired_by := sharded_id._node_call(src, '_node_retired_by', m.shard_id::text)::bigint;
+    IF retired_by IS DISTINCT FROM m.move_id THEN
+        RAISE EXCEPTION 'move % of shard % can be neither finished nor rolled back: node "%" no longer owns the shard, but the move did not retire it',
+                        m.move_id, m.shard_id, m.source_node
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = CASE WHEN retired_by IS NULL THEN 'No move retired it there: it was retired or dropped otherwise.'
+                                ELSE pg_catalog.format('Move %s retired it there.', retired_by) END || ' Recovery changed nothing.',
+                  HINT = 'Find the node that holds the shard''s rows, register the shard there, point the shard map at it, and then recover again.';
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._move_check_retired_by(sharded_id.moves, text) IS
+'internal: in recovery, fail unless the move''s source says this move retired the shard';
+
 -- Finish an interrupted move from what the nodes say: forward when the
 -- source has retired the shard for this move and the copy matches it, back
 -- when the source still owns it; otherwise fail and change nothing.
@@ -1215,7 +1258,6 @@ DECLARE
     routed_to text;
     src text;
     tgt text;
-    retired_by bigint;
     source_owns boolean;
     target_owns boolean;
     refused text;
@@ -1260,15 +1302,7 @@ BEGIN
     -- retired it, and the copy holds what the retired source holds (the
     -- source retires only after the target caught up and replication
     -- stopped).  Otherwise change nothing.
-    retired_by := sharded_id._node_call(src, '_node_retired_by', m.shard_id::text)::bigint;
-    IF retired_by IS DISTINCT FROM m.move_id THEN
-        RAISE EXCEPTION 'move % of shard % can be neither finished nor rolled back: node "%" no longer owns the shard, but the move did not retire it',
-                        m.move_id, m.shard_id, m.source_node
-            USING ERRCODE = 'object_not_in_prerequisite_state',
-                  DETAIL = CASE WHEN retired_by IS NULL THEN 'No move retired it there: it was retired or dropped otherwise.'
-                                ELSE format('Move %s retired it there.', retired_by) END || ' Recovery changed nothing.',
-                  HINT = 'Find the node that holds the shard''s rows, register the shard there, point the shard map at it, and then recover again.';
-    END IF;
+    PERFORM sharded_id._move_check_retired_by(m, src);
     IF target_owns THEN
         PERFORM sharded_id._move_compare(m, src, tgt);
     ELSE
@@ -2408,6 +2442,99 @@ $$;
 COMMENT ON FUNCTION sharded_id._move_journal_step(bigint, text) IS
 'internal: journal the step a move is about to take';
 
+-- Finish or roll back a move from what the nodes say (_move_resolve), and
+-- again after each switch of the map it makes: the switch committed, the
+-- ops tables followed (_move_follow_ops_after_switch) and committed, then
+-- the cleanup, so that no router crash comes between a committed drop of
+-- the old copy and an uncommitted switch.  moved: whether the shard moved.
+-- With catch_error, an error of the recovery is returned in recovery_error
+-- (_move_try_resolve) instead of raised.  Both are outputs, INOUT only so
+-- that the procedure's signature lists them, as CALL does (the values
+-- passed in are ignored).  The caller commits at the end.  The procedure
+-- commits, so it has no SET clause: its search_path is pinned at its start
+-- and again after every COMMIT.
+CREATE PROCEDURE sharded_id._move_settle(move_id bigint, catch_error boolean,
+                                         INOUT moved boolean, INOUT recovery_error text)
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    PERFORM sharded_id._superuser_only('sharded_id._move_settle');
+    moved := NULL;
+    recovery_error := NULL;
+    LOOP
+        IF catch_error THEN
+            SELECT * INTO moved, recovery_error FROM sharded_id._move_try_resolve(_move_settle.move_id);
+        ELSE
+            moved := sharded_id._move_resolve(_move_settle.move_id);
+        END IF;
+        EXIT WHEN moved IS NOT NULL OR recovery_error IS NOT NULL;
+        COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        PERFORM sharded_id._move_hold('recover_switched');
+        PERFORM sharded_id._move_follow_ops_after_switch(x) FROM sharded_id.moves x
+        WHERE x.move_id = _move_settle.move_id;
+        COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        PERFORM sharded_id._move_hold('recover_followed');
+    END LOOP;
+END
+$$;
+
+COMMENT ON PROCEDURE sharded_id._move_settle(bigint, boolean, boolean, text) IS
+'internal: finish or roll back a move, committing each switch of the map and its ops tables before the cleanup; CALLed by move_shard';
+
+-- Before a new move of a shard: the move of it that did not end, finished
+-- or rolled back (_move_settle), then what finished moves of it could not
+-- drop, dropped: its objects bear the names the new move makes.  Fails,
+-- the shard's move lock released, while they cannot be dropped.  The
+-- procedure commits, so it has no SET clause: its search_path is pinned
+-- at its start and again after every COMMIT and every CALL.
+CREATE PROCEDURE sharded_id._move_finish_earlier(shard_id integer)
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    earlier bigint;
+    moved boolean;
+    recovery_error text;
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    PERFORM sharded_id._superuser_only('sharded_id._move_finish_earlier');
+    earlier := sharded_id._move_unfinished(shard_id);
+    IF earlier IS NOT NULL THEN
+        RAISE NOTICE 'finishing move % of shard %, which did not end', earlier, shard_id;
+        CALL sharded_id._move_settle(earlier, false, moved, recovery_error);
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        PERFORM sharded_id._remote_close_all('sharded_id_');
+    END IF;
+    FOREACH earlier IN ARRAY sharded_id._move_pending_cleanups(shard_id) LOOP
+        RAISE NOTICE 'dropping what move % of shard % left on the nodes', earlier, shard_id;
+        PERFORM sharded_id._move_follow_ops_after_switch(x) FROM sharded_id.moves x
+        WHERE x.move_id = earlier AND x.outcome = 'moved';
+        COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        IF NOT sharded_id._move_deferred_cleanup(earlier) THEN
+            COMMIT;
+            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+            PERFORM sharded_id._remote_close_all('sharded_id_');
+            PERFORM sharded_id._unlock_shard(shard_id, 'move');
+            RAISE EXCEPTION 'move % of shard % left objects on the nodes that cannot be dropped yet', earlier, shard_id
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      DETAIL = 'A new move of the shard would make objects of the same names.',
+                      HINT = 'CALL sharded_id.recover_moves() once every node answers, then move the shard.';
+        END IF;
+        COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        PERFORM sharded_id._remote_close_all('sharded_id_');
+    END LOOP;
+END
+$$;
+
+COMMENT ON PROCEDURE sharded_id._move_finish_earlier(integer) IS
+'internal: before a move of a shard, finish or roll back its move that did not end and drop what finished moves of it left on the nodes; CALLed by move_shard';
+
 -- A move, as its checks and steps.  The procedure commits between them,
 -- so it has no SET clause: its body only calls functions of the
 -- extension, which pin their search_path, and compares nothing itself.
@@ -2422,7 +2549,6 @@ LANGUAGE plpgsql
 AS $$
 DECLARE
     m sharded_id.moves;
-    earlier bigint;
     plan record;
     step text;
     taken record;
@@ -2434,45 +2560,9 @@ BEGIN
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     PERFORM sharded_id._move_check_call(shard_id, target_node, method, dry_run, cluster, max_lag, timeout, freeze_timeout);
     IF NOT dry_run THEN
-        -- First, whatever an earlier move of this shard left unfinished.
-        earlier := sharded_id._move_unfinished(shard_id);
-        IF earlier IS NOT NULL THEN
-            RAISE NOTICE 'finishing move % of shard %, which did not end', earlier, shard_id;
-            WHILE sharded_id._move_resolve(earlier) IS NULL LOOP
-                COMMIT;
-                PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-                PERFORM sharded_id._move_hold('recover_switched');
-                PERFORM sharded_id._move_follow_ops_after_switch(x) FROM sharded_id.moves x WHERE x.move_id = earlier;
-                COMMIT;
-                PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-                PERFORM sharded_id._move_hold('recover_followed');
-            END LOOP;
-            COMMIT;
-            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-            PERFORM sharded_id._remote_close_all('sharded_id_');
-        END IF;
-        -- Then what earlier moves of the shard could not drop: its objects
-        -- bear the names this move makes.
-        FOREACH earlier IN ARRAY sharded_id._move_pending_cleanups(shard_id) LOOP
-            RAISE NOTICE 'dropping what move % of shard % left on the nodes', earlier, shard_id;
-            PERFORM sharded_id._move_follow_ops_after_switch(x) FROM sharded_id.moves x
-            WHERE x.move_id = earlier AND x.outcome = 'moved';
-            COMMIT;
-            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-            IF NOT sharded_id._move_deferred_cleanup(earlier) THEN
-                COMMIT;
-                PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-                PERFORM sharded_id._remote_close_all('sharded_id_');
-                PERFORM sharded_id._unlock_shard(shard_id, 'move');
-                RAISE EXCEPTION 'move % of shard % left objects on the nodes that cannot be dropped yet', earlier, shard_id
-                    USING ERRCODE = 'object_not_in_prerequisite_state',
-                          DETAIL = 'A new move of the shard would make objects of the same names.',
-                          HINT = 'CALL sharded_id.recover_moves() once every node answers, then move the shard.';
-            END IF;
-            COMMIT;
-            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-            PERFORM sharded_id._remote_close_all('sharded_id_');
-        END LOOP;
+        -- First, whatever earlier moves of this shard left.
+        CALL sharded_id._move_finish_earlier(shard_id);
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     END IF;
 
     SELECT * INTO plan FROM sharded_id._move_plan(shard_id, target_node, method, cluster, dry_run);
@@ -2516,31 +2606,15 @@ BEGIN
         COMMIT;
         PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
         PERFORM sharded_id._move_hold('cleanup');
-        WHILE sharded_id._move_resolve(m.move_id) IS NULL LOOP
-            COMMIT;
-            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-            PERFORM sharded_id._move_hold('recover_switched');
-            PERFORM sharded_id._move_follow_ops_after_switch(m);
-            COMMIT;
-            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-            PERFORM sharded_id._move_hold('recover_followed');
-        END LOOP;
+        CALL sharded_id._move_settle(m.move_id, false, moved, recovery_error);
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     ELSE
         -- A step failed: finish the move or roll it back, as the nodes allow.
         PERFORM sharded_id._move_journal_step(m.move_id, 'recover');
         COMMIT;
         PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-        LOOP
-            SELECT * INTO moved, recovery_error FROM sharded_id._move_try_resolve(m.move_id);
-            EXIT WHEN moved IS NOT NULL OR recovery_error IS NOT NULL;
-            COMMIT;
-            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-            PERFORM sharded_id._move_hold('recover_switched');
-            PERFORM sharded_id._move_follow_ops_after_switch(m);
-            COMMIT;
-            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-            PERFORM sharded_id._move_hold('recover_followed');
-        END LOOP;
+        CALL sharded_id._move_settle(m.move_id, true, moved, recovery_error);
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     END IF;
     COMMIT;
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
@@ -2886,6 +2960,8 @@ REVOKE EXECUTE ON FUNCTION sharded_id._move_compare(sharded_id.moves, text, text
 REVOKE EXECUTE ON FUNCTION sharded_id._move_switch(sharded_id.moves) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_follow_ops(sharded_id.moves) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_cleanup(sharded_id.moves, boolean) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_cleanup_drop(sharded_id.moves, sharded_id.move_cleanup) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_cleanup_end(sharded_id.moves, boolean, text, text, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_ops_stale(sharded_id.moves) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_cleanup_hold(sharded_id.moves, sharded_id.move_cleanup, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_drop_subscription(sharded_id.moves, sharded_id.move_cleanup, text) FROM PUBLIC;
@@ -2902,6 +2978,7 @@ REVOKE EXECUTE ON FUNCTION sharded_id._node_begin_call(text, text, text[]) FROM 
 REVOKE EXECUTE ON FUNCTION sharded_id._node_statement(text, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._node_call_missing(text, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_resolve(bigint) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._move_check_retired_by(sharded_id.moves, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_take_back(sharded_id.moves, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_step(bigint, text, bigint, interval, interval) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_record_objects(sharded_id.moves) FROM PUBLIC;
@@ -2943,6 +3020,8 @@ REVOKE EXECUTE ON FUNCTION sharded_id._move_recover_begin(bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._moves_unfinished() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._move_claim_move(bigint) FROM PUBLIC;
 REVOKE EXECUTE ON PROCEDURE sharded_id.move_shard(integer, text, text, boolean, name, bigint, interval, interval) FROM PUBLIC;
+REVOKE EXECUTE ON PROCEDURE sharded_id._move_settle(bigint, boolean, boolean, text) FROM PUBLIC;
+REVOKE EXECUTE ON PROCEDURE sharded_id._move_finish_earlier(integer) FROM PUBLIC;
 REVOKE EXECUTE ON PROCEDURE sharded_id.recover_moves() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id.rebalance_plan(text[]) FROM PUBLIC;
 REVOKE EXECUTE ON PROCEDURE sharded_id.rebalance(text[], text, boolean, name) FROM PUBLIC;

@@ -233,6 +233,46 @@ $$;
 COMMENT ON FUNCTION sharded_id._cluster_mapping(name, integer, text) IS
 'internal: the options of a PL/Proxy cluster''s user mapping for PUBLIC, from the shard map''s nodes (optionally with one shard moved), failing on what one mapping cannot carry';
 
+-- The end of apply_shard_map, when postgres_fdw is installed: a
+-- postgres_fdw server per node, for ops queries, and with_ops, the ops
+-- tables' partitions rebuilt on them.
+CREATE FUNCTION sharded_id._apply_node_servers(with_ops boolean)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    node record;
+    ops record;
+BEGIN
+    PERFORM sharded_id._superuser_only('sharded_id._apply_node_servers');
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_foreign_data_wrapper WHERE fdwname = 'postgres_fdw') THEN
+        RETURN;
+    END IF;
+    FOR node IN SELECT * FROM sharded_id.nodes ORDER BY node_name LOOP
+        PERFORM sharded_id._set_server_options(
+            sharded_id.node_server(node.node_name), 'postgres_fdw',
+            sharded_id._connstr_options(node.connstr)
+            || ARRAY['extensions=sharded_id', 'async_capable=true']);
+        -- A node's password, with the user it is for, goes to the
+        -- server's user mapping.  Without one, each connection logs in
+        -- as the user its role's own mapping names; a mapping that names
+        -- no user logs in as the router server's operating-system user
+        -- (libpq's default), so every mapping should name one.
+        IF sharded_id._connstr_secrets(node.connstr) <> '{}' THEN
+            PERFORM sharded_id._set_mapping_options(sharded_id.node_server(node.node_name),
+                                                    sharded_id._connstr_secrets(node.connstr, true));
+        END IF;
+    END LOOP;
+    FOR ops IN SELECT * FROM sharded_id.ops_tables WHERE with_ops LOOP
+        PERFORM sharded_id._attach_ops_partitions(ops.ops_table);
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION sharded_id._apply_node_servers(boolean) IS
+'internal: the postgres_fdw server and user mapping of every node, for ops queries, and optionally the ops tables'' partitions rebuilt on them';
+
 -- apply_shard_map, with or without the rebuild of the ops tables' partitions
 -- (a move's switch leaves that to its cleanup).
 CREATE FUNCTION sharded_id._apply_shard_map(cluster name, connection_lifetime integer,
@@ -248,8 +288,6 @@ DECLARE
     options text[];
     mapping text[];
     stale text;
-    node record;
-    ops record;
 BEGIN
     PERFORM sharded_id._superuser_only('sharded_id._apply_shard_map');
     -- One at a time, and never beside a move's switch, whose map it would
@@ -321,27 +359,7 @@ BEGIN
         END IF;
     END IF;
 
-    -- A postgres_fdw server per node, for ops queries.
-    IF EXISTS (SELECT 1 FROM pg_foreign_data_wrapper WHERE fdwname = 'postgres_fdw') THEN
-        FOR node IN SELECT * FROM sharded_id.nodes ORDER BY node_name LOOP
-            PERFORM sharded_id._set_server_options(
-                sharded_id.node_server(node.node_name), 'postgres_fdw',
-                sharded_id._connstr_options(node.connstr)
-                || ARRAY['extensions=sharded_id', 'async_capable=true']);
-            -- A node's password, with the user it is for, goes to the
-            -- server's user mapping.  Without one, each connection logs in
-            -- as the user its role's own mapping names; a mapping that names
-            -- no user logs in as the router server's operating-system user
-            -- (libpq's default), so every mapping should name one.
-            IF sharded_id._connstr_secrets(node.connstr) <> '{}' THEN
-                PERFORM sharded_id._set_mapping_options(sharded_id.node_server(node.node_name),
-                                                        sharded_id._connstr_secrets(node.connstr, true));
-            END IF;
-        END LOOP;
-        FOR ops IN SELECT * FROM sharded_id.ops_tables WHERE with_ops LOOP
-            PERFORM sharded_id._attach_ops_partitions(ops.ops_table);
-        END LOOP;
-    END IF;
+    PERFORM sharded_id._apply_node_servers(with_ops);
     RETURN shard_count;
 END
 $$;
@@ -506,6 +524,7 @@ REVOKE EXECUTE ON FUNCTION sharded_id._set_mapping_options(name, text[]) FROM PU
 REVOKE EXECUTE ON FUNCTION sharded_id.apply_shard_map(name, integer, integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._check_map_arguments(name, integer, integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._apply_shard_map(name, integer, integer, boolean) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id._apply_node_servers(boolean) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._cluster_mapping(name, integer, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._attach_ops_partition(regclass, integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION sharded_id._attach_ops_partitions(regclass) FROM PUBLIC;
