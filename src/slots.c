@@ -434,8 +434,8 @@ shid_set_shard_floor(ShidSlot *slot, int64 floor_ms, bool move,
 
 /*
  * Call visit on every slot, with the slot's spinlock held, until it
- * returns false.  What the Citus files read or mark in the slots
- * (citus_slot.h) goes through here.
+ * returns false.  The Citus files read and mark slots through here (the
+ * renewal pick in citus_ask.c, the window high water in citus_learn.c).
  *
  * Locks: the slot table's lock, shared; each slot's spinlock in turn.
  */
