@@ -35,10 +35,12 @@
 #include "citus.h"
 #include "citus_conn.h"
 #include "citus_int.h"
+#include "citus_slot.h"
 #include "layout.h"
 #include "libpq-fe.h"
 #include "libpq/libpq-be-fe-helpers.h"
 #include "miscadmin.h"
+#include "port/pg_bitutils.h"
 #include "reserve.h"
 #include "slots.h"
 #include "storage/condition_variable.h"
@@ -84,8 +86,7 @@ static ShidSlot *shid_asking_slot = NULL;
 /* Those slots, marked as asked for by this backend, and what came back. */
 static ShidSlot *shid_renewing[SHID_WINDOW_BATCH];
 static int64 shid_renew_min[SHID_WINDOW_BATCH];
-static int64 shid_renew_start[SHID_WINDOW_BATCH];
-static int64 shid_renew_end[SHID_WINDOW_BATCH];
+static ShidGrant shid_renewed[SHID_WINDOW_BATCH];
 static int	shid_renewing_n = 0;
 static bool shid_exit_registered = false;
 
@@ -93,8 +94,7 @@ static bool shid_exit_registered = false;
 typedef struct ShidWindowAnswer
 {
 	bool		ok;				/* a window, or a time to come back */
-	int64		start;			/* the window; end 0: come back ... */
-	int64		end;
+	ShidGrant	win;			/* the window; end 0: come back ... */
 	int32		retry_after;	/* ... in this many ms */
 	char		sqlstate[6];
 	char	   *message;
@@ -342,7 +342,7 @@ shid_coord_request_build(ShidCoordRequest *req, const ShidLayout *layout, int32 
 	{
 		appendStringInfo(&req->shard_text, ",%d", shid_renewing[i]->key.shard);
 		appendStringInfo(&req->min_text, "," INT64_FORMAT, shid_renew_min[i]);
-		shid_renew_end[i] = 0;
+		shid_renewed[i].end = 0;
 	}
 	appendStringInfoChar(&req->shard_text, '}');
 	appendStringInfoChar(&req->min_text, '}');
@@ -391,7 +391,7 @@ shid_coord_exec(ShidCoordRequest *req, int64 deadline_us, bool *timed_out)
 			break;
 		snprintf(req->clock_text, sizeof(req->clock_text), INT64_FORMAT, shid_clock_ms());
 		res = shid_remote_exec(shid_coord_conn, req->with_clock ?
-							   "SELECT shard_id, window_start, window_end, retry_after FROM sharded_id.citus_grant_windows"
+							   "SELECT shard_id, window_start, window_end, retry_after, lane, lanes FROM sharded_id.citus_grant_windows"
 							   "($1::integer[], $2, $3::integer, $4, $5::integer, $6::bigint[], $7::integer, $8::integer, $9::boolean, $10::bigint)" :
 							   "SELECT shard_id, window_start, window_end, retry_after FROM sharded_id.citus_grant_windows"
 							   "($1::integer[], $2, $3::integer, $4, $5::integer, $6::bigint[], $7::integer, $8::integer, $9::boolean)",
@@ -410,32 +410,66 @@ shid_coord_exec(ShidCoordRequest *req, int64 deadline_us, bool *timed_out)
 }
 
 /*
+ * The window of row i of the coordinator's answer into *grant: its start,
+ * end and lane (2.0's form has no lane columns: every value, lane 0 of 1).
+ * False if the row grants none, or its lane is not one of a power of two
+ * lanes this node's slots can hold (a coordinator that disagrees).
+ */
+static bool
+shid_coord_read_window(PGresult *res, int i, ShidGrant *grant)
+{
+	int32		lane = 0;
+	int32		lanes = 1;
+
+	if (PQgetisnull(res, i, 1) || PQgetisnull(res, i, 2))
+		return false;
+	if (PQnfields(res) == 6)
+	{
+		if (PQgetisnull(res, i, 4) || PQgetisnull(res, i, 5))
+			return false;
+		lane = pg_strtoint32(PQgetvalue(res, i, 4));
+		lanes = pg_strtoint32(PQgetvalue(res, i, 5));
+	}
+	if (lanes < 1 || lanes > (1 << SHID_MAX_LANE_BITS) || (lanes & (lanes - 1)) != 0 ||
+		lane < 0 || lane >= lanes)
+		return false;
+	grant->start = pg_strtoint64(PQgetvalue(res, i, 1));
+	grant->end = pg_strtoint64(PQgetvalue(res, i, 2));
+	grant->lane = (int16) lane;
+	grant->lane_bits = (int16) pg_leftmost_one_pos32((uint32) lanes);
+	return true;
+}
+
+/*
  * Read the coordinator's answer to a request for the shard and the first
  * extras slots of shid_renewing: one row per shard asked for, in their
- * order, into the answer and shid_renew_start and _end; or its error.
+ * order, into the answer and shid_renewed; or its error.
  */
 static void
-shid_coord_read_answer(PGresult *res, int32 shard, int extras, ShidWindowAnswer *answer)
+shid_coord_read_answer(PGresult *res, int32 shard, int extras, bool with_clock,
+					   ShidWindowAnswer *answer)
 {
 	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 + extras &&
-		PQnfields(res) == 4 && !PQgetisnull(res, 0, 0) &&
+		PQnfields(res) == (with_clock ? 6 : 4) && !PQgetisnull(res, 0, 0) &&
 		pg_strtoint32(PQgetvalue(res, 0, 0)) == shard)
 	{
 		answer->ok = true;
-		if (!PQgetisnull(res, 0, 1) && !PQgetisnull(res, 0, 2))
+		if (!shid_coord_read_window(res, 0, &answer->win))
 		{
-			answer->start = pg_strtoint64(PQgetvalue(res, 0, 1));
-			answer->end = pg_strtoint64(PQgetvalue(res, 0, 2));
-		}
-		else
+			answer->win.end = 0;
 			answer->retry_after = PQgetisnull(res, 0, 3) ? 100 : pg_strtoint32(PQgetvalue(res, 0, 3));
+			if (!PQgetisnull(res, 0, 1))
+				shid_answer_failed(answer, "XX000",
+								   psprintf("the Citus coordinator granted shard %d a lane this node cannot mint in", shard),
+								   psprintf("Its answer: lane %s of %s.", PQgetvalue(res, 0, 4), PQgetvalue(res, 0, 5)),
+								   pstrdup("Install the same sharded_id library on every node of the cluster, and restart them."));
+		}
 		for (int i = 0; i < extras; i++)
 		{
-			if (PQgetisnull(res, i + 1, 0) || PQgetisnull(res, i + 1, 1) || PQgetisnull(res, i + 1, 2) ||
-				pg_strtoint32(PQgetvalue(res, i + 1, 0)) != shid_renewing[i]->key.shard)
-				continue;
-			shid_renew_start[i] = pg_strtoint64(PQgetvalue(res, i + 1, 1));
-			shid_renew_end[i] = pg_strtoint64(PQgetvalue(res, i + 1, 2));
+			if (PQgetisnull(res, i + 1, 0) ||
+				pg_strtoint32(PQgetvalue(res, i + 1, 0)) != shid_renewing[i]->key.shard ||
+				!shid_coord_read_window(res, i + 1, &shid_renewed[i]))
+				shid_renewed[i].end = 0;
 		}
 	}
 	else
@@ -483,14 +517,14 @@ shid_coord_call(ShidCoordRequest *req, int32 shard, int extras, int64 deadline_u
 	}
 	else
 	{
-		shid_coord_read_answer(res, shard, extras, answer);
+		shid_coord_read_answer(res, shard, extras, req->with_clock, answer);
 		PQclear(res);
 	}
 }
 
 /*
  * Ask the coordinator for a window of the shard, and of the first extras
- * slots of shid_renewing (their answers into shid_renew_start and _end,
+ * slots of shid_renewing (their answers into shid_renewed,
  * end 0: none), over a connection of this backend's own (libpq's
  * non-blocking calls, with latch waits and deadlines: a cancel or a
  * termination interrupts them), kept for the rest of the transaction if
@@ -579,7 +613,7 @@ shid_window_request(ShidSlot *slot, int64 min_start, ShidWindowAnswer *answer)
 			int32		retry_after = 0;
 
 			answer->ok = true;
-			if (!shid_window_grant(slot, layout, min_start, SHID_CLOCK_OWN, &answer->start, &answer->end,
+			if (!shid_window_grant(slot, layout, min_start, SHID_CLOCK_OWN, true, &answer->win,
 								   &retry_after))
 				answer->retry_after = retry_after;
 		}
@@ -590,11 +624,11 @@ shid_window_request(ShidSlot *slot, int64 min_start, ShidWindowAnswer *answer)
 		}
 		if (!answer->ok)
 			return;
-		if (answer->end > 0)
+		if (answer->win.end > 0)
 		{
 			int64		now = shid_clock_ms();
 
-			if (answer->end > now)
+			if (answer->win.end > now)
 				return;
 
 			/*
@@ -621,27 +655,6 @@ shid_window_request(ShidSlot *slot, int64 min_start, ShidWindowAnswer *answer)
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
-}
-
-/*
- * Make [start, end) the slot's window, moving the slot to its start if it
- * lies before.  Slot's spinlock held; so for shid_window_store_locked,
- * below, which joins a window to the one the slot holds, or keeps it for
- * next, or makes it the slot's.
- */
-static inline void
-shid_window_set_locked(ShidSlot *slot, int64 start, int64 end)
-{
-	if (slot->ms < start)
-	{
-		/* The slot never reached start: every value of it is free. */
-		shid_slot_reset(slot, start);
-	}
-	slot->win.start = start;
-	slot->win.end = end;
-	slot->win.renew = start + (end - start) / 2;
-	slot->win.next_start = 0;
-	slot->win.next_end = 0;
 }
 
 /* The error of a node that may not mint, in the coordinator's words. */
@@ -689,30 +702,6 @@ shid_window_backed_off(int32 shard)
  *
  * Locks: each slot's spinlock in turn.
  */
-static inline void
-shid_window_store_locked(ShidSlot *slot, int64 start, int64 end)
-{
-	if (end <= slot->ms)
-		return;					/* the slot left it behind already */
-	if (slot->ms >= slot->win.start && slot->ms < slot->win.end)
-	{
-		/* A window that lasts: join one that follows on, or keep it for next. */
-		if (start <= slot->win.end)
-		{
-			slot->win.end = Max(slot->win.end, end);
-			slot->win.renew = start + (end - start) / 2;
-		}
-		else
-		{
-			slot->win.next_start = start;
-			slot->win.next_end = end;
-			slot->win.renew = slot->win.end;
-		}
-	}
-	else
-		shid_window_set_locked(slot, start, end);
-}
-
 static void
 shid_window_asked(ShidSlot *slot, const ShidWindowAnswer *answer, uint32 members)
 {
@@ -720,7 +709,7 @@ shid_window_asked(ShidSlot *slot, const ShidWindowAnswer *answer, uint32 members
 
 	SpinLockAcquire(&slot->mutex);
 	if (answer != NULL && answer->ok)
-		shid_window_store_locked(slot, answer->start, answer->end);
+		shid_window_store_locked(slot, &answer->win);
 	else if (answer != NULL && strcmp(answer->sqlstate, "53400") != 0 &&
 			 strcmp(answer->sqlstate, "53300") != 0)
 	{
@@ -748,8 +737,8 @@ shid_window_asked(ShidSlot *slot, const ShidWindowAnswer *answer, uint32 members
 		ShidSlot   *other = shid_renewing[i];
 
 		SpinLockAcquire(&other->mutex);
-		if (answer != NULL && answer->ok && shid_renew_end[i] > 0)
-			shid_window_store_locked(other, shid_renew_start[i], shid_renew_end[i]);
+		if (answer != NULL && answer->ok && shid_renewed[i].end > 0)
+			shid_window_store_locked(other, &shid_renewed[i]);
 		if (other->win.asker == MyProcPid)
 			other->win.asker = 0;
 		SpinLockRelease(&other->mutex);
@@ -787,7 +776,8 @@ shid_renew_pick(ShidSlot *slot, void *arg)
 	{
 		slot->win.asker = MyProcPid;
 		shid_renewing[shid_renewing_n] = slot;
-		shid_renew_min[shid_renewing_n++] = Max(slot->ms, pick->now_ms);
+		/* From the end of a window that lasts: a frame's lane is not granted twice. */
+		shid_renew_min[shid_renewing_n++] = Max(Max(slot->ms, pick->now_ms), slot->win.end);
 	}
 	return shid_renewing_n < SHID_WINDOW_BATCH;
 }
@@ -899,14 +889,7 @@ shid_window_slow(ShidSlot *slot)
 		 */
 		members = shid_citus_group != 0 ? shid_citus_members() : 0;
 		SpinLockAcquire(&slot->mutex);
-		if (slot->ms >= slot->win.end && slot->win.next_end != 0)
-		{
-			/* This window ended: the next one, granted ahead, if it still serves. */
-			if (slot->win.next_end > slot->ms)
-				shid_window_set_locked(slot, slot->win.next_start, slot->win.next_end);
-			else
-				slot->win.next_start = slot->win.next_end = 0;
-		}
+		shid_window_next_locked(slot);
 		if (slot->ms < slot->win.renew)
 			;					/* a window, renewed meanwhile: claim again */
 		else if (slot->ms < slot->win.end && slot->ms >= slot->win.start)
@@ -932,7 +915,11 @@ shid_window_slow(ShidSlot *slot)
 			slot->win.asker = MyProcPid;
 			ask = true;
 		}
-		min_start = Max(slot->ms, now_ms);
+		/*
+		 * A renewal asks from the end of the window it holds: the lane it
+		 * holds in the frame there is not another's to join.
+		 */
+		min_start = Max(Max(slot->ms, now_ms), renewing ? slot->win.end : 0);
 		SpinLockRelease(&slot->mutex);
 
 		if (ask)

@@ -34,6 +34,7 @@
 #include "funcapi.h"
 #include "layout.h"
 #include "miscadmin.h"
+#include "port/pg_bitutils.h"
 #include "replication/syncrep.h"
 #include "replication/walsender.h"
 #include "replication/walsender_private.h"
@@ -104,21 +105,75 @@ shid_grant_learned_floor(int64 *cluster_ms)
 }
 
 /*
- * Grant a window of the slot's shard, here on the coordinator: from the
- * latest of the requester's clock, the end of the last window granted,
- * what the nodes reported (shid_grant_learned_floor) and min_start,
- * for sharded_id.citus_window ms, its end under the durable ceiling before
- * it is returned.  Returns false, granting nothing, with *retry_after (ms)
- * when it would start more than SHID_WINDOW_AHEAD_MS ahead of the
- * requester's clock: node_clock, a node's as it asked; for this server's
- * own minting (node_clock SHID_CLOCK_OWN), or a node too old to send its
- * clock (SHID_CLOCK_UNKNOWN), this server's paced clock (the clock, or,
- * after the clock stepped back behind the windows it granted itself, the
- * time it read at the last such grant plus the monotonic time since, so
- * that its windows move on one ms per ms, as a slot ahead of the clock
- * does), or the nodes' time as they last reported it, moved on since,
- * whichever is later.  Uniqueness does not rest on it: grant.end only grows, and every
- * end is covered.
+ * Join the shard's last frame (slot->grant): a lane of it that was never
+ * granted, for a requester that can mint in a lane (lanes) and needs
+ * windows from ms from on, its clock ref.  Only a frame of this run above
+ * base, starting within a second of ref, with half a window or more left
+ * after from.  A frame whose lanes are all taken is marked, so that the
+ * next one has twice as many.  Slot's spinlock held.
+ */
+static bool
+shid_grant_join(ShidGrantState *g, bool lanes, int64 from, int64 ref, int64 base, ShidGrant *grant)
+{
+	int			count = 1 << g->lane_bits;
+	uint64		all = count == 64 ? ~UINT64CONST(0) : (UINT64CONST(1) << count) - 1;
+
+	if (!lanes || g->frame_start == 0 || g->frame_start < base ||
+		g->frame_start > ref + SHID_WINDOW_AHEAD_MS || g->end - from < shid_citus_window_ms / 2)
+		return false;
+	if ((g->lanes_taken & all) == all)
+	{
+		g->overflow = true;
+		return false;
+	}
+	grant->lane = (int16) pg_rightmost_one_pos64(~g->lanes_taken);
+	grant->lane_bits = g->lane_bits;
+	grant->start = g->frame_start;
+	grant->end = g->end;
+	g->lanes_taken |= UINT64CONST(1) << grant->lane;
+	return true;
+}
+
+/*
+ * The lanes of a new frame, as log2: twice the last frame's where a
+ * request found them all taken, half where half or fewer were granted,
+ * else as many; none (the whole field) for the shard's first frame of this
+ * run and for a requester that cannot mint in a lane.  At most max_bits.
+ */
+static int16
+shid_grant_frame_bits(const ShidGrantState *g, bool lanes, int max_bits)
+{
+	int			bits = g->lane_bits;
+
+	if (!lanes || g->frame_start == 0)
+		return 0;
+	if (g->overflow)
+		bits++;
+	else if (bits > 0 && pg_popcount64(g->lanes_taken) <= (1 << bits) / 2)
+		bits--;
+	return (int16) Min(bits, max_bits);
+}
+
+/*
+ * Grant a window of the slot's shard, here on the coordinator: a lane of
+ * the shard's last frame not granted yet (shid_grant_join), or the first
+ * lane of a new frame from the latest of the requester's clock, the end of
+ * the last frame, what the nodes reported (shid_grant_learned_floor) and
+ * min_start, for sharded_id.citus_window ms; its end under the durable
+ * ceiling before it is returned.  Each lane of a frame is granted once,
+ * and frames follow one another: no two grants share a value of a
+ * millisecond.  lanes: the requester can mint in a lane (else it gets a
+ * frame of its own).  Returns false, granting nothing, with *retry_after
+ * (ms) when the window would start more than SHID_WINDOW_AHEAD_MS ahead of
+ * the requester's clock: node_clock, a node's as it asked; for this
+ * server's own minting (node_clock SHID_CLOCK_OWN), or a node too old to
+ * send its clock (SHID_CLOCK_UNKNOWN), this server's paced clock (the
+ * clock, or, after the clock stepped back behind the windows it granted
+ * itself, the time it read at the last such grant plus the monotonic time
+ * since, so that its windows move on one ms per ms, as a slot ahead of the
+ * clock does), or the nodes' time as they last reported it, moved on
+ * since, whichever is later.  Uniqueness does not rest on it: grant.end
+ * only grows, and every end is covered.
  *
  * Locks: the slot's spinlock, then (released) the ceiling lock; then, with
  * a synchronous standby, SyncRepLock.
@@ -127,16 +182,16 @@ static void shid_wait_for_standbys(XLogRecPtr lsn);
 
 bool
 shid_window_grant(ShidSlot *slot, const ShidLayout *layout, int64 min_start,
-				  int64 node_clock, int64 *start, int64 *end, int32 *retry_after)
+				  int64 node_clock, bool lanes, ShidGrant *grant, int32 *retry_after)
 {
 	int64		now = shid_clock_ms();
 	int64		mono = shid_monotonic_ms();
-	int64		window = shid_citus_window_ms;
+	int			max_bits = Min(SHID_MAX_LANE_BITS, pg_leftmost_one_pos32((uint32) slot->capacity));
+	ShidGrantState *g = &slot->grant;
 	int64		paced;
 	int64		ref;
 	int64		cluster;
 	int64		s;
-	int64		e;
 	XLogRecPtr	lsn;
 
 	/* Windows of the runs before this one lie under the ceiling it started with. */
@@ -153,45 +208,55 @@ shid_window_grant(ShidSlot *slot, const ShidLayout *layout, int64 min_start,
 	 * clock passed them all, the step back is over for this shard.
 	 */
 	paced = now;
-	if (slot->grant.mono > 0 && now < slot->grant.end)
-		paced = Max(now, slot->grant.paced + (mono - slot->grant.mono));
+	if (g->mono > 0 && now < g->end)
+		paced = Max(now, g->paced + (mono - g->mono));
 	/*
 	 * This server's own windows follow the nodes' time where its clock
 	 * runs behind theirs, as a server restarted with its clock behind its
 	 * ceiling mints on from the ceiling, one ms per ms.
 	 */
 	ref = node_clock >= 0 ? node_clock : Max(paced, cluster);
-	s = Max(Max(ref, Max(base, slot->grant.end)), min_start);
-	if (s > ref + SHID_WINDOW_AHEAD_MS)
+	if (!shid_grant_join(g, lanes, Max(ref, min_start), ref, base, grant))
 	{
-		SpinLockRelease(&slot->mutex);
-		*retry_after = (int32) Min(s - ref - SHID_WINDOW_AHEAD_MS, SHID_WINDOW_AHEAD_MS);
-		return false;
+		s = Max(Max(ref, Max(base, g->end)), min_start);
+		if (s > ref + SHID_WINDOW_AHEAD_MS)
+		{
+			SpinLockRelease(&slot->mutex);
+			*retry_after = (int32) Min(s - ref - SHID_WINDOW_AHEAD_MS, SHID_WINDOW_AHEAD_MS);
+			return false;
+		}
+		grant->lane_bits = shid_grant_frame_bits(g, lanes, max_bits);
+		grant->lane = 0;
+		grant->start = g->frame_start = s;
+		grant->end = g->end = s + shid_citus_window_ms;
+		g->lane_bits = grant->lane_bits;
+		g->lanes_taken = 1;
+		g->overflow = false;
 	}
-	e = s + window;
-	slot->grant.end = e;
 	if (node_clock < 0)
 	{
-		slot->grant.paced = paced;
-		slot->grant.mono = mono;
+		g->paced = paced;
+		g->mono = mono;
 	}
 	SpinLockRelease(&slot->mutex);
 
-	/* A window the layout cannot hold is never used: its end is spent. */
-	shid_check_unix_ms(layout, e);
+	/*
+	 * A window the layout cannot hold is never used: its end is spent.
+	 * A lane of a frame granted before is covered already, or is being
+	 * covered by the backend that opened the frame: waited for here.
+	 */
+	shid_check_unix_ms(layout, grant->end);
 	SHID_INJECTION_POINT("sharded-id-grant-before-cover");
-	lsn = shid_ceiling_cover(e);
+	lsn = shid_ceiling_cover(grant->end);
 
 	/*
 	 * On a synchronous standby before the node mints in it: the record that
-	 * covers e may be another backend's, whose commit still waits for the
-	 * standby, and this grant's transaction may write none.
+	 * covers the end may be another backend's, whose commit still waits for
+	 * the standby, and this grant's transaction may write none.
 	 */
 	if (shid_wal_rmgr_id != 0 && shid_wal_log_ceiling && !XLogRecPtrIsInvalid(lsn))
 		shid_wait_for_standbys(lsn);
 	SHID_INJECTION_POINT("sharded-id-grant-after-cover");
-	*start = s;
-	*end = e;
 	return true;
 }
 
@@ -307,24 +372,27 @@ shid_grant_row(ReturnSetInfo *rsinfo, const ShidLayout *layout, int32 shard, int
 			   int64 node_clock, ShidSlotMake make)
 {
 	ShidSlot   *slot = shid_lookup_slot(layout, shard, make);
-	Datum		values[4];
-	bool		nulls[4] = {0};
-	int64		start = 0;
-	int64		end = 0;
+	bool		lanes = node_clock != SHID_CLOCK_UNKNOWN;
+	Datum		values[6];
+	bool		nulls[6] = {0};
+	ShidGrant	grant;
 	int32		retry_after = 0;
 
+	/* 2.0's form returns the first four columns only: the lane is theirs. */
 	values[0] = Int32GetDatum(shard);
 	if (slot == NULL)
-		nulls[1] = nulls[2] = nulls[3] = true;
-	else if (shid_window_grant(slot, layout, min_start, node_clock, &start, &end, &retry_after))
+		nulls[1] = nulls[2] = nulls[3] = nulls[4] = nulls[5] = true;
+	else if (shid_window_grant(slot, layout, min_start, node_clock, lanes, &grant, &retry_after))
 	{
-		values[1] = Int64GetDatum(start);
-		values[2] = Int64GetDatum(end);
+		values[1] = Int64GetDatum(grant.start);
+		values[2] = Int64GetDatum(grant.end);
 		nulls[3] = true;
+		values[4] = Int32GetDatum(grant.lane);
+		values[5] = Int32GetDatum(1 << grant.lane_bits);
 	}
 	else
 	{
-		nulls[1] = nulls[2] = true;
+		nulls[1] = nulls[2] = nulls[4] = nulls[5] = true;
 		values[3] = Int32GetDatum(retry_after);
 	}
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
@@ -336,12 +404,15 @@ shid_grant_row(ReturnSetInfo *rsinfo, const ShidLayout *layout, int32 shard, int
  *					   stripes integer, stripe integer, reserved boolean,
  *					   node_clock bigint)
  *		RETURNS TABLE (shard_id integer, window_start bigint,
- *					   window_end bigint, retry_after integer)
+ *					   window_end bigint, retry_after integer,
+ *					   lane integer, lanes integer)
  *
  * On the Citus coordinator, called by a node over its own connection
  * (citus_ask.c): grant the node, for each shard of shard_ids in turn, a window
  * of the shard's milliseconds, [start, end) in Unix ms, from its min_starts
- * on at the earliest, its end durable before it returns; or, where it would
+ * on at the earliest, its end durable before it returns, in lane lane of
+ * lanes equal parts of each millisecond's values (lanes 1: all of them;
+ * shid_window_grant); or, where it would
  * start more than a second ahead of node_clock (the node's clock as it
  * asked), NULLs and the ms to come back after.  One row per shard, in their
  * order (1,024 at most).  Before its first grant since it started, was
@@ -354,7 +425,8 @@ shid_grant_row(ReturnSetInfo *rsinfo, const ShidLayout *layout, int32 shard, int
  * table (a superuser, or a shard of the node's catalog); the others renew
  * slots made already, and get NULLs where there is none.  The form without
  * node_clock is 2.0's, for nodes still on its library: their windows are
- * measured against this server's clock.
+ * measured against this server's clock, hold every value of their
+ * milliseconds, and the result has no lane columns.
  *
  * Locks: AccessShareLock on pg_dist_local_group and pg_dist_node; the slot
  * table's lock, and sharded_id.shards, if the first shard has no slot yet;

@@ -14,6 +14,7 @@
 #include "postgres.h"
 
 #include "citus.h"
+#include "citus_slot.h"
 #include "compat.h"
 #include "layout.h"
 #include "port/atomics.h"
@@ -87,8 +88,14 @@ extern bool shid_citus_addresses(int32 group, char **coord_host, int *coord_port
 extern ShidNodeRead shid_citus_read_node(int32 *group);
 extern bool shid_extension_at_2_0(void);
 
+/*
+ * Most lanes a shard's milliseconds are split in, as log2 (ShidGrantState's
+ * lanes_taken has a bit for each), and never more than the slot's values.
+ */
+#define SHID_MAX_LANE_BITS	6
+
 /* citus_grant.c: a grant, here on the coordinator. */
 extern bool shid_window_grant(struct ShidSlot *slot, const ShidLayout *layout, int64 min_start,
-							  int64 node_clock, int64 *start, int64 *end, int32 *retry_after);
+							  int64 node_clock, bool lanes, ShidGrant *grant, int32 *retry_after);
 
 #endif							/* SHARDED_ID_CITUS_INT_H */

@@ -13,6 +13,7 @@
 #include "postgres.h"
 
 #include "ceiling.h"
+#include "citus_slot.h"
 #include "compat.h"
 #include "floors.h"
 #include "fmgr.h"
@@ -204,8 +205,7 @@ shid_lower_floor(PG_FUNCTION_ARGS)
 	 * lie above a slot moved back; the milliseconds between belong to other
 	 * nodes' windows.  The next claim asks for a window again.
 	 */
-	slot->win.start = slot->win.end = slot->win.renew = 0;
-	slot->win.next_start = slot->win.next_end = 0;
+	shid_citus_window_drop(slot);
 	SpinLockRelease(&slot->mutex);
 	LWLockRelease(shid_floors_shared->lock);
 	LWLockRelease(shid_ceiling->lock);

@@ -148,6 +148,55 @@ shid_slot_take(ShidSlot *slot, int capacity, int64 wanted, int n, int *first)
 	return 0;
 }
 
+/*
+ * Take free values of the slot's lane (a Citus window shared with other
+ * nodes, slots.h): as shid_slot_take, but only among the lane's values,
+ * the lowest free one in counter mode, else the wanted one's place in the
+ * lane or the next free after it.  Returns 0 if the lane has none free in
+ * this millisecond.  Mutex held.  Off next_id's path: only a windowed
+ * claim of a lane comes here.
+ */
+static pg_noinline int
+shid_slot_take_lane(ShidSlot *slot, int capacity, bool counter, int64 wanted, int n,
+					int *first)
+{
+	int			size = capacity >> slot->win.lane_bits;
+	int			lo = slot->win.lane * size;
+	int			start = counter ? lo : lo + (int) ((uint64) wanted & (uint64) (size - 1));
+
+	for (int pass = 0; pass < 2; pass++)
+	{
+		int			from = pass == 0 ? start : lo;
+		int			to = pass == 0 ? lo + size : start;
+
+		while (from < to)
+		{
+			int			w = from / 64;
+			int			stop = Min(to, (w + 1) * 64) - w * 64;
+			uint64		word = shid_slot_word(slot, w, capacity);
+			uint64		mask = (stop == 64 ? ~UINT64CONST(0) : ((UINT64CONST(1) << stop) - 1)) &
+				(~UINT64CONST(0) << (from % 64));
+			uint64		free_bits = ~word & mask;
+
+			if (free_bits != 0)
+			{
+				int			bit = pg_rightmost_one_pos64(free_bits);
+				uint64		run = ~(free_bits >> bit);	/* its first 1: the run's end */
+				int			count = Min(n, run == 0 ? 64 : pg_rightmost_one_pos64(run));
+
+				slot->taken[w] = word | (((count == 64) ? ~UINT64CONST(0) :
+										  ((UINT64CONST(1) << count) - 1)) << bit);
+				slot->fresh |= UINT64CONST(1) << w;
+				slot->used += count;
+				*first = w * 64 + bit;
+				return count;
+			}
+			from = (w + 1) * 64;
+		}
+	}
+	return 0;
+}
+
 /* The error of a slot whose bitmap disagrees with its count: a bug. */
 static pg_noinline void
 shid_slot_corrupt(int used, int capacity)
@@ -256,6 +305,23 @@ shid_slot_wait_tick(ShidSlot *slot, int64 full_ms, int capacity, int64 *now_ms)
 }
 
 /*
+ * After a claim of claimed values from first on: the millisecond and the
+ * floor for the caller, the newest value, the count; releases the mutex.
+ */
+static pg_attribute_always_inline int
+shid_slot_claimed(ShidSlot *slot, int claimed, int first, int64 *ms, int64 *floor_ms)
+{
+	*ms = slot->ms;
+	*floor_ms = slot->floor_ms;
+	slot->last_value = first + claimed - 1;
+	slot->last_ms = slot->ms;
+	if (shid_track_stats)
+		slot->ids += claimed;
+	SpinLockRelease(&slot->mutex);
+	return claimed;
+}
+
+/*
  * Claim up to n (millisecond, sequence-field value) pairs of the slot that no
  * other call has claimed, all in one millisecond and consecutive: *first,
  * *first + 1, ...  In seed mode the first is as close to wanted as is free;
@@ -300,12 +366,23 @@ shid_slot_claim(ShidSlot *slot, bool counter, int64 wanted, int64 *now_ms,
 		/*
 		 * On Citus, a millisecond outside the shard window this node holds,
 		 * or past its middle, goes to citus_ask.c first, before a value is
-		 * taken: to get a window, or to renew it ahead.
+		 * taken: to get a window, or to renew it ahead.  A window of one
+		 * lane takes the lane's values, and once they are all taken the
+		 * millisecond is full here.
 		 */
-		if (windowed && unlikely(slot->ms >= slot->win.renew))
+		if (windowed && unlikely(slot->ms >= slot->win.renew || slot->win.lane_bits != 0))
 		{
-			SpinLockRelease(&slot->mutex);
-			return -1;
+			int			claimed;
+
+			if (slot->ms >= slot->win.renew)
+			{
+				SpinLockRelease(&slot->mutex);
+				return -1;
+			}
+			if (slot->used < capacity &&
+				(claimed = shid_slot_take_lane(slot, capacity, counter, wanted, n, first)) > 0)
+				return shid_slot_claimed(slot, claimed, *first, ms, floor_ms);
+			slot->used = capacity;
 		}
 		if (slot->used < capacity)
 		{
@@ -320,14 +397,7 @@ shid_slot_claim(ShidSlot *slot, bool counter, int64 wanted, int64 *now_ms,
 				SpinLockRelease(&slot->mutex);
 				shid_slot_corrupt(used, capacity);
 			}
-			*ms = slot->ms;
-			*floor_ms = slot->floor_ms;
-			slot->last_value = *first + claimed - 1;
-			slot->last_ms = slot->ms;
-			if (shid_track_stats)
-				slot->ids += claimed;
-			SpinLockRelease(&slot->mutex);
-			return claimed;
+			return shid_slot_claimed(slot, claimed, *first, ms, floor_ms);
 		}
 		full_ms = slot->ms;
 		SpinLockRelease(&slot->mutex);

@@ -38,7 +38,9 @@ typedef ShidShardKey ShidSlotKey;
 /*
  * Citus (citus_ask.c): the shard window a node mints in, in Unix ms, and
  * its renewal; the coordinator's own windows too, which it grants itself.
- * Covered by the slot's mutex.
+ * A window holds one lane of its milliseconds: lane of 2 ^ lane_bits equal
+ * parts of the slot's values (0 bits: all of them).  Covered by the slot's
+ * mutex.
  */
 typedef struct ShidWindow
 {
@@ -47,7 +49,12 @@ typedef struct ShidWindow
 	int64		renew;			/* a windowed claim at or past it goes to
 								 * citus_ask.c first: to renew, or to leave */
 	int64		next_start;		/* a window granted while this one lasts, */
-	int64		next_end;		/* not adjacent to it; 0: none */
+	int64		next_end;		/* not adjacent to it (or in another lane);
+								 * 0: none */
+	int16		lane;			/* the window's lane */
+	int16		lane_bits;		/* log2 of its frame's lanes */
+	int16		next_lane;		/* and the next window's */
+	int16		next_lane_bits;
 	int64		retry_us;		/* monotonic time before which no backend
 								 * asks the coordinator again (a back-off) */
 	uint32		retry_members;	/* the membership count it was set under
@@ -57,13 +64,20 @@ typedef struct ShidWindow
 } ShidWindow;
 
 /*
- * Citus (citus_grant.c), on the coordinator only: the shard's grants.
- * Covered by the slot's mutex.
+ * Citus (citus_grant.c), on the coordinator only: the shard's grants.  A
+ * frame is a range of the shard's milliseconds whose values are split in
+ * lanes, each granted once; frames follow one another in time.  Covered by
+ * the slot's mutex.
  */
 typedef struct ShidGrantState
 {
 	int64		end;			/* the end of the last window granted for
-								 * the shard */
+								 * the shard: of its last frame */
+	int64		frame_start;	/* the last frame's first ms; 0: none in
+								 * this run */
+	uint64		lanes_taken;	/* its lanes granted, one bit each */
+	int16		lane_bits;		/* log2 of its lanes */
+	bool		overflow;		/* a request found every lane taken */
 	int64		paced;			/* the shard's paced clock at the last grant
 								 * (the wall clock, or, after a step back,
 								 * the time it read before, moving on one ms

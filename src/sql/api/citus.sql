@@ -438,13 +438,14 @@ CREATE FUNCTION sharded_id.citus_grant_windows(shard_ids integer[], layout text,
                                               node_name text, node_port integer, min_starts bigint[],
                                               stripes integer, stripe integer, reserved boolean,
                                               node_clock bigint)
-RETURNS TABLE (shard_id integer, window_start bigint, window_end bigint, retry_after integer)
+RETURNS TABLE (shard_id integer, window_start bigint, window_end bigint, retry_after integer,
+               lane integer, lanes integer)
 AS 'MODULE_PATHNAME', 'shid_citus_grant_windows_clock'
 LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 
 COMMENT ON FUNCTION sharded_id.citus_grant_windows(integer[], text, integer, text, integer, bigint[], integer, integer, boolean, bigint) IS
-'on a Citus coordinator, called by a node over its own connection: as the form without node_clock, but each window starts at most a second ahead of node_clock, the node''s clock (Unix ms) as it asked, rather than of the coordinator''s; refuses a node whose clock lies more than a minute from the coordinator''s; before its first grant since it started, was promoted or reset its ceiling, the coordinator asks every node for the windows it holds (citus_window_high_water)';
+'on a Citus coordinator, called by a node over its own connection: as the form without node_clock, but each window starts at most a second ahead of node_clock, the node''s clock (Unix ms) as it asked, rather than of the coordinator''s, and holds lane number lane (from 0) of lanes equal parts of each of its milliseconds'' values (lanes 1: all of them), so that nodes minting one shard at once share its milliseconds; refuses a node whose clock lies more than a minute from the coordinator''s; before its first grant since it started, was promoted or reset its ceiling, the coordinator asks every node for the windows it holds (citus_window_high_water)';
 
 REVOKE EXECUTE ON FUNCTION sharded_id.citus_grant_windows(integer[], text, integer, text, integer, bigint[], integer, integer, boolean, bigint) FROM PUBLIC;
 
