@@ -98,6 +98,9 @@ shid_window_store_locked(ShidSlot *slot, const ShidGrant *grant)
 {
 	if (grant->end <= slot->ms)
 		return;					/* the slot left it behind already */
+	if ((slot->capacity >> grant->lane_bits) == 0)
+		return;					/* a lane of no value: a coordinator that
+								 * disagrees; asked again */
 	if (slot->ms >= slot->win.start && slot->ms < slot->win.end)
 	{
 		/*
