@@ -291,6 +291,7 @@ typedef struct ShidCoordRequest
 	char		clock_text[32];
 	const char *params[10];
 	bool		with_clock;		/* not 2.0's form: the node's clock is sent */
+	int			capacity;		/* the values of a slot's millisecond */
 } ShidCoordRequest;
 
 /*
@@ -311,6 +312,7 @@ shid_coord_request_build(ShidCoordRequest *req, const ShidLayout *layout, int32 
 	int			own_port = 0;
 
 	req->with_clock = !shid_extension_at_2_0();
+	req->capacity = (int) (shid_seq_capacity(layout) >> shid_stripe_bits);
 	if (!shid_citus_addresses(shid_citus_group, &coord_host, &coord_port, &own_name, &own_port))
 	{
 		shid_answer_failed(answer, "55000",
@@ -413,10 +415,10 @@ shid_coord_exec(ShidCoordRequest *req, int64 deadline_us, bool *timed_out)
  * The window of row i of the coordinator's answer into *grant: its start,
  * end and lane (2.0's form has no lane columns: every value, lane 0 of 1).
  * False if the row grants none, or its lane is not one of a power of two
- * lanes this node's slots can hold (a coordinator that disagrees).
+ * lanes, at most one per value of capacity (a coordinator that disagrees).
  */
 static bool
-shid_coord_read_window(PGresult *res, int i, ShidGrant *grant)
+shid_coord_read_window(PGresult *res, int i, int capacity, ShidGrant *grant)
 {
 	int32		lane = 0;
 	int32		lanes = 1;
@@ -430,7 +432,7 @@ shid_coord_read_window(PGresult *res, int i, ShidGrant *grant)
 		lane = pg_strtoint32(PQgetvalue(res, i, 4));
 		lanes = pg_strtoint32(PQgetvalue(res, i, 5));
 	}
-	if (lanes < 1 || lanes > (1 << SHID_MAX_LANE_BITS) || (lanes & (lanes - 1)) != 0 ||
+	if (lanes < 1 || lanes > Min(1 << SHID_MAX_LANE_BITS, capacity) || (lanes & (lanes - 1)) != 0 ||
 		lane < 0 || lane >= lanes)
 		return false;
 	grant->start = pg_strtoint64(PQgetvalue(res, i, 1));
@@ -446,29 +448,33 @@ shid_coord_read_window(PGresult *res, int i, ShidGrant *grant)
  * order, into the answer and shid_renewed; or its error.
  */
 static void
-shid_coord_read_answer(PGresult *res, int32 shard, int extras, bool with_clock,
+shid_coord_read_answer(PGresult *res, int32 shard, int extras, const ShidCoordRequest *req,
 					   ShidWindowAnswer *answer)
 {
 	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 + extras &&
-		PQnfields(res) == (with_clock ? 6 : 4) && !PQgetisnull(res, 0, 0) &&
+		PQnfields(res) == (req->with_clock ? 6 : 4) && !PQgetisnull(res, 0, 0) &&
 		pg_strtoint32(PQgetvalue(res, 0, 0)) == shard)
 	{
 		answer->ok = true;
-		if (!shid_coord_read_window(res, 0, &answer->win))
+		if (!shid_coord_read_window(res, 0, req->capacity, &answer->win))
 		{
 			answer->win.end = 0;
 			answer->retry_after = PQgetisnull(res, 0, 3) ? 100 : pg_strtoint32(PQgetvalue(res, 0, 3));
-			if (!PQgetisnull(res, 0, 1))
-				shid_answer_failed(answer, "XX000",
-								   psprintf("the Citus coordinator granted shard %d a lane this node cannot mint in", shard),
-								   psprintf("Its answer: lane %s of %s.", PQgetvalue(res, 0, 4), PQgetvalue(res, 0, 5)),
-								   pstrdup("Install the same sharded_id library on every node of the cluster, and restart them."));
+			if (!PQgetisnull(res, 0, 1) && !PQgetisnull(res, 0, 2))
+				shid_answer_failed(answer, "55000",
+								   psprintf("the Citus coordinator %s granted shard %d a lane this node cannot mint in",
+											req->label, shard),
+								   psprintf("A window holds one of a power of two lanes of its milliseconds' values, at most %d here; the answer was lane %s of %s.",
+											Min(1 << SHID_MAX_LANE_BITS, req->capacity),
+											PQnfields(res) == 6 && !PQgetisnull(res, 0, 4) ? PQgetvalue(res, 0, 4) : "?",
+											PQnfields(res) == 6 && !PQgetisnull(res, 0, 5) ? PQgetvalue(res, 0, 5) : "?"),
+								   pstrdup("Install the same sharded_id library, with the same sharded_id.stripes, on every node of the cluster, and restart them."));
 		}
 		for (int i = 0; i < extras; i++)
 		{
 			if (PQgetisnull(res, i + 1, 0) ||
 				pg_strtoint32(PQgetvalue(res, i + 1, 0)) != shid_renewing[i]->key.shard ||
-				!shid_coord_read_window(res, i + 1, &shid_renewed[i]))
+				!shid_coord_read_window(res, i + 1, req->capacity, &shid_renewed[i]))
 				shid_renewed[i].end = 0;
 		}
 	}
@@ -517,7 +523,7 @@ shid_coord_call(ShidCoordRequest *req, int32 shard, int extras, int64 deadline_u
 	}
 	else
 	{
-		shid_coord_read_answer(res, shard, extras, req->with_clock, answer);
+		shid_coord_read_answer(res, shard, extras, req, answer);
 		PQclear(res);
 	}
 }

@@ -107,7 +107,8 @@ shid_grant_learned_floor(int64 *cluster_ms)
 /*
  * Join the shard's last frame (slot->grant): a lane of it that was never
  * granted, for a requester that can mint in a lane (lanes) and needs
- * windows from ms from on, its clock ref.  Only a frame of this run above
+ * windows from ms from on, its clock ref; the window granted starts at
+ * from if the frame started before.  Only a frame of this run above
  * base, starting within a second of ref, with half a window or more left
  * after from.  A frame whose lanes are all taken is marked, so that the
  * next one has twice as many.  Slot's spinlock held.
@@ -128,7 +129,7 @@ shid_grant_join(ShidGrantState *g, bool lanes, int64 from, int64 ref, int64 base
 	}
 	grant->lane = (int16) pg_rightmost_one_pos64(~g->lanes_taken);
 	grant->lane_bits = g->lane_bits;
-	grant->start = g->frame_start;
+	grant->start = Max(g->frame_start, from);
 	grant->end = g->end;
 	g->lanes_taken |= UINT64CONST(1) << grant->lane;
 	return true;

@@ -322,6 +322,31 @@ shid_slot_claimed(ShidSlot *slot, int claimed, int first, int64 *ms, int64 *floo
 }
 
 /*
+ * A windowed claim that is not a plain one (shid_slot_claim): the slot's
+ * millisecond at or past its window's renewal point (-1, mutex released),
+ * or a window of one lane, whose values it takes (their count, mutex
+ * released); a lane with none free marks the millisecond full here and
+ * returns 0, mutex held.  Off next_id's path.
+ */
+static pg_noinline int
+shid_slot_claim_windowed(ShidSlot *slot, int capacity, bool counter, int64 wanted, int n,
+						 int *first, int64 *ms, int64 *floor_ms)
+{
+	int			claimed;
+
+	if (slot->ms >= slot->win.renew)
+	{
+		SpinLockRelease(&slot->mutex);
+		return -1;
+	}
+	if (slot->used < capacity &&
+		(claimed = shid_slot_take_lane(slot, capacity, counter, wanted, n, first)) > 0)
+		return shid_slot_claimed(slot, claimed, *first, ms, floor_ms);
+	slot->used = capacity;
+	return 0;
+}
+
+/*
  * Claim up to n (millisecond, sequence-field value) pairs of the slot that no
  * other call has claimed, all in one millisecond and consecutive: *first,
  * *first + 1, ...  In seed mode the first is as close to wanted as is free;
@@ -372,17 +397,11 @@ shid_slot_claim(ShidSlot *slot, bool counter, int64 wanted, int64 *now_ms,
 		 */
 		if (windowed && unlikely(slot->ms >= slot->win.renew || slot->win.lane_bits != 0))
 		{
-			int			claimed;
+			int			claimed = shid_slot_claim_windowed(slot, capacity, counter, wanted, n,
+														   first, ms, floor_ms);
 
-			if (slot->ms >= slot->win.renew)
-			{
-				SpinLockRelease(&slot->mutex);
-				return -1;
-			}
-			if (slot->used < capacity &&
-				(claimed = shid_slot_take_lane(slot, capacity, counter, wanted, n, first)) > 0)
-				return shid_slot_claimed(slot, claimed, *first, ms, floor_ms);
-			slot->used = capacity;
+			if (claimed != 0)
+				return claimed;
 		}
 		if (slot->used < capacity)
 		{

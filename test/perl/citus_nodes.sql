@@ -1,16 +1,18 @@
 -- test/perl/citus_nodes.sql: nodes minting one shard at once, driven
--- through the coordinator's own grant function (test/t/048): each node
+-- through the coordinator's own grant function (test/t/040): each node
 -- asks for windows as src/citus_ask.c does, so that more nodes than a
 -- test machine can run share a shard.  Run on a Citus coordinator.
 SET citus.enable_ddl_propagation = off;
-CREATE TABLE lane_grants (node int, asked_at bigint, s bigint, e bigint, lane int, lanes int);
+CREATE TABLE lane_grants (id serial, node int, asked_at bigint, s bigint, e bigint, lane int, lanes int);
 
 -- For seconds, nodes (all named name:port, an active node) mint shard at
 -- a trickle: each renews past the middle of its last window from that
 -- window's end, or asks from its clock once its windows ended, and after a
 -- refusal asks again after retry_after.  Every grant goes into
 -- lane_grants.  Returns the largest share of the time a node spent
--- without a window after a refusal, and the asks and refusals.
+-- without a window after its ask was refused (a node whose window lapsed
+-- while this loop did not run asks then, and is not counted), and the
+-- asks and refusals.
 CREATE FUNCTION emulate_nodes(nodes int, seconds float8, shard int, name text, port int)
 RETURNS TABLE (worst_gap float8, asks bigint, refused bigint)
 LANGUAGE plpgsql AS $$
@@ -66,7 +68,7 @@ BEGIN
 				CONTINUE;
 			END IF;
 			waiting[i] := false;
-			INSERT INTO lane_grants VALUES (i, now, g.window_start, g.window_end, g.lane, g.lanes);
+			INSERT INTO lane_grants (node, asked_at, s, e, lane, lanes) VALUES (i, now, g.window_start, g.window_end, g.lane, g.lanes);
 			IF cur_e[i] > slot_ms AND g.window_start <= cur_e[i] AND g.lane = cur_l[i] AND g.lanes = cur_n[i] THEN
 				cur_e[i] := greatest(cur_e[i], g.window_end);
 				renew[i] := g.window_start + (g.window_end - g.window_start) / 2;
@@ -88,7 +90,7 @@ END $$;
 -- second after the clock of the node that asked.
 CREATE VIEW lane_overlaps AS
 SELECT count(*) AS n FROM lane_grants a JOIN lane_grants b
-  ON (a.node, a.s, a.lane, a.asked_at) < (b.node, b.s, b.lane, b.asked_at)
+  ON a.id < b.id
  AND a.s < b.e AND b.s < a.e
  AND a.lane * (64 / a.lanes) < (b.lane + 1) * (64 / b.lanes)
  AND b.lane * (64 / b.lanes) < (a.lane + 1) * (64 / a.lanes);

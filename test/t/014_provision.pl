@@ -2,7 +2,8 @@
 #
 # Every shard of the default layout, 8192, provisioned from the demo's two
 # templates on a server with PostgreSQL's default max_locks_per_transaction
-# and max_connections (on PostgreSQL 18; on older majors the first 2048).  One create_shards call for 2048 shards runs out of
+# and max_connections (on PostgreSQL 18; on older majors the first 2048,
+# as the SQL that provisions them is the same).  One create_shards call for 2048 shards runs out of
 # lock table and creates nothing; provision_shards commits in batches, takes
 # all 8192, and resumes after a failure in the middle.
 use strict;
