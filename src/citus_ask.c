@@ -5,8 +5,8 @@
  *	  the windows a node mints in.
  *
  * The design is in doc/sharded_id-design.md, "Citus".  A windowed claim
- * (generator.c) that finds its slot at or past slot->win.renew comes here
- * (shid_window_slow).  Past the middle of a window one backend renews it
+ * (generator.c) that finds its slot at or past slot->win.renew_at comes
+ * here (shid_window_slow).  Past the middle of a window one backend renews it
  * while the others mint on; outside every window one backend per server
  * and shard asks and the others wait on the slot's condition variable.  A
  * failed ask backs off server-wide for the shard.
@@ -778,7 +778,7 @@ shid_renew_pick(ShidSlot *slot, void *arg)
 	if (slot != pick->except && slot->key.layout_key == pick->layout_key &&
 		slot->owner != SHID_OWNER_RETIRED && slot->win.asker == 0 && slot->win.next_end == 0 &&
 		pick->mono_us >= slot->win.retry_us && slot->win.end != 0 &&
-		slot->last_ms >= pick->since_ms && Max(slot->ms, pick->now_ms) >= slot->win.renew)
+		slot->last_ms >= pick->since_ms && Max(slot->ms, pick->now_ms) >= slot->win.renew_at)
 	{
 		slot->win.asker = MyProcPid;
 		shid_renewing[shid_renewing_n] = slot;
@@ -863,7 +863,7 @@ shid_window_exit_register(void)
 
 /*
  * The slow path of a windowed claim (generator.c): the slot's millisecond
- * lies at or past win.renew.  Returns once the caller may claim again:
+ * lies at or past win.renew_at.  Returns once the caller may claim again:
  * the slot has a window that covers its millisecond (or it was moved to a
  * new window's start), or the window lasts and someone else renews it.
  * Errors if no window can be had.
@@ -896,7 +896,7 @@ shid_window_slow(ShidSlot *slot)
 		members = shid_citus_group != 0 ? shid_citus_members() : 0;
 		SpinLockAcquire(&slot->mutex);
 		shid_window_next_locked(slot);
-		if (slot->ms < slot->win.renew)
+		if (slot->ms < slot->win.renew_at)
 			;					/* a window, renewed meanwhile: claim again */
 		else if (slot->ms < slot->win.end && slot->ms >= slot->win.start)
 		{
@@ -910,7 +910,7 @@ shid_window_slow(ShidSlot *slot)
 				slot->win.asker = MyProcPid;
 				ask = renewing = true;
 			}
-			slot->win.renew = slot->win.end;
+			shid_window_set_renew(slot, slot->win.end);
 		}
 		else if (slot->win.asker != 0)
 			wait = true;

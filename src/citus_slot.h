@@ -36,7 +36,7 @@ shid_citus_slot_init(ShidSlot *slot)
 static inline void
 shid_citus_window_drop(ShidSlot *slot)
 {
-	slot->win.start = slot->win.end = slot->win.renew = 0;
+	slot->win.start = slot->win.end = slot->win.renew = slot->win.renew_at = 0;
 	slot->win.next_start = slot->win.next_end = 0;
 	slot->win.lane = slot->win.lane_bits = 0;
 	slot->win.next_lane = slot->win.next_lane_bits = 0;
@@ -69,6 +69,18 @@ typedef struct ShidGrant
 } ShidGrant;
 
 /*
+ * Where the slot's window is renewed (or left): at.  A claim at or past
+ * win.renew takes the slow path (generator.c), which a window of one lane
+ * takes for every claim.
+ */
+static inline void
+shid_window_set_renew(ShidSlot *slot, int64 at)
+{
+	slot->win.renew_at = at;
+	slot->win.renew = slot->win.lane_bits != 0 ? Min(at, slot->win.start) : at;
+}
+
+/*
  * Make the grant the slot's window (citus_ask.c), moving the slot to its
  * start if it lies before.
  */
@@ -82,9 +94,9 @@ shid_window_set_locked(ShidSlot *slot, const ShidGrant *grant)
 	}
 	slot->win.start = grant->start;
 	slot->win.end = grant->end;
-	slot->win.renew = grant->start + (grant->end - grant->start) / 2;
 	slot->win.lane = grant->lane;
 	slot->win.lane_bits = grant->lane_bits;
+	shid_window_set_renew(slot, grant->start + (grant->end - grant->start) / 2);
 	slot->win.next_start = 0;
 	slot->win.next_end = 0;
 }
@@ -111,7 +123,7 @@ shid_window_store_locked(ShidSlot *slot, const ShidGrant *grant)
 			grant->lane_bits == slot->win.lane_bits)
 		{
 			slot->win.end = Max(slot->win.end, grant->end);
-			slot->win.renew = grant->start + (grant->end - grant->start) / 2;
+			shid_window_set_renew(slot, grant->start + (grant->end - grant->start) / 2);
 		}
 		else
 		{
@@ -119,7 +131,7 @@ shid_window_store_locked(ShidSlot *slot, const ShidGrant *grant)
 			slot->win.next_end = grant->end;
 			slot->win.next_lane = grant->lane;
 			slot->win.next_lane_bits = grant->lane_bits;
-			slot->win.renew = slot->win.end;
+			shid_window_set_renew(slot, slot->win.end);
 		}
 	}
 	else

@@ -322,31 +322,6 @@ shid_slot_claimed(ShidSlot *slot, int claimed, int first, int64 *ms, int64 *floo
 }
 
 /*
- * A windowed claim that is not a plain one (shid_slot_claim): the slot's
- * millisecond at or past its window's renewal point (-1, mutex released),
- * or a window of one lane, whose values it takes (their count, mutex
- * released); a lane with none free marks the millisecond full here and
- * returns 0, mutex held.  Off next_id's path.
- */
-static pg_noinline int
-shid_slot_claim_windowed(ShidSlot *slot, int capacity, bool counter, int64 wanted, int n,
-						 int *first, int64 *ms, int64 *floor_ms)
-{
-	int			claimed;
-
-	if (slot->ms >= slot->win.renew)
-	{
-		SpinLockRelease(&slot->mutex);
-		return -1;
-	}
-	if (slot->used < capacity &&
-		(claimed = shid_slot_take_lane(slot, capacity, counter, wanted, n, first)) > 0)
-		return shid_slot_claimed(slot, claimed, *first, ms, floor_ms);
-	slot->used = capacity;
-	return 0;
-}
-
-/*
  * Claim up to n (millisecond, sequence-field value) pairs of the slot that no
  * other call has claimed, all in one millisecond and consecutive: *first,
  * *first + 1, ...  In seed mode the first is as close to wanted as is free;
@@ -391,17 +366,13 @@ shid_slot_claim(ShidSlot *slot, bool counter, int64 wanted, int64 *now_ms,
 		/*
 		 * On Citus, a millisecond outside the shard window this node holds,
 		 * or past its middle, goes to citus_ask.c first, before a value is
-		 * taken: to get a window, or to renew it ahead.  A window of one
-		 * lane takes the lane's values, and once they are all taken the
-		 * millisecond is full here.
+		 * taken: to get a window, or to renew it ahead; so does every
+		 * millisecond of a window of one lane (shid_slot_claim_slow).
 		 */
-		if (windowed && unlikely(slot->ms >= slot->win.renew || slot->win.lane_bits != 0))
+		if (windowed && unlikely(slot->ms >= slot->win.renew))
 		{
-			int			claimed = shid_slot_claim_windowed(slot, capacity, counter, wanted, n,
-														   first, ms, floor_ms);
-
-			if (claimed != 0)
-				return claimed;
+			SpinLockRelease(&slot->mutex);
+			return -1;
 		}
 		if (slot->used < capacity)
 		{
@@ -421,6 +392,54 @@ shid_slot_claim(ShidSlot *slot, bool counter, int64 wanted, int64 *now_ms,
 		full_ms = slot->ms;
 		SpinLockRelease(&slot->mutex);
 
+		shid_slot_wait_tick(slot, full_ms, capacity, now_ms);
+	}
+}
+
+/*
+ * A windowed claim that shid_slot_claim sent here (it returned -1): where
+ * the slot's millisecond lies in a window of one lane before its renewal
+ * point, take the lane's values, waiting for the clock to tick once they
+ * are all taken; else get or renew a window (citus_ask.c) and claim
+ * again.  Returns as shid_slot_claim, never -1.  Off next_id's path: only
+ * Citus nodes minting a shard in lanes come here for every claim.
+ */
+static pg_noinline int
+shid_slot_claim_slow(ShidSlot *slot, bool counter, int64 wanted, int64 *now_ms,
+					 int n, int *first, int64 *ms, int64 *floor_ms)
+{
+	int			capacity = slot->capacity;
+
+	for (;;)
+	{
+		int			claimed;
+		int64		full_ms;
+
+		SpinLockAcquire(&slot->mutex);
+		if (slot->owner == SHID_OWNER_RETIRED)
+		{
+			SpinLockRelease(&slot->mutex);
+			return 0;
+		}
+		if (*now_ms > slot->ms)
+			shid_slot_reset(slot, *now_ms);
+		if (slot->win.lane_bits == 0 || slot->ms < slot->win.start || slot->ms >= slot->win.renew_at)
+		{
+			SpinLockRelease(&slot->mutex);
+			shid_window_slow(slot);
+			*now_ms = shid_clock_ms();
+			claimed = shid_slot_claim(slot, counter, wanted, now_ms, n, first, ms, floor_ms, true);
+			if (claimed >= 0)
+				return claimed;
+			continue;
+		}
+		if (slot->used < capacity &&
+			(claimed = shid_slot_take_lane(slot, capacity, counter, wanted, n, first)) > 0)
+			return shid_slot_claimed(slot, claimed, *first, ms, floor_ms);
+		/* The lane is full: so is the millisecond, here. */
+		slot->used = capacity;
+		full_ms = slot->ms;
+		SpinLockRelease(&slot->mutex);
 		shid_slot_wait_tick(slot, full_ms, capacity, now_ms);
 	}
 }
@@ -562,6 +581,30 @@ shid_cover_shard(ShidSlot *slot, int64 ms, int64 floor_ms, uint32 generation)
 }
 
 /*
+ * The rest of shid_mint once its claim went to the slow path (on Citus):
+ * the same, off next_id's path.
+ */
+static pg_noinline int64
+shid_mint_windowed(const ShidLayout *layout, ShidSlot *slot, int32 shard, int64 now_ms,
+				   bool counter, int64 wanted)
+{
+	for (;;)
+	{
+		uint32		generation = shid_generation();
+		int64		ms;
+		int64		floor_ms;
+		int			value;
+
+		if (shid_slot_claim_slow(slot, counter, wanted, &now_ms, 1, &value, &ms, &floor_ms) == 0)
+			shid_shard_retired(shard);
+		shid_check_unix_ms(layout, ms);
+		shid_cover_shard(slot, ms, floor_ms, generation);
+		if (shid_generation() == generation)
+			return shid_pack(layout, ms, shard, shid_stripe_base(layout) | value);
+	}
+}
+
+/*
  * Mint one id of the shard from its slot: in counter mode, or in seed mode
  * with wanted (nextval) as the sequence-field value it would like.
  */
@@ -586,10 +629,8 @@ shid_mint(const ShidLayout *layout, ShidSlot *slot, int32 shard, int64 now_ms,
 		{
 			if (claimed == 0)
 				shid_shard_retired(shard);
-			/* On Citus: a window first (citus_ask.c). */
-			shid_window_slow(slot);
-			now_ms = shid_clock_ms();
-			continue;
+			/* On Citus: a window first, or a lane of it. */
+			return shid_mint_windowed(layout, slot, shard, now_ms, counter, wanted);
 		}
 		/* A slot ahead of the clock may have moved past the layout's end. */
 		shid_check_unix_ms(layout, ms);
@@ -692,10 +733,11 @@ shid_mint_batch(const ShidLayout *layout, int32 shard, int32 n, bool counter,
 			shid_shard_retired(shard);
 		if (claimed < 0)
 		{
-			/* On Citus: a window first (citus_ask.c). */
-			shid_window_slow(slot);
-			now_ms = shid_clock_ms();
-			continue;
+			/* On Citus: a window first, or a lane of it. */
+			claimed = shid_slot_claim_slow(slot, counter, wanted, &now_ms, n - done,
+										   &first, &ms, &floor_ms);
+			if (claimed == 0)
+				shid_shard_retired(shard);
 		}
 		shid_check_unix_ms(layout, ms);
 		shid_cover_shard(slot, ms, floor_ms, generation);

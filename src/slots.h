@@ -47,7 +47,10 @@ typedef struct ShidWindow
 	int64		start;			/* its first millisecond */
 	int64		end;			/* the first after it; 0: no window */
 	int64		renew;			/* a windowed claim at or past it goes to
-								 * citus_ask.c first: to renew, or to leave */
+								 * the slow path first (generator.c): to
+								 * renew, to leave, or, in a window of one
+								 * lane (its start then), to take the lane */
+	int64		renew_at;		/* where the window is renewed, or left */
 	int64		next_start;		/* a window granted while this one lasts, */
 	int64		next_end;		/* not adjacent to it (or in another lane);
 								 * 0: none */
