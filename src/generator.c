@@ -423,7 +423,10 @@ shid_slot_claim_slow(ShidSlot *slot, bool counter, int64 wanted, int64 *now_ms,
 		}
 		if (*now_ms > slot->ms)
 			shid_slot_reset(slot, *now_ms);
-		if (slot->win.lane_bits == 0 || slot->ms < slot->win.start || slot->ms >= slot->win.renew_at)
+		/* A window ahead: every value of its start is free (citus_slot.h). */
+		if (slot->win.lane_bits != 0 && slot->ms < slot->win.start)
+			shid_slot_reset(slot, slot->win.start);
+		if (slot->win.lane_bits == 0 || slot->ms >= slot->win.renew_at)
 		{
 			SpinLockRelease(&slot->mutex);
 			shid_window_slow(slot);
