@@ -584,8 +584,9 @@ shid_cover_shard(ShidSlot *slot, int64 ms, int64 floor_ms, uint32 generation)
 }
 
 /*
- * The rest of shid_mint once its claim went to the slow path (on Citus):
- * the same, off next_id's path.
+ * shid_mint for a backend that mints in Citus shard windows: its claims
+ * check the window first, and may take the slow path (citus_ask.c, or a
+ * lane of the window).  Off next_id's path on a server without Citus.
  */
 static pg_noinline int64
 shid_mint_windowed(const ShidLayout *layout, ShidSlot *slot, int32 shard, int64 now_ms,
@@ -598,7 +599,12 @@ shid_mint_windowed(const ShidLayout *layout, ShidSlot *slot, int32 shard, int64 
 		int64		floor_ms;
 		int			value;
 
-		if (shid_slot_claim_slow(slot, counter, wanted, &now_ms, 1, &value, &ms, &floor_ms) == 0)
+		int			claimed = shid_slot_claim(slot, counter, wanted, &now_ms, 1,
+											  &value, &ms, &floor_ms, true);
+
+		if (claimed < 0)
+			claimed = shid_slot_claim_slow(slot, counter, wanted, &now_ms, 1, &value, &ms, &floor_ms);
+		if (claimed == 0)
 			shid_shard_retired(shard);
 		shid_check_unix_ms(layout, ms);
 		shid_cover_shard(slot, ms, floor_ms, generation);
@@ -619,22 +625,19 @@ shid_mint(const ShidLayout *layout, ShidSlot *slot, int32 shard, int64 now_ms,
 	int64		floor_ms;
 	int			value;
 	uint32		generation;
-	bool		windowed = shid_windowed;
 
+	/* On Citus: a window first, or a lane of it. */
+	if (unlikely(shid_windowed))
+		return shid_mint_windowed(layout, slot, shard, now_ms, counter, wanted);
 	for (;;)
 	{
 		int			claimed;
 
 		generation = shid_generation();
 		claimed = shid_slot_claim(slot, counter, wanted, &now_ms, 1,
-								  &value, &ms, &floor_ms, windowed);
-		if (unlikely(claimed <= 0))
-		{
-			if (claimed == 0)
-				shid_shard_retired(shard);
-			/* On Citus: a window first, or a lane of it. */
-			return shid_mint_windowed(layout, slot, shard, now_ms, counter, wanted);
-		}
+								  &value, &ms, &floor_ms, false);
+		if (unlikely(claimed == 0))
+			shid_shard_retired(shard);
 		/* A slot ahead of the clock may have moved past the layout's end. */
 		shid_check_unix_ms(layout, ms);
 		shid_cover_shard(slot, ms, floor_ms, generation);
