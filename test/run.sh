@@ -117,6 +117,12 @@ run_suite limits bash test/limits.sh
 # shares.
 export PG_TEST_PORT_DIR="$logs/portlock"
 mkdir -p "$PG_TEST_PORT_DIR"
+# The TAP pool's copy of the tree, taken before pg_regress writes in it
+# (a copy taken beside it failed with "file changed as we read it").
+tap_src=$logs/tap/src
+mkdir -p "$tap_src"
+tar -C "$src" --exclude=./tmp_check --exclude=./results --exclude=./output_iso \
+    --exclude='./regression.*' --exclude=./log -cf - . | tar -C "$tap_src" -xf -
 (
     for pg_config in $configs; do
         major=$(shid_major "$pg_config")
@@ -130,7 +136,7 @@ mkdir -p "$PG_TEST_PORT_DIR"
 regress=$!
 echo "== TAP files of every major (${SHID_PROVE_JOBS:-3} at a time; each file's log in $logs/tap)"
 # shellcheck disable=SC2086
-if ! bash test/tap.sh "$logs" "$src" $configs; then
+if ! bash "$tap_src/test/tap.sh" "$logs" "$tap_src" $configs; then
     echo "   test/tap.sh exited non-zero: every major's TAP suite counts as failed"
     for pg_config in $configs; do
         touch "$logs/pg$(shid_major "$pg_config")-tap.failed"

@@ -64,7 +64,7 @@ for pg_config in "$@"; do
     major=$("$pg_config" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
     tree=$logs/tap/tree$major
     mkdir -p "$tree" "$logs/tap/pg$major"
-    # Not what pg_regress writes in SRC meanwhile.
+    # Not what a run left in SRC (test/run.sh passes a copy of its own).
     tar -C "$src" --exclude=./tmp_check --exclude=./results --exclude=./output_iso \
         --exclude='./regression.*' --exclude=./log -cf - . | tar -C "$tree" -xf -
     make -s -C "$tree" installcheck PG_CONFIG="$pg_config" REGRESS= ISOLATION= \
