@@ -18,7 +18,7 @@
 # points: it runs on every major.
 #
 # Then the admin calls and transactions, on shard 1: 20,000 ids minted
-# with the clock 20 s ahead, the clock set right.  reset_ceiling() and
+# with the clock 60 s ahead, the clock set right.  reset_ceiling() and
 # lower_floor() refuse to run inside a transaction block, a query string of
 # several statements and an exception block (25001), and leave the ceiling
 # as it was: the next id still lies past the 20,000 (on 2.0 a rolled-back
@@ -109,13 +109,13 @@ for my $mode ([ 'counter', 'sharded_id.next_id(7)' ], [ 'seed', q{sharded_id.nex
 
 # --- Admin calls and transactions (see the top).  The server still runs
 # with libfaketime, which reads the clock file at every call.
-$set_clock->('+20');
+$set_clock->('+60');
 $node->safe_psql('postgres',
 	'CREATE TABLE minted AS SELECT sharded_id.next_id(1) AS id FROM generate_series(1, 20000)');
 $set_clock->('+0');
 my $ahead_max = $node->safe_psql('postgres', 'SELECT max(id) FROM minted');
 cmp_ok($node->safe_psql('postgres', 'SELECT extract(epoch FROM sharded_id.created_at(max(id)) - clock_timestamp()) FROM minted'),
-	'>', 15, 'the 20,000 ids of shard 1 carry a time about 20 s ahead of the clock set right');
+	'>', 55, 'the 20,000 ids of shard 1 carry a time about 60 s ahead of the clock set right');
 
 # Each refusal: its SQLSTATE, printed by psql after the error.
 my $refused = sub {
@@ -155,9 +155,16 @@ is($node->safe_psql('postgres', "SELECT min(id) > $before_max FROM minted_after"
 	'after the rollbacks and a crash: every id of shard 1 lies past those minted before');
 
 # A reset_ceiling() of its own runs: shard 2, which starts at the ceiling
-# (shard 1 keeps its floor), goes from ahead back to the clock.
+# (shard 1 keeps its floor), goes from ahead back to the clock.  Before
+# the reset, shard 2's first id lies at or past the time of the ids
+# minted ahead (the ceiling covers them), whatever time the steps above
+# took; and that time must still lie ahead of the clock, or the reset
+# below would show nothing.
 my $lead = q{SELECT extract(epoch FROM sharded_id.created_at(sharded_id.next_id(2)) - clock_timestamp())};
-cmp_ok($node->safe_psql('postgres', $lead), '>', 10, 'before a reset_ceiling() of its own, shard 2 starts at the ceiling, ahead');
+is($node->safe_psql('postgres', "SELECT sharded_id.created_at(sharded_id.next_id(2)) >= sharded_id.created_at($ahead_max)"),
+	't', 'before a reset_ceiling() of its own, shard 2 starts at the ceiling, at or past the ids minted ahead');
+cmp_ok($node->safe_psql('postgres', "SELECT extract(epoch FROM sharded_id.created_at($ahead_max) - clock_timestamp())"),
+	'>', 5, 'the ceiling still lies ahead of the clock before the reset');
 $node->safe_psql('postgres', 'SELECT sharded_id.reset_ceiling()');
 cmp_ok($node->safe_psql('postgres', $lead), '<', 2, 'reset_ceiling() as a statement of its own still takes the ids back to the clock');
 
