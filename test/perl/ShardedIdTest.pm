@@ -378,17 +378,19 @@ sub stop_writers
 # journaling that step while another session of the router holds advisory
 # lock (HOLD_CLASS, 0).  hold_on($router, $key) starts a session that takes
 # (HOLD_CLASS, $key) ($key 0 by default) and returns its harness once the
-# lock is granted; hold_off($router, $key) ends that session.
+# lock is granted; hold_off($router, $key) ends that session.  Both take
+# the database as a third argument, 'router' by default.
 my %holders;
 sub hold_on
 {
-	my ($router, $key) = @_;
+	my ($router, $key, $db) = @_;
 	$key //= 0;
-	my $h = IPC::Run::start([ 'psql', '-X', '-q', '-d', $router->connstr('router'),
+	$db //= 'router';
+	my $h = IPC::Run::start([ 'psql', '-X', '-q', '-d', $router->connstr($db),
 		'-c', 'SELECT pg_advisory_lock(' . HOLD_CLASS . ", $key)", '-c', 'SELECT pg_catalog.pg_sleep(3600)' ],
 		'>', \my $o, '2>', \my $e);
 	$holders{ $router->name . "/$key" } = $h;
-	$router->poll_query_until('router', "SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory'
+	$router->poll_query_until($db, "SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory'
 		AND classid = " . HOLD_CLASS . " AND objid = $key AND mode = 'ExclusiveLock' AND granted")
 	  or die "hold $key was not taken";
 	return $h;
@@ -396,9 +398,10 @@ sub hold_on
 
 sub hold_off
 {
-	my ($router, $key) = @_;
+	my ($router, $key, $db) = @_;
 	$key //= 0;
-	$router->safe_psql('router', "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory'
+	$db //= 'router';
+	$router->safe_psql($db, "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory'
 		AND classid = " . HOLD_CLASS . " AND objid = $key AND mode = 'ExclusiveLock' AND granted");
 	my $h = delete $holders{ $router->name . "/$key" };
 	eval { $h->finish if $h; };

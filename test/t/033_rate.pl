@@ -106,25 +106,31 @@ my $ahead_sql = "SELECT round(extract(epoch FROM sharded_id.created_at(last_id) 
 	FROM (SELECT last_id, clock_timestamp() AS t FROM sharded_id.generator_stats
 	      WHERE shard_id = $shard AND last_id IS NOT NULL OFFSET 0) s";
 
-# A session's psql script: its setup, the time it starts, its chunk until
-# the clock passes $deadline (Unix seconds), and the time it ends.  The
-# times go to the psql's standard output, the ids to its -o file.
+# A session's psql script: its setup, a wait at hold $hold_key while the
+# test holds it (a run whose shard starts ahead), the time it starts, its
+# chunk for $seconds from then, and the time it ends.  The times go to the
+# psql's standard output, the ids to its -o file.
+my $hold_key = 33;
 sub session_script
 {
-	my ($kind, $deadline) = @_;
+	my ($kind, $wait) = @_;
 	my $now = 'SELECT extract(epoch FROM clock_timestamp()) AS t \gset';
 	my $chunk = $kinds{$kind}{chunk};
 	# More chunks than any session gets through before the deadline.
 	my $chunks = $chunk =~ /1000000/ ? 200 : 5000;
 	return ($kinds{$kind}{setup} // '') . "\n"
-	  . "$now\n\\echo start :t\nSELECT true AS go \\gset\n"
-	  . ("\\if :go\n$chunk\nSELECT extract(epoch FROM clock_timestamp()) < $deadline AS go \\gset\n\\endif\n"
+	  . ($wait ? join('', map { "$_ \\gset\n" } hold_pause($hold_key)) : '')
+	  . "$now\n\\echo start :t\nSELECT true AS go, :t + $seconds AS deadline \\gset\n"
+	  . ("\\if :go\n$chunk\nSELECT extract(epoch FROM clock_timestamp()) < :deadline AS go \\gset\n\\endif\n"
 		  x $chunks)
 	  . "$now\n\\echo end :t\n";
 }
 
 # Run the sessions of $run for $seconds, sampling how far ahead of the clock
-# the shard's newest id is every 0.5 s; returns what the run produced.
+# the shard's newest id is, at once and then every 0.5 s; returns what the
+# run produced.  A run whose shard starts ahead raises its floor once its
+# sessions have connected and wait at the hold, and lets them go then, so
+# that the lead does not go by while they start.
 my $run_no = 0;
 sub mint_for
 {
@@ -132,16 +138,14 @@ sub mint_for
 	my $dir = $node->basedir . '/run_' . ++$run_no;
 	mkdir $dir or die "mkdir $dir: $!";
 	my $connstr = $run->{connstr} // $node->connstr('postgres');
-	$node->safe_psql('postgres', "SELECT sharded_id.raise_floor($shard,
-		sharded_id.encode(clock_timestamp() + interval '$run->{ahead_ms} ms', $shard, 0))")
-	  if $run->{ahead_ms};
-	my $deadline = sprintf('%.3f', time + $seconds);
+	my $wait = $run->{ahead_ms} ? 1 : 0;
+	hold_on($node, $hold_key, 'postgres') if $wait;
 	my @sessions;
 	for my $i (0 .. $#{ $run->{kinds} })
 	{
 		my $script = "$dir/session_$i.sql";
 		open my $fh, '>', $script or die "$script: $!";
-		print $fh session_script($run->{kinds}[$i], $deadline);
+		print $fh session_script($run->{kinds}[$i], $wait);
 		close $fh;
 		push @sessions, {
 			ids => "$dir/session_$i.ids",
@@ -152,8 +156,18 @@ sub mint_for
 			  '-f', $script, '-o', $sessions[-1]{ids} ],
 			'<', '/dev/null', '>', $sessions[-1]{out}, '2>', $sessions[-1]{err});
 	}
-	# Bounded: the sessions stop at the deadline, after the chunk they are
-	# in; one that is still running 2 minutes later is killed.
+	if ($wait)
+	{
+		my $n = @sessions;
+		ok($node->poll_query_until('postgres', "SELECT count(*) = $n FROM pg_locks WHERE locktype = 'advisory'
+			AND classid = " . HOLD_CLASS . " AND objid = $hold_key AND NOT granted"),
+			"$run->{name}: the $n sessions wait at the hold");
+		$node->safe_psql('postgres', "SELECT sharded_id.raise_floor($shard,
+			sharded_id.encode(clock_timestamp() + interval '$run->{ahead_ms} ms', $shard, 0))");
+		hold_off($node, $hold_key, 'postgres');
+	}
+	# Bounded: the sessions stop $seconds after they start, after the chunk
+	# they are in; one that is still running 2 minutes later is killed.
 	my $give_up = time + $seconds + 120;
 	my @samples;
 	while (grep { $_->{h}->pumpable } @sessions)
@@ -166,7 +180,8 @@ sub mint_for
 		}
 		my ($ahead) = split /\|/, $node->safe_psql('postgres', $ahead_sql);
 		push @samples, $ahead if defined $ahead && $ahead ne '';
-		sleep 0.5;
+		# Until the first id: at once again.
+		sleep(@samples ? 0.5 : 0.02);
 	}
 	$_->{h}->finish for @sessions;
 	my ($end_ahead, $end_clock) = split /\|/, $node->safe_psql('postgres', $ahead_sql);
