@@ -40,7 +40,8 @@
 	 (seq_bits) + 0 * (int) sizeof(char[((seq_bits) >= 1 && \
 										 (seq_bits) <= SHID_MAX_SEQ_BITS && \
 										 (shard_bits) >= 1 && (shard_bits) <= 30 && \
-										 (time_bits) + (shard_bits) + (seq_bits) <= 64) ? 1 : -1])}
+										 (time_bits) + (shard_bits) + (seq_bits) <= 64) ? 1 : -1]), \
+	 INT64CONST(epoch_ms) + (INT64CONST(1) << Min((time_bits), 63 - (shard_bits) - (seq_bits))) - 1}
 
 /*
  * The built-in layouts.  An entry is never changed once released: stored

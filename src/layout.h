@@ -46,6 +46,9 @@ typedef struct ShidLayout
 	int			time_bits;		/* nominal width of the time field */
 	int			shard_bits;		/* width of the shard field */
 	int			seq_bits;		/* width of the sequence field */
+	int64		max_unix_ms;	/* the last Unix ms its usable time bits
+								 * hold (shid_max_elapsed_ms), for
+								 * next_id's check */
 } ShidLayout;
 
 /* Fields of one id, as unpacked. */
@@ -135,9 +138,8 @@ shid_check_shard(const ShidLayout *layout, int64 shard)
 static inline void
 shid_check_unix_ms(const ShidLayout *layout, int64 unix_ms)
 {
-	int64		elapsed = unix_ms - layout->epoch_ms;
-
-	if (unlikely(elapsed < 0 || elapsed > shid_max_elapsed_ms(layout)))
+	Assert(layout->max_unix_ms == layout->epoch_ms + shid_max_elapsed_ms(layout));
+	if (unlikely(unix_ms < layout->epoch_ms || unix_ms > layout->max_unix_ms))
 		shid_time_out_of_range(layout);
 }
 
