@@ -30,10 +30,11 @@
 #include "utils/timestamp.h"
 
 /*
- * One built-in layout.  The array in the last field has a negative length,
- * and so stops the build, for a layout that does not fit: a sequence field
- * of 1 to SHID_MAX_SEQ_BITS bits (the generator's slot keeps a bitmap of
- * that many bits), a shard field of 1 to 30 bits, and at most 64 bits in all.
+ * One built-in layout, with its last usable Unix ms worked out.  The array
+ * in the sequence field's width has a negative length, and so stops the
+ * build, for a layout that does not fit: a sequence field of 1 to
+ * SHID_MAX_SEQ_BITS bits (the generator's slot keeps a bitmap of that many
+ * bits), a shard field of 1 to 30 bits, and at most 64 bits in all.
  */
 #define SHID_LAYOUT(name, epoch_ms, time_bits, shard_bits, seq_bits) \
 	{(name), INT64CONST(epoch_ms), (time_bits), (shard_bits), \

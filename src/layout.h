@@ -48,7 +48,7 @@ typedef struct ShidLayout
 	int			seq_bits;		/* width of the sequence field */
 	int64		max_unix_ms;	/* the last Unix ms its usable time bits
 								 * hold (shid_max_elapsed_ms), for
-								 * next_id's check */
+								 * shid_check_unix_ms */
 } ShidLayout;
 
 /* Fields of one id, as unpacked. */

@@ -379,7 +379,8 @@ sub stop_writers
 # lock (HOLD_CLASS, 0).  hold_on($router, $key) starts a session that takes
 # (HOLD_CLASS, $key) ($key 0 by default) and returns its harness once the
 # lock is granted; hold_off($router, $key) ends that session.  Both take
-# the database as a third argument, 'router' by default.
+# the database as a third argument, 'router' by default: a hold is of its
+# database.
 my %holders;
 sub hold_on
 {
@@ -389,8 +390,9 @@ sub hold_on
 	my $h = IPC::Run::start([ 'psql', '-X', '-q', '-d', $router->connstr($db),
 		'-c', 'SELECT pg_advisory_lock(' . HOLD_CLASS . ", $key)", '-c', 'SELECT pg_catalog.pg_sleep(3600)' ],
 		'>', \my $o, '2>', \my $e);
-	$holders{ $router->name . "/$key" } = $h;
+	$holders{ $router->name . "/$db/$key" } = $h;
 	$router->poll_query_until($db, "SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory'
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
 		AND classid = " . HOLD_CLASS . " AND objid = $key AND mode = 'ExclusiveLock' AND granted")
 	  or die "hold $key was not taken";
 	return $h;
@@ -402,8 +404,9 @@ sub hold_off
 	$key //= 0;
 	$db //= 'router';
 	$router->safe_psql($db, "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory'
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
 		AND classid = " . HOLD_CLASS . " AND objid = $key AND mode = 'ExclusiveLock' AND granted");
-	my $h = delete $holders{ $router->name . "/$key" };
+	my $h = delete $holders{ $router->name . "/$db/$key" };
 	eval { $h->finish if $h; };
 }
 

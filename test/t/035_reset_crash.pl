@@ -164,7 +164,7 @@ my $lead = q{SELECT extract(epoch FROM sharded_id.created_at(sharded_id.next_id(
 is($node->safe_psql('postgres', "SELECT sharded_id.created_at(sharded_id.next_id(2)) >= sharded_id.created_at($ahead_max)"),
 	't', 'before a reset_ceiling() of its own, shard 2 starts at the ceiling, at or past the ids minted ahead');
 cmp_ok($node->safe_psql('postgres', "SELECT extract(epoch FROM sharded_id.created_at($ahead_max) - clock_timestamp())"),
-	'>', 5, 'the ceiling still lies ahead of the clock before the reset');
+	'>', 5, 'before the reset, the ids minted ahead (which the ceiling covers) still lie ahead of the clock');
 $node->safe_psql('postgres', 'SELECT sharded_id.reset_ceiling()');
 cmp_ok($node->safe_psql('postgres', $lead), '<', 2, 'reset_ceiling() as a statement of its own still takes the ids back to the clock');
 
