@@ -6,9 +6,10 @@
 #
 #   BASE=1fd722a bash test/bench/instructions.sh [OUTPUT.md]
 #
-# It builds BASE (default: the last commit of 1.6) from git and installs its
-# library as sharded_id_base.so beside this build's (installed already, as
-# test/setup.sh does), makes a data directory for each, and runs, as the
+# It builds BASE (default: the last commit of 1.6) from git and this tree,
+# each with plain make, and installs their libraries as sharded_id_base.so
+# and sharded_id_new.so (so that no other install of sharded_id.so beside
+# it changes what it counts), makes a data directory for each, and runs, as the
 # user sharded_id_test, a single-user backend (postgres --single) under
 # callgrind for each call: nextval, counter mode and seed mode over 8192
 # shards, and counter mode on one shard.  A call's count is the program's
@@ -25,12 +26,18 @@ test_user=sharded_id_test
 if [ "$(id -u)" -eq 0 ]; then
     command -v valgrind >/dev/null || apt-get -q install -y valgrind >/dev/null
     base=${BASE:-1fd722a}
-    build=$(mktemp -d /tmp/sharded_id_base.XXXXXX)
-    git -c safe.directory="$src" -C "$src" archive "$base" | tar -x -C "$build"
-    make -s -C "$build" PG_CONFIG="$PG_CONFIG" >/dev/null
-    install -m 755 "$build/sharded_id.so" "$("$PG_CONFIG" --pkglibdir)/sharded_id_base.so.new"
-    mv -f "$("$PG_CONFIG" --pkglibdir)/sharded_id_base.so.new" "$("$PG_CONFIG" --pkglibdir)/sharded_id_base.so"
-    rm -rf "$build"
+    for lib in sharded_id_base sharded_id_new; do
+        build=$(mktemp -d /tmp/$lib.XXXXXX)
+        if [ $lib = sharded_id_base ]; then
+            git -c safe.directory="$src" -C "$src" archive "$base" | tar -x -C "$build"
+        else
+            (cd "$src" && git -c safe.directory="$src" ls-files -z | tar -c --null -T - | tar -x -C "$build")
+        fi
+        make -s -C "$build" PG_CONFIG="$PG_CONFIG" >/dev/null
+        install -m 755 "$build/sharded_id.so" "$("$PG_CONFIG" --pkglibdir)/$lib.so.new"
+        mv -f "$("$PG_CONFIG" --pkglibdir)/$lib.so.new" "$("$PG_CONFIG" --pkglibdir)/$lib.so"
+        rm -rf "$build"
+    done
     id "$test_user" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$test_user"
     mkdir -p "$(dirname "$out")"
     touch "$out"
@@ -43,7 +50,7 @@ bindir=$("$PG_CONFIG" --bindir)
 work=$(mktemp -d /tmp/sharded_id_instructions.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-for lib in sharded_id_base sharded_id; do
+for lib in sharded_id_base sharded_id_new; do
     "$bindir/initdb" -D "$work/$lib" -A trust >/dev/null
     echo "shared_preload_libraries = '$lib'" >>"$work/$lib/postgresql.conf"
     # Only the two C functions measured, bound to each library.
@@ -65,7 +72,7 @@ count() {
 declare -A expr=([nextval]="nextval('seq')" [counter]="sharded_id.next_id((g % 8192)::int)"
     [seed]="sharded_id.next_id((g % 8192)::int, 'seq')" [counter, one shard]="sharded_id.next_id(3)")
 declare -A per_call
-for lib in sharded_id_base sharded_id; do
+for lib in sharded_id_base sharded_id_new; do
     for m in nextval counter seed "counter, one shard"; do
         a=$(count "$lib" "${expr[$m]}" 0)
         b=$(count "$lib" "${expr[$m]}" "$calls")
@@ -81,8 +88,8 @@ done
     echo "| call | base | new | base, ratio to nextval | new, ratio to nextval |"
     echo "|---|---:|---:|---:|---:|"
     for m in nextval counter seed "counter, one shard"; do
-        b=${per_call[sharded_id_base/$m]} n=${per_call[sharded_id/$m]}
-        bn=${per_call[sharded_id_base/nextval]} nn=${per_call[sharded_id/nextval]}
+        b=${per_call[sharded_id_base/$m]} n=${per_call[sharded_id_new/$m]}
+        bn=${per_call[sharded_id_base/nextval]} nn=${per_call[sharded_id_new/nextval]}
         printf '| %s | %s | %s | %s | %s |\n' "$m" "$b" "$n" \
             "$(awk -v a="$b" -v b="$bn" 'BEGIN { printf "%.4f", a / b }')" \
             "$(awk -v a="$n" -v b="$nn" 'BEGIN { printf "%.4f", a / b }')"
