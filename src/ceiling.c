@@ -195,7 +195,7 @@ shid_ceiling_plausible(int64 ceiling)
 		const ShidLayout *layout = shid_layout_at(i);
 
 		if (ceiling >= layout->epoch_ms &&
-			ceiling <= layout->epoch_ms + shid_max_elapsed_ms(layout) + SHID_LEASE_MS)
+			ceiling <= layout->max_unix_ms + SHID_LEASE_MS)
 			return true;
 	}
 	return false;

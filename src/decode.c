@@ -247,8 +247,7 @@ shid_layouts(PG_FUNCTION_ARGS)
 		values[4] = Int32GetDatum(layout->seq_bits);
 		values[5] = Int32GetDatum((int32) shid_max_shard(layout));
 		values[6] = Int32GetDatum((int32) shid_seq_capacity(layout));
-		values[7] = TimestampTzGetDatum(shid_unix_ms_to_timestamptz(layout->epoch_ms +
-																	shid_max_elapsed_ms(layout)));
+		values[7] = TimestampTzGetDatum(shid_unix_ms_to_timestamptz(layout->max_unix_ms));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

@@ -53,7 +53,7 @@ shid_floor_checked(const ShidLayout *layout, int32 shard, int64 id, bool force,
 				 errmsg("%s, which carries shard %d, not shard %d", where, fields.shard, shard),
 				 errdetail("A floor of shard %d is raised over ids of shard %d only.", shard, shard),
 				 source ? errhint("Move or delete the row, then try again.") : 0));
-	if (fields.unix_ms >= layout->epoch_ms + shid_max_elapsed_ms(layout))
+	if (fields.unix_ms >= layout->max_unix_ms)
 		ereport(ERROR,
 				(errcode(ERRCODE_SHID_FLOOR_REFUSED),
 				 errmsg("%s, which would leave shard %d no id to mint", where, shard),

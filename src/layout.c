@@ -167,8 +167,7 @@ shid_time_out_of_range(const ShidLayout *layout)
 
 	/* timestamptz_to_str returns a static buffer: copy each result. */
 	lo = pstrdup(timestamptz_to_str(shid_unix_ms_to_timestamptz(layout->epoch_ms)));
-	hi = pstrdup(timestamptz_to_str(shid_unix_ms_to_timestamptz(layout->epoch_ms +
-																shid_max_elapsed_ms(layout))));
+	hi = pstrdup(timestamptz_to_str(shid_unix_ms_to_timestamptz(layout->max_unix_ms)));
 	ereport(ERROR,
 			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 			 errmsg("timestamp out of range for sharded ids"),
