@@ -149,6 +149,7 @@ shid_citus_shmem_init(void)
 		shid_citus_shared->failed_shard = -1;
 		pg_atomic_init_u32(&shid_citus_shared->requests, 0);
 		pg_atomic_init_u32(&shid_citus_shared->kept, 0);
+		pg_atomic_init_u64(&shid_citus_shared->paced_ahead, 0);
 		ConditionVariableInit(&shid_citus_shared->requests_cv);
 	}
 }

@@ -49,6 +49,7 @@ extern void shid_citus_learn_node(void);
 extern Size shid_citus_shmem_size(void);
 extern void shid_citus_shmem_init(void);
 extern void shid_window_slow(struct ShidSlot *slot);
-extern int64 shid_citus_learn_floor(int window_ms, int64 *max_clock);
+extern int64 shid_citus_learn_floor(int window_ms, int64 own_until, int64 *max_clock);
+extern void shid_citus_note_coordinator(int64 own_until);
 
 #endif							/* SHARDED_ID_CITUS_H */

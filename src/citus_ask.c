@@ -393,7 +393,7 @@ shid_coord_exec(ShidCoordRequest *req, int64 deadline_us, bool *timed_out)
 			break;
 		snprintf(req->clock_text, sizeof(req->clock_text), INT64_FORMAT, shid_clock_ms());
 		res = shid_remote_exec(shid_coord_conn, req->with_clock ?
-							   "SELECT shard_id, window_start, window_end, retry_after, lane, lanes FROM sharded_id.citus_grant_windows"
+							   "SELECT shard_id, window_start, window_end, retry_after, lane, lanes, own_until FROM sharded_id.citus_grant_windows"
 							   "($1::integer[], $2, $3::integer, $4, $5::integer, $6::bigint[], $7::integer, $8::integer, $9::boolean, $10::bigint)" :
 							   "SELECT shard_id, window_start, window_end, retry_after FROM sharded_id.citus_grant_windows"
 							   "($1::integer[], $2, $3::integer, $4, $5::integer, $6::bigint[], $7::integer, $8::integer, $9::boolean)",
@@ -425,7 +425,7 @@ shid_coord_read_window(PGresult *res, int i, int capacity, ShidGrant *grant)
 
 	if (PQgetisnull(res, i, 1) || PQgetisnull(res, i, 2))
 		return false;
-	if (PQnfields(res) == 6)
+	if (PQnfields(res) == 7)
 	{
 		if (PQgetisnull(res, i, 4) || PQgetisnull(res, i, 5))
 			return false;
@@ -452,10 +452,13 @@ shid_coord_read_answer(PGresult *res, int32 shard, int extras, const ShidCoordRe
 					   ShidWindowAnswer *answer)
 {
 	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 + extras &&
-		PQnfields(res) == (req->with_clock ? 6 : 4) && !PQgetisnull(res, 0, 0) &&
+		PQnfields(res) == (req->with_clock ? 7 : 4) && !PQgetisnull(res, 0, 0) &&
 		pg_strtoint32(PQgetvalue(res, 0, 0)) == shard)
 	{
 		answer->ok = true;
+		/* For the coordinator after this one: how far its own windows reach. */
+		if (req->with_clock && !PQgetisnull(res, 0, 6))
+			shid_citus_note_coordinator(pg_strtoint64(PQgetvalue(res, 0, 6)));
 		if (!shid_coord_read_window(res, 0, req->capacity, &answer->win))
 		{
 			answer->win.end = 0;
@@ -466,8 +469,8 @@ shid_coord_read_answer(PGresult *res, int32 shard, int extras, const ShidCoordRe
 											req->label, shard),
 								   psprintf("A window holds one of a power of two lanes of its milliseconds' values, at most %d here; the answer was lane %s of %s.",
 											Min(1 << SHID_MAX_LANE_BITS, req->capacity),
-											PQnfields(res) == 6 && !PQgetisnull(res, 0, 4) ? PQgetvalue(res, 0, 4) : "?",
-											PQnfields(res) == 6 && !PQgetisnull(res, 0, 5) ? PQgetvalue(res, 0, 5) : "?"),
+											PQnfields(res) == 7 && !PQgetisnull(res, 0, 4) ? PQgetvalue(res, 0, 4) : "?",
+											PQnfields(res) == 7 && !PQgetisnull(res, 0, 5) ? PQgetvalue(res, 0, 5) : "?"),
 								   pstrdup("Install the same sharded_id library, with the same sharded_id.stripes, on every node of the cluster, and restart them."));
 		}
 		for (int i = 0; i < extras; i++)

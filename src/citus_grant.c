@@ -12,7 +12,8 @@
  * This file owns:
  *	 - shid_window_grant: one grant, for a node's request or, in-process,
  *	   for the coordinator's own minting (citus_ask.c calls it);
- *	   shid_grant_learned_floor, what the nodes reported (citus_learn.c).
+ *	   shid_grant_learned_floor, what the nodes reported (citus_learn.c);
+ *	   shid_grant_own_until, the bound of its own windows it tells them.
  *	 - The wait for synchronous standbys.
  *	 - citus_grant_windows, the SQL function the nodes call, and its
  *	   checks of the requester (shid_check_requester,
@@ -90,7 +91,7 @@ shid_grant_learned_floor(int64 *cluster_ms)
 	 */
 	if (shid_extension_at_2_0())
 		return 0;
-	floor_ms = shid_citus_learn_floor(shid_citus_window_ms, &clock_ms);
+	floor_ms = shid_citus_learn_floor(shid_citus_window_ms, shid_grant_own_until(), &clock_ms);
 	SpinLockAcquire(&shid_citus_shared->mutex);
 	if (shid_citus_shared->learned && shid_citus_shared->learned_generation == generation)
 		floor_ms = Max(floor_ms, shid_citus_shared->learned_floor);
@@ -102,6 +103,50 @@ shid_grant_learned_floor(int64 *cluster_ms)
 	*cluster_ms = clock_ms;
 	SpinLockRelease(&shid_citus_shared->mutex);
 	return floor_ms;
+}
+
+/*
+ * Keep the latest a paced clock of this server's own windows ran ahead of
+ * the clock, as paced less monotonic ms (shid_grant_own_until).  A CAS
+ * loop on an atomic: called with a slot's spinlock held.
+ */
+static inline void
+shid_grant_note_paced(int64 ahead)
+{
+	uint64		old = pg_atomic_read_u64(&shid_citus_shared->paced_ahead);
+
+	while ((int64) old < ahead &&
+		   !pg_atomic_compare_exchange_u64(&shid_citus_shared->paced_ahead, &old, (uint64) ahead))
+		;
+}
+
+/*
+ * On the coordinator: the Unix ms that the windows it grants itself from
+ * now on end before, plus the time since (they move on with the clock).
+ * Its own windows start at most a second after the latest of its clock,
+ * the nodes' time (shid_grant_learned_floor's cluster_ms) and a paced
+ * clock ahead of it (shid_grant_note_paced).  The nodes keep it, from
+ * each answer and from the learn, and report it to the next coordinator
+ * (citus_learn.c): the windows a coordinator granted itself are known to
+ * no other server.
+ *
+ * Locks: the Citus state's spinlock.
+ */
+int64
+shid_grant_own_until(void)
+{
+	int64		now = shid_clock_ms();
+	int64		mono = shid_monotonic_ms();
+	int64		paced_ahead = (int64) pg_atomic_read_u64(&shid_citus_shared->paced_ahead);
+	int64		until = now;
+
+	SpinLockAcquire(&shid_citus_shared->mutex);
+	if (shid_citus_shared->learned && shid_citus_shared->learned_clock > 0)
+		until = Max(until, shid_citus_shared->learned_clock + (mono - shid_citus_shared->learned_mono));
+	SpinLockRelease(&shid_citus_shared->mutex);
+	if (paced_ahead > 0)
+		until = Max(until, mono + paced_ahead);
+	return until + SHID_WINDOW_AHEAD_MS + shid_citus_window_ms;
 }
 
 /*
@@ -238,6 +283,8 @@ shid_window_grant(ShidSlot *slot, const ShidLayout *layout, int64 min_start,
 	{
 		g->paced = paced;
 		g->mono = mono;
+		if (paced > now)
+			shid_grant_note_paced(paced - mono);
 	}
 	SpinLockRelease(&slot->mutex);
 
@@ -374,12 +421,15 @@ shid_grant_row(ReturnSetInfo *rsinfo, const ShidLayout *layout, int32 shard, int
 {
 	ShidSlot   *slot = shid_lookup_slot(layout, shard, make);
 	bool		lanes = node_clock != SHID_CLOCK_UNKNOWN;
-	Datum		values[6];
-	bool		nulls[6] = {0};
+	Datum		values[7];
+	bool		nulls[7] = {0};
 	ShidGrant	grant;
 	int32		retry_after = 0;
 
-	/* 2.0's form returns the first four columns only: the lane is theirs. */
+	/*
+	 * 2.0's form returns the first four columns only: the lane and the
+	 * bound of this server's own windows are 2.1's.
+	 */
 	values[0] = Int32GetDatum(shard);
 	if (slot == NULL)
 		nulls[1] = nulls[2] = nulls[3] = nulls[4] = nulls[5] = true;
@@ -396,6 +446,7 @@ shid_grant_row(ReturnSetInfo *rsinfo, const ShidLayout *layout, int32 shard, int
 		nulls[1] = nulls[2] = nulls[4] = nulls[5] = true;
 		values[3] = Int32GetDatum(retry_after);
 	}
+	values[6] = Int64GetDatum(shid_grant_own_until());
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
@@ -406,7 +457,7 @@ shid_grant_row(ReturnSetInfo *rsinfo, const ShidLayout *layout, int32 shard, int
  *					   node_clock bigint)
  *		RETURNS TABLE (shard_id integer, window_start bigint,
  *					   window_end bigint, retry_after integer,
- *					   lane integer, lanes integer)
+ *					   lane integer, lanes integer, own_until bigint)
  *
  * On the Citus coordinator, called by a node over its own connection
  * (citus_ask.c): grant the node, for each shard of shard_ids in turn, a window
@@ -415,7 +466,9 @@ shid_grant_row(ReturnSetInfo *rsinfo, const ShidLayout *layout, int32 shard, int
  * lanes equal parts of each millisecond's values (lanes 1: all of them;
  * shid_window_grant); or, where it would
  * start more than a second ahead of node_clock (the node's clock as it
- * asked), NULLs and the ms to come back after.  One row per shard, in their
+ * asked), NULLs and the ms to come back after; own_until bounds the windows
+ * this server grants itself from now on (shid_grant_own_until), which the
+ * node keeps for the next coordinator.  One row per shard, in their
  * order (1,024 at most).  Before its first grant since it started, was
  * promoted or reset its ceiling, it asks every node what it holds
  * (citus_learn.c).  Refuses (55000) where this is not the coordinator, a

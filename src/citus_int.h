@@ -61,6 +61,20 @@ typedef struct ShidCitusShared
 	int64		learned_floor;	/* no window starts before it */
 	int64		learned_clock;	/* the latest clock a node reported, */
 	int64		learned_mono;	/* and the monotonic ms then */
+	pg_atomic_uint64 paced_ahead;	/* the latest paced clock of its own
+									 * windows less the monotonic ms then,
+									 * where it ran ahead of the clock; 0:
+									 * never */
+	/*
+	 * On a node: how far the coordinator's own windows may reach
+	 * (shid_citus_note_coordinator, citus_learn.c).  own_until is the
+	 * bound of the coordinator that learned last, less the monotonic ms,
+	 * as it and its answers said; own_before bounds those of the
+	 * coordinators before it, in Unix ms.
+	 */
+	char		learner[64];	/* the coordinator that learned last */
+	int64		own_until;		/* 0: none said */
+	int64		own_before;
 } ShidCitusShared;
 
 /* What shid_citus_read_node found. */
@@ -97,5 +111,6 @@ extern bool shid_extension_at_2_0(void);
 /* citus_grant.c: a grant, here on the coordinator. */
 extern bool shid_window_grant(struct ShidSlot *slot, const ShidLayout *layout, int64 min_start,
 							  int64 node_clock, bool lanes, ShidGrant *grant, int32 *retry_after);
+extern int64 shid_grant_own_until(void);
 
 #endif							/* SHARDED_ID_CITUS_INT_H */

@@ -5,9 +5,11 @@
  *	  shard window: after it started, was promoted, or reset its ceiling,
  *	  its own memory of the windows it granted may be gone (a restart) or
  *	  behind (an asynchronous standby that missed WAL).  The nodes hold the
- *	  truth: every id a node minted lies under its own durable ceiling, and
- *	  every window it holds is in its slots.  Also the node's side of it,
- *	  citus_window_high_water().  Design: doc/sharded_id-design.md, "Citus".
+ *	  truth: every id a node minted lies under its own durable ceiling,
+ *	  every window it holds is in its slots, and it keeps how far the
+ *	  coordinator's own windows may reach.  Also the node's side of it:
+ *	  citus_window_high_water() and shid_citus_note_coordinator.  Design:
+ *	  doc/sharded_id-design.md, "Citus".
  *
  * Locks: AccessShareLock on pg_dist_node (SPI); on a node, the slot
  * table's lock, shared, and each slot's spinlock in turn.
@@ -17,9 +19,11 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "ceiling.h"
 #include "citus.h"
+#include "citus_int.h"
 #include "citus_conn.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -29,6 +33,7 @@
 #include "miscadmin.h"
 #include "slots.h"
 #include "utils/builtins.h"
+#include "utils/timestamp.h"
 
 /* How long the coordinator waits for all the nodes' answers together. */
 #define SHID_LEARN_MS			3000
@@ -39,16 +44,21 @@ typedef struct ShidNodeReport
 	bool		ok;
 	int64		high_water;		/* its ceiling and the windows it holds */
 	int64		clock_ms;		/* its clock when it answered */
+	int64		coordinator_until;	/* where the windows of the
+									 * coordinators before may reach */
 	char	   *error;			/* else: why not */
 } ShidNodeReport;
 
 /*
  * Ask the node at host:port for its high water and clock, giving up at
- * deadline_us (monotonic).  Never raises for the node's own failure: that
- * is in the report.
+ * deadline_us (monotonic), telling it how far this server's own windows
+ * may reach (params: own_until and this server's name for itself, as
+ * citus_window_high_water takes them).  Never raises for the node's own
+ * failure: that is in the report.
  */
 static void
-shid_ask_node(const char *host, int port, int64 deadline_us, ShidNodeReport *report)
+shid_ask_node(const char *host, int port, const char *const *params, int64 deadline_us,
+			  ShidNodeReport *report)
 {
 	StringInfoData conninfo;
 	PGconn	   *conn;
@@ -72,12 +82,13 @@ shid_ask_node(const char *host, int port, int64 deadline_us, ShidNodeReport *rep
 				pstrdup("it did not complete the connection in time");
 		else
 		{
-			res = shid_remote_exec(conn, "SELECT high_water, clock_ms FROM sharded_id.citus_window_high_water()",
-								   0, NULL, deadline_us, &timed_out);
+			res = shid_remote_exec(conn, "SELECT high_water, clock_ms, coordinator_until"
+								   " FROM sharded_id.citus_window_high_water($1::bigint, $2)",
+								   2, params, deadline_us, &timed_out);
 			if (timed_out)
 				report->error = pstrdup("it did not answer in time");
 			else if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
-					 PQgetisnull(res, 0, 0) || PQgetisnull(res, 0, 1))
+					 PQgetisnull(res, 0, 0) || PQgetisnull(res, 0, 1) || PQgetisnull(res, 0, 2))
 				report->error = pstrdup(res != NULL && PQresultErrorMessage(res)[0] != '\0' ?
 										PQresultErrorMessage(res) : PQerrorMessage(conn));
 			else
@@ -85,6 +96,7 @@ shid_ask_node(const char *host, int port, int64 deadline_us, ShidNodeReport *rep
 				report->ok = true;
 				report->high_water = pg_strtoint64(PQgetvalue(res, 0, 0));
 				report->clock_ms = pg_strtoint64(PQgetvalue(res, 0, 1));
+				report->coordinator_until = pg_strtoint64(PQgetvalue(res, 0, 2));
 			}
 		}
 	}
@@ -105,21 +117,34 @@ shid_ask_node(const char *host, int port, int64 deadline_us, ShidNodeReport *rep
 }
 
 /*
+ * This server as a coordinator names itself to the nodes that it asks
+ * (citus_window_high_water): its system identifier, which a standby
+ * shares, and the time it started, which a standby promoted or a restart
+ * changes.
+ */
+static void
+shid_learner_name(char *buf, size_t size)
+{
+	snprintf(buf, size, UINT64_FORMAT "/" INT64_FORMAT, GetSystemIdentifier(), (int64) PgStartTime);
+}
+
+/*
  * On the coordinator: the time before which no window may be granted, as
  * the nodes report it.  Each primary node of pg_dist_node but this one is
  * asked for the newest millisecond it minted or holds a window of
- * (citus_window_high_water); the floor lies after each, and a second and
- * a window (window_ms) after each node's clock, which covers the windows that a
- * coordinator before this one granted itself if its clock was not ahead of
- * every node's.  *max_clock is the latest clock a node answered with (0:
- * none).  An active node that does not answer stops every grant
+ * (citus_window_high_water), and where the windows that the coordinators
+ * before this one granted themselves may reach, as they told it; the
+ * floor lies after each, and a second and a window (window_ms) after each
+ * node's clock.  Each node is told own_until, how far this server's own
+ * windows may reach (shid_grant_own_until), for the coordinator after it.
+ * *max_clock is the latest clock a node answered with (0: none).  An active node that does not answer stops every grant
  * (55000, naming it): its windows are not known.  An inactive one is asked
  * too, and counts if it answers.
  *
  * Locks: AccessShareLock on pg_dist_node.
  */
 int64
-shid_citus_learn_floor(int window_ms, int64 *max_clock)
+shid_citus_learn_floor(int window_ms, int64 own_until, int64 *max_clock)
 {
 	static const char *sql =
 		"SELECT n.nodename, n.nodeport, n.groupid, n.isactive FROM pg_catalog.pg_dist_node n"
@@ -133,7 +158,12 @@ shid_citus_learn_floor(int window_ms, int64 *max_clock)
 	int		   *ports;
 	int		   *groups;
 	bool	   *active;
+	char		until_text[32];
+	char		learner[64];
+	const char *params[2] = {until_text, learner};
 
+	snprintf(until_text, sizeof(until_text), INT64_FORMAT, own_until);
+	shid_learner_name(learner, sizeof(learner));
 	*max_clock = 0;
 	SPI_connect();
 	if (SPI_execute(sql, true, 0) != SPI_OK_SELECT)
@@ -163,10 +193,11 @@ shid_citus_learn_floor(int window_ms, int64 *max_clock)
 
 		if (hosts[i] == NULL)
 			continue;
-		shid_ask_node(hosts[i], ports[i], deadline_us, &report);
+		shid_ask_node(hosts[i], ports[i], params, deadline_us, &report);
 		if (report.ok)
 		{
 			floor_ms = Max(floor_ms, report.high_water);
+			floor_ms = Max(floor_ms, report.coordinator_until);
 			floor_ms = Max(floor_ms, report.clock_ms + SHID_WINDOW_AHEAD_MS + window_ms);
 			*max_clock = Max(*max_clock, report.clock_ms);
 		}
@@ -196,22 +227,53 @@ shid_window_high_water(ShidSlot *slot, void *arg)
 }
 
 /*
- * citus_window_high_water(OUT high_water bigint, OUT clock_ms bigint)
+ * On a node: an answer of the coordinator said that the windows it grants
+ * itself from now on end before own_until plus the time since (its
+ * clock runs on).  Kept as the latest such bound less the monotonic ms,
+ * for the coordinator's successor (citus_window_high_water).
+ *
+ * Locks: the Citus state's spinlock.
+ */
+void
+shid_citus_note_coordinator(int64 own_until)
+{
+	int64		until = own_until - shid_monotonic_ms();
+
+	SpinLockAcquire(&shid_citus_shared->mutex);
+	if (shid_citus_shared->own_until == 0 || until > shid_citus_shared->own_until)
+		shid_citus_shared->own_until = until;
+	SpinLockRelease(&shid_citus_shared->mutex);
+}
+
+/*
+ * citus_window_high_water(learner_until bigint, learner text,
+ *						   OUT high_water bigint, OUT clock_ms bigint,
+ *						   OUT coordinator_until bigint)
  *
  * On a node of a Citus cluster, for the coordinator (citus_learn.c): the
  * newest Unix millisecond this server minted in or holds a shard window
- * of, plus one (its durable ceiling covers every id it minted), and its
- * clock.
+ * of, plus one (its durable ceiling covers every id it minted); its clock;
+ * and the Unix ms before which the windows that coordinators other than
+ * learner granted themselves end, as their answers said (0: none said).
+ * learner is the coordinator that asks, learner_until the bound of its own
+ * windows: kept from now on, in place of learner's earlier one (it
+ * vouches for its own past, as after reset_ceiling), and the bound of
+ * another coordinator, moved on to now, is kept as a time.
  *
- * Locks: the slot table's lock, shared; each slot's spinlock in turn.
+ * Locks: the slot table's lock, shared; each slot's spinlock in turn; the
+ * Citus state's spinlock.
  */
 SHID_FUNCTION_INFO(shid_citus_window_high_water);
 Datum
 shid_citus_window_high_water(PG_FUNCTION_ARGS)
 {
+	int64		learner_until = PG_GETARG_INT64(0);
+	char	   *learner = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	int64		mono = shid_monotonic_ms();
+	ShidCitusShared *cs = shid_citus_shared;
 	TupleDesc	desc;
-	Datum		values[2];
-	bool		nulls[2] = {false, false};
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
 	int64		high_water;
 
 	shid_require_shared_state();
@@ -221,5 +283,16 @@ shid_citus_window_high_water(PG_FUNCTION_ARGS)
 	shid_slots_visit(shid_window_high_water, &high_water);
 	values[0] = Int64GetDatum(high_water);
 	values[1] = Int64GetDatum(shid_clock_ms());
+
+	SpinLockAcquire(&cs->mutex);
+	if (strncmp(cs->learner, learner, sizeof(cs->learner)) != 0)
+	{
+		if (cs->own_until != 0)
+			cs->own_before = Max(cs->own_before, cs->own_until + mono);
+		strlcpy(cs->learner, learner, sizeof(cs->learner));
+	}
+	cs->own_until = learner_until - mono;
+	values[2] = Int64GetDatum(cs->own_before);
+	SpinLockRelease(&cs->mutex);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }

@@ -34,8 +34,10 @@
 #  - Crashes of the coordinator at each injection point of a grant
 #    ("sharded-id-grant-...", read from src/*.c), while worker 1 asks for a
 #    window: the worker's statement timeout cancels its request while the
-#    coordinator holds it; after the restart both nodes mint that shard,
-#    0 repeats.  Then a plain role's request, held there and canceled by
+#    coordinator holds it; the coordinator starts again with its clock 5 s,
+#    then 30 s behind (libfaketime), and both nodes mint that shard at
+#    once, 0 repeats, none of the worker's ids more than a second ahead of
+#    its clock.  Then a plain role's request, held there and canceled by
 #    its own statement timeout, backs nobody off: a superuser's next_id of
 #    that shard right after mints.  Only where PostgreSQL was built with
 #    injection points.
@@ -72,9 +74,12 @@ if (!-f "$pkglibdir/citus.so" || !-f "$sharedir/extension/citus.control")
 	  . 'run ../shared/citus/install.sh (PostgreSQL 18) to test sharded_id on Citus';
 }
 
+# The faked clocks of nodes made with one: name => [set, start].
+my %clock;
+
 sub citus_node
 {
-	my ($name) = @_;
+	my ($name, $faked) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
 	$node->init;
 	$node->append_conf('postgresql.conf', "shared_preload_libraries = 'citus,sharded_id'
@@ -83,7 +88,12 @@ max_connections = 60
 max_worker_processes = 16
 citus.local_hostname = '" . $node->host . "'
 ");
-	$node->start;
+	if ($faked)
+	{
+		$clock{$name} = [ ShardedIdTest::faked_clock($node) ];
+		$clock{$name}[1]->();
+	}
+	else { $node->start; }
 	$node->safe_psql('postgres', q{
 		CREATE EXTENSION citus; CREATE EXTENSION sharded_id;
 		SET citus.enable_ddl_propagation = off;
@@ -197,7 +207,7 @@ sub minted_more
 	return 0;
 }
 
-my $coord = citus_node('coordinator');
+my $coord = citus_node('coordinator', 1);
 my $w1 = citus_node('worker1');
 my $w2 = citus_node('worker2');
 $coord->safe_psql('postgres',
@@ -436,12 +446,13 @@ my $include = `pg_config --includedir-server`;
 chomp $include;
 SKIP:
 {
-	skip 'PostgreSQL was built without injection points', 5 * scalar(@points) + 4
+	skip 'PostgreSQL was built without injection points', 12 * scalar(@points) + 4
 	  unless slurp_file("$include/pg_config.h") =~ /^#define USE_INJECTION_POINTS 1$/m;
 	ok(@points >= 2, 'src/*.c names the injection points of a grant: ' . join(', ', @points));
 	my $shard = 20;
-	for my $point (@points)
+	for my $case (map { my $p = $_; map { [ $p, $_ ] } (5, 30) } @points)
 	{
+		my ($point, $behind) = @$case;
 		$shard++;
 		$coord->safe_psql('postgres', q{
 			SET citus.enable_ddl_propagation = off;
@@ -464,13 +475,18 @@ SKIP:
 		like($err, qr/canceling statement due to statement timeout/,
 			sprintf('the request of worker 1, waiting for the coordinator, is canceled by its statement timeout (after %.1f s more)',
 				time - $t0));
+		# Killed there, and started with its clock $behind s behind.
 		$coord->stop('immediate');
-		$coord->start;
+		$clock{coordinator}[0]->("-$behind");
+		$clock{coordinator}[1]->();
 		ok(mint_eventually($_, 1000, $asked) && mint_eventually($_, 1000, $shard),
-			"crash at $point: " . $_->name . " mints shards $asked and $shard again")
+			"crash at $point, restart $behind s behind: " . $_->name . " mints shards $asked and $shard again")
 		  for ($w1, $coord);
 		($total, $repeats) = repeats($coord, $w1);
-		is($repeats, 0, "crash at $point: both nodes mint shards $shard and $asked again, 0 repeats over $total ids");
+		is($repeats, 0, "crash at $point, restart $behind s behind: both nodes mint shards $shard and $asked again, 0 repeats over $total ids");
+		is($w1->safe_psql('postgres', "SELECT count(*) FROM minted WHERE sharded_id.shard_id(id) IN ($shard, $asked)"
+				  . " AND sharded_id.created_at(id) > minted_at + interval '1 s'"), '0',
+			"crash at $point, restart $behind s behind: none of worker 1's ids more than a second ahead of its clock");
 	}
 
 	# A plain role's request canceled by its own statement timeout, while

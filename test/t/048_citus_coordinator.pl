@@ -4,9 +4,10 @@
 # coordinator that starts, is promoted or resets its ceiling asks every
 # active node what it minted in and holds before it grants a window, and a
 # window starts near the clock of the node that asks, not the
-# coordinator's.  One cluster: a coordinator with an asynchronous standby,
-# and two workers, the second's clock 3 s ahead, minting all along (a loop
-# of statements each, as an application would, going on through errors).
+# coordinator's.  One cluster: a coordinator whose clock runs 10 s ahead,
+# with an asynchronous standby, and two workers, the second's clock 3 s
+# ahead, minting all along (a loop of statements each, as an application
+# would, going on through errors).
 #
 #  - Asynchronous failover with a lagging standby: the standby stops
 #    receiving while worker 2 mints shard 5 in windows 3 s ahead of worker
@@ -16,6 +17,15 @@
 #    no id repeats (without what the nodes report, the new coordinator
 #    would grant worker 1 the milliseconds worker 2 minted in), none runs
 #    more than a second ahead of the clock of the worker that minted it.
+#    Once the standby lags, the coordinator mints shard 8 itself, in
+#    windows 10 s ahead of worker 1's clock; after the failover worker 1
+#    mints shard 8: its first id lies after the newest the lost
+#    coordinator minted itself, and none repeats one of those (the nodes
+#    keep how far the coordinator's own windows may reach, from its
+#    answers, and tell the new one; without that, worker 1 would mint from
+#    4 s ahead of its clock on, through the lost coordinator's last
+#    seconds), and none of the coordinator's ran more than a second ahead
+#    of its clock.
 #  - The promoted coordinator restarted 5 s further behind, then
 #    reset_ceiling(): no id repeats.
 #  - An active worker that does not answer stops the grants after a
@@ -44,6 +54,9 @@ if (!-f "$pkglibdir/citus.so")
 	  . 'run ../shared/citus/install.sh (PostgreSQL 18) to test sharded_id on Citus';
 }
 my $wait_s = $PostgreSQL::Test::Utils::timeout_default;
+# The layout's epoch in Unix ms, to read the time of the ids the
+# coordinator printed (set once a worker minted).
+my $epoch_ms;
 
 sub citus_conf
 {
@@ -76,18 +89,36 @@ sub worker
 	return $node;
 }
 
-# A loop on the node that mints 200 ids of the shard per statement, with
-# the node's clock beside each, until $stop exists, going on through errors.
+# A loop on the node that mints $n ids (200 unless said) of the shard per
+# statement, with the node's clock beside each, until $stop exists, going
+# on through errors.
 sub minter
 {
-	my ($node, $stop, $shard) = @_;
+	my ($node, $stop, $shard, $n) = @_;
 	my $out = '';
-	my $sql = "INSERT INTO minted SELECT sharded_id.next_id($shard), (extract(epoch FROM clock_timestamp()) * 1000)::bigint FROM generate_series(1, 200)";
+	$n //= 200;
+	my $sql = "INSERT INTO minted SELECT sharded_id.next_id($shard), (extract(epoch FROM clock_timestamp()) * 1000)::bigint FROM generate_series(1, $n)";
 	my $h = IPC::Run::start(
 		[ 'bash', '-c',
 		  qq{while [ ! -e '$stop' ]; do "$bindir/psql" -X -q -v ON_ERROR_STOP=1 -d '}
 			. $node->connstr('postgres') . qq{' -c '$sql' && echo ok; sleep 0.02; done} ],
 		'>', \$out, '2>&1');
+	return [ $h, \$out ];
+}
+
+# A loop on the coordinator that mints 5,000 ids of the shard per
+# statement (a few milliseconds, each whole) and prints them, each with
+# the coordinator's clock, until $stop exists.
+sub printer
+{
+	my ($node, $stop, $shard) = @_;
+	my ($out, $err) = ('', '');
+	my $sql = "SELECT sharded_id.next_id($shard), (extract(epoch FROM clock_timestamp()) * 1000)::bigint FROM generate_series(1, 5000)";
+	my $h = IPC::Run::start(
+		[ 'bash', '-c',
+		  qq{while [ ! -e '$stop' ]; do "$bindir/psql" -X -q -At -F ' ' -d '}
+			. $node->connstr('postgres') . qq{' -c '$sql'; sleep 0.02; done} ],
+		'>', \$out, '2>', \$err);
 	return [ $h, \$out ];
 }
 
@@ -112,6 +143,8 @@ sub check_ids
 {
 	my ($label, @nodes) = @_;
 	my (%seen, $total, $ahead);
+	# Ids printed by the coordinator's loop (printer): "id clock" lines.
+	my $printed = ref $nodes[-1] eq 'SCALAR' ? pop @nodes : undef;
 	for my $node (@nodes)
 	{
 		$ahead += $node->safe_psql('postgres',
@@ -123,8 +156,24 @@ sub check_ids
 			$total++;
 		}
 	}
+	my $coordinator = '';
+	if ($printed)
+	{
+		my ($count, $coord_ahead) = (0, 0);
+		for my $line (split /\n/, $$printed)
+		{
+			next unless $line =~ /^(\d+) (\d+)$/;
+			$seen{$1}++;
+			$total++;
+			$count++;
+			$coord_ahead++ if (($1 >> 23) + $epoch_ms) > $2 + 1000;
+		}
+		cmp_ok($count, '>=', 5000, "$label: the coordinator minted $count ids itself");
+		is($coord_ahead, 0, "$label: none of the coordinator's more than a second ahead of its clock");
+		$coordinator = ' and the coordinator';
+	}
 	my $repeats = $total - scalar(keys %seen);
-	is($repeats, 0, "$label: $total ids on the workers, none repeats");
+	is($repeats, 0, "$label: $total ids on the workers$coordinator, none repeats");
 	is($ahead, 0, "$label: none more than a second ahead of its worker's clock");
 	return;
 }
@@ -132,7 +181,9 @@ sub check_ids
 my $coord = PostgreSQL::Test::Cluster->new('coordinator');
 $coord->init(allows_streaming => 1);
 citus_conf($coord);
-$coord->start;
+my ($coord_set_clock, $coord_start) = ShardedIdTest::faked_clock($coord);
+$coord_set_clock->('+10');
+$coord_start->();
 $coord->safe_psql('postgres', 'CREATE EXTENSION citus; CREATE EXTENSION sharded_id');
 my @workers = (worker('worker1'), worker('worker2', '+3'));
 $coord->safe_psql('postgres', "SELECT citus_set_coordinator_host('" . $coord->host . "', " . $coord->port . ')');
@@ -151,6 +202,8 @@ $coord->poll_query_until('postgres',
 my $stop = PostgreSQL::Test::Utils::tempdir() . '/stop';
 my @loops = (minter($workers[0], $stop, 6), minter($workers[1], $stop, 5));
 ok(minted_more($_, 2000), $_->name . ' mints') for @workers;
+$epoch_ms = $workers[0]->safe_psql('postgres',
+	q{SELECT (extract(epoch FROM sharded_id.created_at(id)) * 1000)::bigint - (id >> 23) FROM minted LIMIT 1});
 
 # --- Asynchronous failover to a standby that lags and whose clock is 30 s behind.
 $standby->safe_psql('postgres', q{ALTER SYSTEM SET primary_conninfo = ''; SELECT pg_reload_conf()});
@@ -159,10 +212,37 @@ $coord->poll_query_until('postgres', q{SELECT count(*) = 0 FROM pg_stat_replicat
 # Worker 2 mints on in windows that only the lost coordinator knew, until
 # they run 2.5 s past the ceiling the standby has.
 my $standby_ceiling = ShardedIdTest::read_ceiling($standby);
+my $own = printer($coord, $stop, 8);
 ok($workers[1]->poll_query_until('postgres',
 		"SELECT max((extract(epoch FROM sharded_id.created_at(id)) * 1000)::bigint) > $standby_ceiling + 2500 FROM minted"),
 	'failover: worker 2 mints 2.5 s past the ceiling the lagging standby has');
+# The coordinator's own ids of shard 8 run past it too, over 2 s of its
+# minting.
+my ($own_first, $own_last) = (0, 0);
+my $own_deadline = time + $wait_s;
+while ($own_last - $own_first < 2000 && time < $own_deadline)
+{
+	$own->[0]->pump_nb;
+	for my $line (split /\n/, ${ $own->[1] })
+	{
+		next unless $line =~ /^(\d+) /;
+		my $ms = ($1 >> 23) + $epoch_ms;
+		$own_first = $ms if $own_first == 0 || $ms < $own_first;
+		$own_last = $ms if $ms > $own_last;
+	}
+	select(undef, undef, undef, 0.1);
+}
+cmp_ok($own_first, '>', $standby_ceiling + 2500,
+	'failover: the coordinator mints shard 8 itself 2.5 s past the ceiling the lagging standby has');
+cmp_ok($own_last - $own_first, '>=', 2000, 'failover: and over 2 s of its ids');
 $coord->stop('immediate');
+$own->[0]->kill_kill;
+my $own_max = 0;
+for my $line (split /\n/, ${ $own->[1] })
+{
+	$own_max = $1 if $line =~ /^(\d+) / && $1 > $own_max;
+}
+$own_max = ($own_max >> 23) + $epoch_ms;
 $set_clock->('-30');
 $standby->stop;
 $standby->append_conf('postgresql.conf', 'port = ' . $coord->port . "\n");
@@ -171,15 +251,24 @@ $start_faked->();
 $standby->promote;
 my $coord_clock = $standby->safe_psql('postgres', 'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint');
 cmp_ok($coord_clock, '<', time * 1000 - 25000, 'failover: the promoted coordinator\'s clock runs 30 s behind');
-# Worker 1 mints shard 5 now, worker 2 no more.
+# Worker 1 mints shards 5 and 8 now, worker 2 no more.
 open my $touch1, '>', $stop or die $!;
 close $touch1;
 $_->[0]->finish for @loops;
 unlink $stop;
-@loops = (minter($workers[0], $stop, 5));
+@loops = (minter($workers[0], $stop, 5), minter($workers[0], $stop, 8, 1000));
 my @before = map { count_of($_) } @workers;
-ok(minted_more($workers[0], $before[0] + 4000), 'failover: worker 1 mints shard 5 after it');
-check_ids('failover', @workers);
+ok(minted_more($workers[0], $before[0] + 8000), 'failover: worker 1 mints shards 5 and 8 after it');
+# The new coordinator cannot know the lanes of the windows the lost one
+# granted itself: it grants no window of shard 8 before their end.
+ok($workers[0]->poll_query_until('postgres',
+		"SELECT count(*) > 0 FROM minted WHERE sharded_id.shard_id(id) = 8"),
+	'failover: worker 1 mints shard 8, which the lost coordinator minted itself');
+my $w1_first = $workers[0]->safe_psql('postgres',
+	"SELECT min((extract(epoch FROM sharded_id.created_at(id)) * 1000)::bigint) FROM minted WHERE sharded_id.shard_id(id) = 8");
+cmp_ok($w1_first, '>', $own_max,
+	'failover: worker 1\'s first id of shard 8 lies after the newest the lost coordinator minted itself');
+check_ids('failover', @workers, $own->[1]);
 push @loops, minter($workers[1], $stop, 7);
 
 # --- A restart 5 s further behind, then reset_ceiling(): both workers mint on.

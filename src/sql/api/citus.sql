@@ -439,22 +439,24 @@ CREATE FUNCTION sharded_id.citus_grant_windows(shard_ids integer[], layout text,
                                               stripes integer, stripe integer, reserved boolean,
                                               node_clock bigint)
 RETURNS TABLE (shard_id integer, window_start bigint, window_end bigint, retry_after integer,
-               lane integer, lanes integer)
+               lane integer, lanes integer, own_until bigint)
 AS 'MODULE_PATHNAME', 'shid_citus_grant_windows_clock'
 LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 
 COMMENT ON FUNCTION sharded_id.citus_grant_windows(integer[], text, integer, text, integer, bigint[], integer, integer, boolean, bigint) IS
-'on a Citus coordinator, called by a node over its own connection: as the form without node_clock, but each window starts at most a second ahead of node_clock, the node''s clock (Unix ms) as it asked, rather than of the coordinator''s, and holds lane number lane (from 0) of lanes equal parts of each of its milliseconds'' values (lanes 1: all of them), so that nodes minting one shard at once share its milliseconds; refuses a node whose clock lies more than a minute from the coordinator''s; before its first grant since it started, was promoted or reset its ceiling, the coordinator asks every node for the windows it holds (citus_window_high_water)';
+'on a Citus coordinator, called by a node over its own connection: as the form without node_clock, but each window starts at most a second ahead of node_clock, the node''s clock (Unix ms) as it asked, rather than of the coordinator''s, and holds lane number lane (from 0) of lanes equal parts of each of its milliseconds'' values (lanes 1: all of them), so that nodes minting one shard at once share its milliseconds; own_until bounds the windows the coordinator grants itself from now on (Unix ms, moving on with the clock), which the node keeps for the next coordinator; refuses a node whose clock lies more than a minute from the coordinator''s; before its first grant since it started, was promoted or reset its ceiling, the coordinator asks every node for the windows it holds (citus_window_high_water)';
 
 REVOKE EXECUTE ON FUNCTION sharded_id.citus_grant_windows(integer[], text, integer, text, integer, bigint[], integer, integer, boolean, bigint) FROM PUBLIC;
 
-CREATE FUNCTION sharded_id.citus_window_high_water(OUT high_water bigint, OUT clock_ms bigint)
+CREATE FUNCTION sharded_id.citus_window_high_water(learner_until bigint, learner text,
+                                                  OUT high_water bigint, OUT clock_ms bigint,
+                                                  OUT coordinator_until bigint)
 AS 'MODULE_PATHNAME', 'shid_citus_window_high_water'
 LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 
-COMMENT ON FUNCTION sharded_id.citus_window_high_water() IS
-'on a node of a Citus cluster, called by the coordinator before it grants windows after it started, was promoted or reset its ceiling: one past the newest Unix millisecond this server minted in or holds a shard window of (its durable ceiling and its slots), and its clock';
+COMMENT ON FUNCTION sharded_id.citus_window_high_water(bigint, text) IS
+'on a node of a Citus cluster, called by the coordinator learner before it grants windows after it started, was promoted or reset its ceiling: one past the newest Unix millisecond this server minted in or holds a shard window of (its durable ceiling and its slots), its clock, and the Unix ms before which end the windows that coordinators other than learner granted themselves, as they said (0: none said); keeps learner_until, how far the windows learner grants itself may reach, for the coordinator after it';
 
-REVOKE EXECUTE ON FUNCTION sharded_id.citus_window_high_water() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION sharded_id.citus_window_high_water(bigint, text) FROM PUBLIC;
