@@ -97,7 +97,7 @@ citus.local_hostname = '" . $node->host . "'
 	$node->safe_psql('postgres', q{
 		CREATE EXTENSION citus; CREATE EXTENSION sharded_id;
 		SET citus.enable_ddl_propagation = off;
-		CREATE TABLE minted (id bigint, minted_at timestamptz DEFAULT clock_timestamp())});
+		CREATE TABLE minted (id bigint, minted_at timestamptz DEFAULT clock_timestamp(), n bigserial)});
 	return $node;
 }
 
@@ -177,20 +177,30 @@ sub stop_minters
 	return map { scalar(() = ${ $_->[1] } =~ /^ok$/mg) } @loops;
 }
 
-# Every id minted so far on the nodes: how many, and how many repeat.
+# Every id minted so far on the nodes: how many, and how many repeat.  What
+# a set of nodes minted is kept from call to call, and each call reads
+# only the rows added since (a table's n): the tables only grow, and
+# nothing mints into them while this reads.
+my %checked;
+
 sub repeats
 {
 	my (@nodes) = @_;
-	my (%seen, $total);
+	my $set = $checked{ join ' ', sort map { $_->name } @nodes } //=
+	  { seen => {}, last => {}, total => 0, repeats => 0 };
 	for my $node (@nodes)
 	{
-		for my $id (split /\n/, $node->safe_psql('postgres', 'SELECT id FROM minted'))
+		my $last = $set->{last}{ $node->name } // 0;
+		for my $row (split /\n/,
+			$node->safe_psql('postgres', "SELECT n, id FROM minted WHERE n > $last ORDER BY n"))
 		{
-			$seen{$id}++;
-			$total++;
+			my ($n, $id) = split /\|/, $row;
+			$set->{last}{ $node->name } = $n;
+			$set->{total}++;
+			$set->{repeats}++ if $set->{seen}{$id}++;
 		}
 	}
-	return ($total, $total - scalar(keys %seen));
+	return ($set->{total}, $set->{repeats});
 }
 
 # Poll, at most $secs s, until the node's table has more than $count ids.
@@ -593,7 +603,7 @@ for my $node ($cc, $cw)
 	$node->safe_psql('postgres', q{
 		CREATE EXTENSION citus; CREATE EXTENSION sharded_id;
 		SET citus.enable_ddl_propagation = off;
-		CREATE TABLE minted (id bigint)});
+		CREATE TABLE minted (id bigint, n bigserial)});
 }
 $cc->safe_psql('postgres', "SELECT citus_set_coordinator_host('" . $cc->host . "', " . $cc->port . ')');
 add_node($cc, $cw);
