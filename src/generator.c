@@ -825,3 +825,25 @@ shid_next_counter_ids(PG_FUNCTION_ARGS)
 {
 	return shid_next_ids_srf(fcinfo, true, 1, 2);
 }
+
+/*
+ * The names 2.1's scripts call next_id, next_ids and their counter forms
+ * by.  No library of a version before 2.1 has them: a server that loads one
+ * under 2.1's scripts (a node installed back to 1.6's package, or started
+ * from an old image, after the update) refuses every call with "could not
+ * find function "shid_next_id_v21"", and mints no id of its old layout
+ * beside the cluster's.  The names of before stay for 2.0's scripts, which
+ * a database keeps until ALTER EXTENSION UPDATE.  Aliases of the same
+ * code: a call costs nothing more.  SHID_NO_NAMES_2_1 builds a library
+ * without them, as an older one (test/t/043_library_version.pl).
+ */
+#ifndef SHID_NO_NAMES_2_1
+#define SHID_NAME_2_1(name, target) \
+extern PGDLLEXPORT Datum name(PG_FUNCTION_ARGS) __attribute__((alias(#target))); \
+PG_FUNCTION_INFO_V1(name)
+
+SHID_NAME_2_1(shid_next_id_v21, shid_next_id);
+SHID_NAME_2_1(shid_next_ids_v21, shid_next_ids);
+SHID_NAME_2_1(shid_next_counter_id_v21, shid_next_counter_id);
+SHID_NAME_2_1(shid_next_counter_ids_v21, shid_next_counter_ids);
+#endif

@@ -7,8 +7,9 @@
 # the restart both run, and the library reports the extension's version.
 #
 # The older library is this tree's, built with sharded_id.library_version
-# set to 1.9, as a library of an earlier version reports it, in a copy of the
-# installation.  A server starts from the copy with it; then the copy's
+# set to 1.9, as a library of an earlier version reports it, and without the
+# names 2.1's scripts call next_id and its kin by, as a library before 2.1
+# lacks them, in a copy of the installation.  A server starts from the copy with it; then the copy's
 # library is replaced by the installed one, as make install replaces it.
 use strict;
 use warnings;
@@ -53,7 +54,7 @@ system('cp', '-a', "$top/Makefile", "$top/sharded_id.control", "$top/sharded_id_
 unlink glob("$build/src/*.o"), glob("$build/src/*.bc");    # a copy of a built tree
 my ($out, $err) = ('', '');
 my $built = IPC::Run::run([ 'make', '-s', '-C', $build, "PG_CONFIG=$bindir/pg_config",
-	q{COPT=-DSHID_LIBRARY_VERSION="\"1.9\""}, 'sharded_id.so' ], '>', \$out, '2>', \$err);
+	q{COPT=-DSHID_LIBRARY_VERSION="\"1.9\"" -DSHID_NO_NAMES_2_1}, 'sharded_id.so' ], '>', \$out, '2>', \$err);
 ok($built, 'the older library builds') or diag($err);
 my $lib = "$root$pkglibdir/sharded_id.so";
 unlink $lib or die "unlink $lib: $!";
@@ -103,6 +104,27 @@ ok($after > $before, 'the updated extension mints above its ids of before the up
 $node->safe_psql('created', 'CREATE EXTENSION sharded_id');
 is($node->safe_psql('created', 'SELECT sharded_id.shard_id(sharded_id.next_id(3))'), '3',
 	'after the restart CREATE EXTENSION runs');
+
+# The older library installed back and the server restarted with it, the
+# extension at 2.1: it mints nothing, in any of the four forms, and the
+# error names what the library lacks.
+unlink $lib or die "unlink $lib: $!";
+copy("$build/sharded_id.so", $lib) or die "copy: $!";
+$node->restart;
+for my $call ('next_id(3)', q{next_id(3, 's')}, 'next_ids(3, 10)',
+	q{next_ids(3, 's', 10)})
+{
+	my ($ret, $stdout, $stderr) = $node->psql('created', "CREATE SEQUENCE IF NOT EXISTS s;
+		SELECT sharded_id.$call", extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+	like($stderr, qr/42883: could not find function "shid_next_(?:counter_)?ids?_v21" in file/,
+		"an older library under 2.1's scripts refuses $call (42883), naming the 2.1 function it lacks");
+	is($stdout, '', "$call minted nothing");
+}
+unlink $lib or die "unlink $lib: $!";
+copy("$pkglibdir/sharded_id.so", $lib) or die "copy: $!";
+$node->restart;
+is($node->safe_psql('created', 'SELECT sharded_id.shard_id(sharded_id.next_id(3))'), '3',
+	'the new library installed back mints again');
 
 $node->stop;
 done_testing();

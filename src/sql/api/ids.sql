@@ -64,7 +64,7 @@ COMMENT ON FUNCTION sharded_id._superuser_only(text) IS
 
 CREATE FUNCTION sharded_id.next_id(shard_id integer, seq regclass)
 RETURNS bigint
-AS 'MODULE_PATHNAME', 'shid_next_id'
+AS 'MODULE_PATHNAME', 'shid_next_id_v21'
 LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 
 COMMENT ON FUNCTION sharded_id.next_id(integer, regclass) IS
@@ -72,7 +72,7 @@ COMMENT ON FUNCTION sharded_id.next_id(integer, regclass) IS
 
 CREATE FUNCTION sharded_id.next_id(shard_id integer, seq regclass, layout text)
 RETURNS bigint
-AS 'MODULE_PATHNAME', 'shid_next_id'
+AS 'MODULE_PATHNAME', 'shid_next_id_v21'
 LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 
 COMMENT ON FUNCTION sharded_id.next_id(integer, regclass, text) IS
@@ -80,7 +80,7 @@ COMMENT ON FUNCTION sharded_id.next_id(integer, regclass, text) IS
 
 CREATE FUNCTION sharded_id.next_ids(shard_id integer, seq regclass, n integer)
 RETURNS SETOF bigint
-AS 'MODULE_PATHNAME', 'shid_next_ids'
+AS 'MODULE_PATHNAME', 'shid_next_ids_v21'
 LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE ROWS 1000;
 
 COMMENT ON FUNCTION sharded_id.next_ids(integer, regclass, integer) IS
@@ -88,7 +88,7 @@ COMMENT ON FUNCTION sharded_id.next_ids(integer, regclass, integer) IS
 
 CREATE FUNCTION sharded_id.next_ids(shard_id integer, seq regclass, n integer, layout text)
 RETURNS SETOF bigint
-AS 'MODULE_PATHNAME', 'shid_next_ids'
+AS 'MODULE_PATHNAME', 'shid_next_ids_v21'
 LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE ROWS 1000;
 
 COMMENT ON FUNCTION sharded_id.next_ids(integer, regclass, integer, text) IS
@@ -106,7 +106,7 @@ COMMENT ON FUNCTION sharded_id.next_ids(integer, regclass, integer, text) IS
 --
 CREATE FUNCTION sharded_id.next_id(shard_id integer)
 RETURNS bigint
-AS 'MODULE_PATHNAME', 'shid_next_counter_id'
+AS 'MODULE_PATHNAME', 'shid_next_counter_id_v21'
 LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 
 COMMENT ON FUNCTION sharded_id.next_id(integer) IS
@@ -114,7 +114,7 @@ COMMENT ON FUNCTION sharded_id.next_id(integer) IS
 
 CREATE FUNCTION sharded_id.next_id_in_layout(shard_id integer, layout text)
 RETURNS bigint
-AS 'MODULE_PATHNAME', 'shid_next_counter_id'
+AS 'MODULE_PATHNAME', 'shid_next_counter_id_v21'
 LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 
 COMMENT ON FUNCTION sharded_id.next_id_in_layout(integer, text) IS
@@ -122,7 +122,7 @@ COMMENT ON FUNCTION sharded_id.next_id_in_layout(integer, text) IS
 
 CREATE FUNCTION sharded_id.next_ids(shard_id integer, n integer)
 RETURNS SETOF bigint
-AS 'MODULE_PATHNAME', 'shid_next_counter_ids'
+AS 'MODULE_PATHNAME', 'shid_next_counter_ids_v21'
 LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE ROWS 1000;
 
 COMMENT ON FUNCTION sharded_id.next_ids(integer, integer) IS
@@ -130,7 +130,7 @@ COMMENT ON FUNCTION sharded_id.next_ids(integer, integer) IS
 
 CREATE FUNCTION sharded_id.next_ids_in_layout(shard_id integer, n integer, layout text)
 RETURNS SETOF bigint
-AS 'MODULE_PATHNAME', 'shid_next_counter_ids'
+AS 'MODULE_PATHNAME', 'shid_next_counter_ids_v21'
 LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE ROWS 1000;
 
 COMMENT ON FUNCTION sharded_id.next_ids_in_layout(integer, integer, text) IS
