@@ -47,6 +47,7 @@
 #include "common/hashfn.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "utils/timestamp.h"
 #include "storage/condition_variable.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
@@ -150,6 +151,7 @@ shid_citus_shmem_init(void)
 		pg_atomic_init_u32(&shid_citus_shared->requests, 0);
 		pg_atomic_init_u32(&shid_citus_shared->kept, 0);
 		pg_atomic_init_u64(&shid_citus_shared->paced_ahead, 0);
+		shid_citus_shared->started = GetCurrentTimestamp();
 		ConditionVariableInit(&shid_citus_shared->requests_cv);
 	}
 }

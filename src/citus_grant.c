@@ -106,9 +106,9 @@ shid_grant_learned_floor(int64 *cluster_ms)
 }
 
 /*
- * Keep the latest a paced clock of this server's own windows ran ahead of
- * the clock, as paced less monotonic ms (shid_grant_own_until).  A CAS
- * loop on an atomic: called with a slot's spinlock held.
+ * Keep the greatest paced clock of this server's own windows, less the
+ * monotonic ms then (shid_grant_own_until): after a step back of the
+ * clock it runs ahead of it.  A CAS loop on an atomic, no lock held.
  */
 static inline void
 shid_grant_note_paced(int64 ahead)
@@ -283,10 +283,10 @@ shid_window_grant(ShidSlot *slot, const ShidLayout *layout, int64 min_start,
 	{
 		g->paced = paced;
 		g->mono = mono;
-		if (paced > now)
-			shid_grant_note_paced(paced - mono);
 	}
 	SpinLockRelease(&slot->mutex);
+	if (node_clock < 0)
+		shid_grant_note_paced(paced - mono);
 
 	/*
 	 * A window the layout cannot hold is never used: its end is spent.

@@ -16,6 +16,7 @@
 #include "citus.h"
 #include "citus_slot.h"
 #include "compat.h"
+#include "datatype/timestamp.h"
 #include "layout.h"
 #include "port/atomics.h"
 #include "storage/condition_variable.h"
@@ -61,15 +62,17 @@ typedef struct ShidCitusShared
 	int64		learned_floor;	/* no window starts before it */
 	int64		learned_clock;	/* the latest clock a node reported, */
 	int64		learned_mono;	/* and the monotonic ms then */
-	pg_atomic_uint64 paced_ahead;	/* the latest paced clock of its own
-									 * windows less the monotonic ms then,
-									 * where it ran ahead of the clock; 0:
-									 * never */
+	pg_atomic_uint64 paced_ahead;	/* the greatest paced clock of its own
+									 * windows less the monotonic ms then;
+									 * 0: none yet */
+	TimestampTz started;		/* when this shared memory was made: with
+								 * the system identifier, this server's
+								 * name as a coordinator (citus_learn.c) */
 	/*
 	 * On a node: how far the coordinator's own windows may reach
 	 * (shid_citus_note_coordinator, citus_learn.c).  own_until is the
-	 * bound of the coordinator that learned last, less the monotonic ms,
-	 * as it and its answers said; own_before bounds those of the
+	 * greatest bound the coordinator that learned last and its answers
+	 * said, less the monotonic ms; own_before bounds the windows of the
 	 * coordinators before it, in Unix ms.
 	 */
 	char		learner[64];	/* the coordinator that learned last */

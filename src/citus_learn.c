@@ -12,7 +12,8 @@
  *	  doc/sharded_id-design.md, "Citus".
  *
  * Locks: AccessShareLock on pg_dist_node (SPI); on a node, the slot
- * table's lock, shared, and each slot's spinlock in turn.
+ * table's lock, shared, and each slot's spinlock in turn, then the Citus
+ * state's spinlock.
  *
  *-------------------------------------------------------------------------
  */
@@ -31,9 +32,12 @@
 #include "layout.h"
 #include "libpq/libpq-be-fe-helpers.h"
 #include "miscadmin.h"
+#include "privs.h"
 #include "slots.h"
 #include "utils/builtins.h"
-#include "utils/timestamp.h"
+
+/* A bound of the coordinator's own windows a node accepts: within a year. */
+#define SHID_MS_PER_YEAR		(INT64CONST(366) * 24 * 3600 * 1000)
 
 /* How long the coordinator waits for all the nodes' answers together. */
 #define SHID_LEARN_MS			3000
@@ -119,13 +123,14 @@ shid_ask_node(const char *host, int port, const char *const *params, int64 deadl
 /*
  * This server as a coordinator names itself to the nodes that it asks
  * (citus_window_high_water): its system identifier, which a standby
- * shares, and the time it started, which a standby promoted or a restart
- * changes.
+ * shares, and when its shared memory was made, which a restart, a
+ * re-initialisation after a crash and a standby promoted change.
  */
 static void
 shid_learner_name(char *buf, size_t size)
 {
-	snprintf(buf, size, UINT64_FORMAT "/" INT64_FORMAT, GetSystemIdentifier(), (int64) PgStartTime);
+	snprintf(buf, size, UINT64_FORMAT "/" INT64_FORMAT, GetSystemIdentifier(),
+			 (int64) shid_citus_shared->started);
 }
 
 /*
@@ -256,9 +261,11 @@ shid_citus_note_coordinator(int64 own_until)
  * and the Unix ms before which the windows that coordinators other than
  * learner granted themselves end, as their answers said (0: none said).
  * learner is the coordinator that asks, learner_until the bound of its own
- * windows: kept from now on, in place of learner's earlier one (it
- * vouches for its own past, as after reset_ceiling), and the bound of
- * another coordinator, moved on to now, is kept as a time.
+ * windows, kept from now on with what it said before; the bound of another
+ * coordinator, moved on to now, is kept as a time.  Superusers only
+ * (42501), whatever the grants: what it keeps holds every later grant.
+ * Refuses (22023) a bound below 0 or more than a year ahead of the clock,
+ * and a learner's name of 64 bytes or more.
  *
  * Locks: the slot table's lock, shared; each slot's spinlock in turn; the
  * Citus state's spinlock.
@@ -269,30 +276,46 @@ shid_citus_window_high_water(PG_FUNCTION_ARGS)
 {
 	int64		learner_until = PG_GETARG_INT64(0);
 	char	   *learner = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	int64		mono = shid_monotonic_ms();
+	int64		now = shid_clock_ms();
 	ShidCitusShared *cs = shid_citus_shared;
 	TupleDesc	desc;
 	Datum		values[3];
 	bool		nulls[3] = {false, false, false};
 	int64		high_water;
+	int64		mono;
+	int64		before;
 
+	shid_require_superuser_internal("sharded_id.citus_window_high_water");
+	if (learner_until < 0 || learner_until > now + SHID_MS_PER_YEAR || strlen(learner) >= sizeof(cs->learner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("citus_window_high_water takes a bound within a year of this node's clock and a name under %d bytes",
+						(int) sizeof(cs->learner)),
+				 errdetail("It was given the bound " INT64_FORMAT " (Unix ms; the clock reads " INT64_FORMAT ") and a name of %d bytes.",
+						   learner_until, now, (int) strlen(learner)),
+				 errhint("Only the coordinator calls it, before its first grant.")));
 	shid_require_shared_state();
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	high_water = (int64) pg_atomic_read_u64(&shid_ceiling->ceiling_ms);
 	shid_slots_visit(shid_window_high_water, &high_water);
-	values[0] = Int64GetDatum(high_water);
-	values[1] = Int64GetDatum(shid_clock_ms());
 
+	mono = shid_monotonic_ms();
 	SpinLockAcquire(&cs->mutex);
-	if (strncmp(cs->learner, learner, sizeof(cs->learner)) != 0)
+	if (strcmp(cs->learner, learner) != 0)
 	{
 		if (cs->own_until != 0)
 			cs->own_before = Max(cs->own_before, cs->own_until + mono);
 		strlcpy(cs->learner, learner, sizeof(cs->learner));
+		cs->own_until = 0;
 	}
-	cs->own_until = learner_until - mono;
-	values[2] = Int64GetDatum(cs->own_before);
+	if (cs->own_until == 0 || learner_until - mono > cs->own_until)
+		cs->own_until = learner_until - mono;
+	before = cs->own_before;
 	SpinLockRelease(&cs->mutex);
+
+	values[0] = Int64GetDatum(high_water);
+	values[1] = Int64GetDatum(now);
+	values[2] = Int64GetDatum(before);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }

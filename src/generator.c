@@ -834,13 +834,22 @@ shid_next_counter_ids(PG_FUNCTION_ARGS)
  * find function "shid_next_id_v21"", and mints no id of its old layout
  * beside the cluster's.  The names of before stay for 2.0's scripts, which
  * a database keeps until ALTER EXTENSION UPDATE.  Aliases of the same
- * code: a call costs nothing more.  SHID_NO_NAMES_2_1 builds a library
- * without them, as an older one (test/t/043_library_version.pl).
+ * code where the object format has them (ELF): a call costs nothing more.
+ * SHID_NO_NAMES_2_1 builds a library without them, as an older one
+ * (test/t/043_library_version.pl).
  */
 #ifndef SHID_NO_NAMES_2_1
+#if defined(__ELF__)
 #define SHID_NAME_2_1(name, target) \
 extern PGDLLEXPORT Datum name(PG_FUNCTION_ARGS) __attribute__((alias(#target))); \
 PG_FUNCTION_INFO_V1(name)
+#else
+/* No aliases in the object format: a function that calls the other. */
+#define SHID_NAME_2_1(name, target) \
+SHID_FUNCTION_INFO(name); \
+Datum name(PG_FUNCTION_ARGS) { return target(fcinfo); } \
+extern int no_such_variable
+#endif
 
 SHID_NAME_2_1(shid_next_id_v21, shid_next_id);
 SHID_NAME_2_1(shid_next_ids_v21, shid_next_ids);

@@ -80,7 +80,9 @@
  * change, a floor raise, a reset, a Citus window's change or grant
  * (citus_ask.c, citus_grant.c).  Never for a loop over values, a wait, a call that can fail,
  * or another lock.  The Citus state's mutex (citus_int.h) is taken alone, for
- * a few fields.
+ * a few fields: on a node, the bound of the coordinator's own windows it
+ * keeps (citus_learn.c).  The greatest paced clock of a coordinator's own
+ * windows is an atomic, raised by a CAS loop under no lock (citus_grant.c).
  *
  * Condition variables: each slot's win_cv (citus_ask.c).  Backends wait on it,
  * holding no lock, for the one that asks the coordinator for the shard's

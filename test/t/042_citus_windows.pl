@@ -498,6 +498,12 @@ SKIP:
 				  . " AND sharded_id.created_at(id) > minted_at + interval '1 s'"), '0',
 			"crash at $point, restart $behind s behind: none of worker 1's ids more than a second ahead of its clock");
 	}
+	# The coordinator's clock right again for what follows, which times
+	# requests out: run 30 s behind under libfaketime, it ended a request
+	# by its 5 s statement timeout after one second.
+	$coord->stop;
+	$clock{coordinator}[0]->('+0');
+	$clock{coordinator}[1]->();
 
 	# A plain role's request canceled by its own statement timeout, while
 	# the coordinator holds it, backs nobody off: a superuser's next_id of

@@ -457,6 +457,6 @@ LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 
 COMMENT ON FUNCTION sharded_id.citus_window_high_water(bigint, text) IS
-'on a node of a Citus cluster, called by the coordinator learner before it grants windows after it started, was promoted or reset its ceiling: one past the newest Unix millisecond this server minted in or holds a shard window of (its durable ceiling and its slots), its clock, and the Unix ms before which end the windows that coordinators other than learner granted themselves, as they said (0: none said); keeps learner_until, how far the windows learner grants itself may reach, for the coordinator after it';
+'on a node of a Citus cluster, called by the coordinator learner before it grants windows after it started, was promoted or reset its ceiling: one past the newest Unix millisecond this server minted in or holds a shard window of (its durable ceiling and its slots), its clock, and the Unix ms before which end the windows that coordinators other than learner granted themselves, as they said (0: none said); keeps learner_until, how far the windows learner grants itself may reach, with the greater of its earlier ones, for the coordinator after it; superusers only';
 
 REVOKE EXECUTE ON FUNCTION sharded_id.citus_window_high_water(bigint, text) FROM PUBLIC;
