@@ -15,7 +15,7 @@ ROUTER_VERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/s
 MODULE_big = sharded_id
 OBJS = src/init.o src/layout.o src/ceiling.o src/floors.o src/floors_api.o src/rmgr.o src/slots.o \
 	src/owner.o src/generator.o src/decode.o src/shard_for.o src/route.o src/shortcode.o \
-	src/connstr.o src/reserve.o src/owner_read.o src/privs.o src/hints.o src/fence.o src/citus_conn.o src/citus_learn.o src/citus.o src/citus_grant.o src/citus_ask.o
+	src/connstr.o src/reserve.o src/owner_read.o src/privs.o src/hints.o src/fence.o src/citus_conn.o src/citus_learn.o src/citus.o src/citus_grant.o src/citus_frames.o src/citus_ask.o
 PGFILEDESC = "sharded_id - time-sortable 64-bit ids carrying a logical shard"
 
 # The install script of the current version is assembled from the topic

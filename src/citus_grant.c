@@ -4,14 +4,15 @@
  *	  Shard windows on Citus, the coordinator's side: granting windows.
  *
  * The design is in doc/sharded_id-design.md, "Citus".  The coordinator
- * (group 0) is the one authority.  Each of its slots keeps the end of the
- * last window granted for the shard (slot->grant).  Every window's end lies
+ * (group 0) is the one authority.  Each of its slots keeps the shard's
+ * frames (slot->grant).  Every window's end lies
  * under its durable ceiling (ceiling.c), and, with a synchronous standby,
  * on the standby, before the grant is returned.
  *
  * This file owns:
  *	 - shid_window_grant: one grant, for a node's request or, in-process,
- *	   for the coordinator's own minting (citus_ask.c calls it);
+ *	   for the coordinator's own minting (citus_ask.c calls it), placed
+ *	   among the shard's frames by citus_frames.c;
  *	   shid_grant_learned_floor, what the nodes reported (citus_learn.c);
  *	   shid_grant_own_until, the bound of its own windows it tells them.
  *	 - The wait for synchronous standbys.
@@ -19,7 +20,7 @@
  *	   checks of the requester (shid_check_requester,
  *	   shid_citus_node_active).
  *
- * It calls citus.c and citus_learn.c, never citus_ask.c.
+ * It calls citus.c, citus_frames.c and citus_learn.c, never citus_ask.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -150,66 +151,15 @@ shid_grant_own_until(void)
 }
 
 /*
- * Join the shard's last frame (slot->grant): a lane of it that was never
- * granted, for a requester that can mint in a lane (lanes) and needs
- * windows from ms from on, its clock ref; the window granted starts at
- * from if the frame started before.  Only a frame of this run above
- * base, starting within a second of ref, with half a window or more left
- * after from.  A frame whose lanes are all taken is marked, so that the
- * next one has twice as many.  Slot's spinlock held.
- */
-static bool
-shid_grant_join(ShidGrantState *g, bool lanes, int64 from, int64 ref, int64 base, ShidGrant *grant)
-{
-	int			count = 1 << g->lane_bits;
-	uint64		all = count == 64 ? ~UINT64CONST(0) : (UINT64CONST(1) << count) - 1;
-
-	if (!lanes || g->frame_start == 0 || g->frame_start < base ||
-		g->frame_start > ref + SHID_WINDOW_AHEAD_MS || g->end - from < shid_citus_window_ms / 2)
-		return false;
-	if ((g->lanes_taken & all) == all)
-	{
-		g->overflow = true;
-		return false;
-	}
-	grant->lane = (int16) pg_rightmost_one_pos64(~g->lanes_taken);
-	grant->lane_bits = g->lane_bits;
-	grant->start = Max(g->frame_start, from);
-	grant->end = g->end;
-	g->lanes_taken |= UINT64CONST(1) << grant->lane;
-	return true;
-}
-
-/*
- * The lanes of a new frame, as log2: twice the last frame's where a
- * request found them all taken, half where half or fewer were granted,
- * else as many; none (the whole field) for the shard's first frame of this
- * run and for a requester that cannot mint in a lane.  At most max_bits.
- */
-static int16
-shid_grant_frame_bits(const ShidGrantState *g, bool lanes, int max_bits)
-{
-	int			bits = g->lane_bits;
-
-	if (!lanes || g->frame_start == 0)
-		return 0;
-	if (g->overflow)
-		bits++;
-	else if (bits > 0 && pg_popcount64(g->lanes_taken) <= (1 << bits) / 2)
-		bits--;
-	return (int16) Min(bits, max_bits);
-}
-
-/*
  * Grant a window of the slot's shard, here on the coordinator: a lane of
- * the shard's last frame not granted yet (shid_grant_join), or the first
- * lane of a new frame from the latest of the requester's clock, the end of
- * the last frame, what the nodes reported (shid_grant_learned_floor) and
- * min_start, for sharded_id.citus_window ms; its end under the durable
- * ceiling before it is returned.  Each lane of a frame is granted once,
- * and frames follow one another: no two grants share a value of a
- * millisecond.  lanes: the requester can mint in a lane (else it gets a
- * frame of its own).  Returns false, granting nothing, with *retry_after
+ * the last frame of the requester's line of time, or the first lane of
+ * that line's next frame (citus_frames.c), from the latest of the
+ * requester's clock, the end of the line's last frame, what the nodes
+ * reported (shid_grant_learned_floor) and min_start, for
+ * sharded_id.citus_window ms; its end under the durable ceiling before it
+ * is returned.  No two grants share a value of a millisecond.  lanes: the
+ * requester can mint in a lane (else it gets a frame of every value, after
+ * every line's).  Returns false, granting nothing, with *retry_after
  * (ms) when the window would start more than SHID_WINDOW_AHEAD_MS ahead of
  * the requester's clock: node_clock, a node's as it asked; for this
  * server's own minting (node_clock SHID_CLOCK_OWN), or a node too old to
@@ -235,9 +185,8 @@ shid_window_grant(ShidSlot *slot, const ShidLayout *layout, int64 min_start,
 	int			max_bits = Min(SHID_MAX_LANE_BITS, pg_leftmost_one_pos32((uint32) slot->capacity));
 	ShidGrantState *g = &slot->grant;
 	int64		paced;
-	int64		ref;
 	int64		cluster;
-	int64		s;
+	ShidFrameAsk ask;
 	XLogRecPtr	lsn;
 
 	/* Windows of the runs before this one lie under the ceiling it started with. */
@@ -261,23 +210,16 @@ shid_window_grant(ShidSlot *slot, const ShidLayout *layout, int64 min_start,
 	 * runs behind theirs, as a server restarted with its clock behind its
 	 * ceiling mints on from the ceiling, one ms per ms.
 	 */
-	ref = node_clock >= 0 ? node_clock : Max(paced, cluster);
-	if (!shid_grant_join(g, lanes, Max(ref, min_start), ref, base, grant))
+	ask.ref = node_clock >= 0 ? node_clock : Max(paced, cluster);
+	ask.min_start = min_start;
+	ask.base = base;
+	ask.mono = mono;
+	ask.max_bits = max_bits;
+	ask.lanes = lanes;
+	if (!shid_frames_place(g, &ask, grant, retry_after))
 	{
-		s = Max(Max(ref, Max(base, g->end)), min_start);
-		if (s > ref + SHID_WINDOW_AHEAD_MS)
-		{
-			SpinLockRelease(&slot->mutex);
-			*retry_after = (int32) Min(s - ref - SHID_WINDOW_AHEAD_MS, SHID_WINDOW_AHEAD_MS);
-			return false;
-		}
-		grant->lane_bits = shid_grant_frame_bits(g, lanes, max_bits);
-		grant->lane = 0;
-		grant->start = g->frame_start = s;
-		grant->end = g->end = s + shid_citus_window_ms;
-		g->lane_bits = grant->lane_bits;
-		g->lanes_taken = 1;
-		g->overflow = false;
+		SpinLockRelease(&slot->mutex);
+		return false;
 	}
 	if (node_clock < 0)
 	{

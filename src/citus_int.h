@@ -2,7 +2,7 @@
  *
  * src/citus_int.h
  *	  What the Citus files share inside the module (citus.c, citus_grant.c,
- *	  citus_ask.c): the server's Citus state in shared memory, this
+ *	  citus_frames.c, citus_ask.c): the server's Citus state in shared memory, this
  *	  backend's node, and the grant a coordinator makes itself in-process.
  *	  Other files use citus.h.  Design: doc/sharded_id-design.md, "Citus".
  *
@@ -110,6 +110,25 @@ extern bool shid_extension_at_2_0(void);
  * lanes_taken has a bit for each), and never more than the slot's values.
  */
 #define SHID_MAX_LANE_BITS	6
+
+/*
+ * citus_frames.c: where a request's window lies among a shard's frames
+ * (ShidGrantState), under the slot's spinlock: for a requester whose clock
+ * is ref, whose slot lies at min_start, that can mint in a lane (lanes),
+ * above base, at the monotonic ms mono, in at most 2 ^ max_bits lanes.
+ */
+typedef struct ShidFrameAsk
+{
+	int64		ref;
+	int64		min_start;
+	int64		base;
+	int64		mono;
+	int			max_bits;
+	bool		lanes;
+} ShidFrameAsk;
+
+extern bool shid_frames_place(ShidGrantState *g, const ShidFrameAsk *ask, ShidGrant *grant,
+							  int32 *retry_after);
 
 /* citus_grant.c: a grant, here on the coordinator. */
 extern bool shid_window_grant(struct ShidSlot *slot, const ShidLayout *layout, int64 min_start,

@@ -67,20 +67,43 @@ typedef struct ShidWindow
 } ShidWindow;
 
 /*
- * Citus (citus_grant.c), on the coordinator only: the shard's grants.  A
- * frame is a range of the shard's milliseconds whose values are split in
- * lanes, each granted once; frames follow one another in time.  Covered by
+ * Citus (citus_grant.c, citus_frames.c), on the coordinator only: the
+ * shard's grants.  A frame is a range of the shard's milliseconds whose
+ * values are split in lanes, each granted once; a line of time's frames
+ * follow one another.  A shard has one line, whose frames hold every value
+ * of their milliseconds, until nodes whose clocks lie more than a second
+ * apart mint it: then it splits, each line in a part of the values of
+ * every millisecond from where the one line's frames ended.  Covered by
  * the slot's mutex.
  */
+#define SHID_GRANT_LINE_BITS	2	/* log2 of the lines a shard may split in */
+#define SHID_GRANT_LINES		(1 << SHID_GRANT_LINE_BITS)
+
+typedef struct ShidGrantLine
+{
+	int64		frame_start;	/* its last frame's first ms; 0: none in
+								 * this run */
+	int64		end;			/* and that frame's end */
+	int64		mono;			/* the monotonic ms of its last grant */
+	int64		ref;			/* and the clock of its requester */
+	uint64		lanes_taken;	/* the frame's lanes granted, one bit each */
+	int16		lane_bits;		/* log2 of its lanes */
+	bool		overflow;		/* a request found every lane taken */
+	bool		in_part;		/* its lanes split the line's part of the
+								 * values, not all of them */
+} ShidGrantLine;
+
 typedef struct ShidGrantState
 {
 	int64		end;			/* the end of the last window granted for
-								 * the shard: of its last frame */
-	int64		frame_start;	/* the last frame's first ms; 0: none in
-								 * this run */
-	uint64		lanes_taken;	/* its lanes granted, one bit each */
-	int16		lane_bits;		/* log2 of its lanes */
-	bool		overflow;		/* a request found every lane taken */
+								 * the shard: the greatest of its lines' */
+	int64		whole_lo;		/* where this run's frames of every value */
+	int64		whole_hi;		/* lie: [whole_lo, whole_hi), whole_hi 0
+								 * while the shard has one line */
+	int64		line_floor;		/* no line's frame starts before (a merge
+								 * of the lines), 0: none */
+	bool		split;			/* in SHID_GRANT_LINES lines */
+	ShidGrantLine line[SHID_GRANT_LINES];
 	int64		paced;			/* the shard's paced clock at the last grant
 								 * (the wall clock, or, after a step back,
 								 * the time it read before, moving on one ms

@@ -12,8 +12,10 @@ CREATE TABLE lane_grants (id serial, node int, asked_at bigint, s bigint, e bigi
 -- lane_grants.  Returns the largest share of the time a node spent
 -- without a window after its ask was refused (a node whose window lapsed
 -- while this loop did not run asks then, and is not counted), and the
--- asks and refusals.
-CREATE FUNCTION emulate_nodes(nodes int, seconds float8, shard int, name text, port int)
+-- asks and refusals.  Node i's clock runs offsets[1 + (i - 1) % n] ms off
+-- the real one (n offsets): asked_at is its clock.
+CREATE FUNCTION emulate_nodes(nodes int, seconds float8, shard int, name text, port int,
+                              offsets int[] DEFAULT '{0}')
 RETURNS TABLE (worst_gap float8, asks bigint, refused bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -31,6 +33,7 @@ DECLARE
 	gap float8[] := array_fill(0::float8, ARRAY[nodes]);
 	t0 bigint := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
 	prev bigint := t0;
+	real_now bigint;
 	now bigint;
 	slot_ms bigint;
 	min_start bigint;
@@ -39,16 +42,17 @@ BEGIN
 	asks := 0;
 	refused := 0;
 	LOOP
-		now := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
-		EXIT WHEN now > t0 + seconds * 1000;
+		real_now := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+		EXIT WHEN real_now > t0 + seconds * 1000;
 		FOR i IN 1 .. nodes LOOP
+			now := real_now + offsets[1 + (i - 1) % cardinality(offsets)];
 			IF now >= cur_e[i] AND nxt_e[i] > now THEN
 				cur_s[i] := nxt_s[i]; cur_e[i] := nxt_e[i]; cur_l[i] := nxt_l[i]; cur_n[i] := nxt_n[i];
 				renew[i] := cur_s[i] + (cur_e[i] - cur_s[i]) / 2;
 				nxt_e[i] := 0;
 			END IF;
 			IF cur_e[i] <= now AND waiting[i] THEN
-				gap[i] := gap[i] + (now - prev);
+				gap[i] := gap[i] + (real_now - prev);
 			END IF;
 			slot_ms := greatest(now, cur_s[i]);
 			min_start := NULL;
@@ -79,7 +83,7 @@ BEGIN
 				renew[i] := cur_s[i] + (cur_e[i] - cur_s[i]) / 2;
 			END IF;
 		END LOOP;
-		prev := now;
+		prev := real_now;
 	END LOOP;
 	SELECT max(x) / (seconds * 1000) INTO worst_gap FROM unnest(gap) x;
 	RETURN NEXT;

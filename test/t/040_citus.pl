@@ -17,10 +17,13 @@
 #  - The race: the coordinator and a worker mint for one shard at once,
 #    100,000 ids each, into a table under a primary key: 0 repeats, and
 #    milliseconds of the shard carry ids of both, each node's in a lane of
-#    its own (src/citus_grant.c's frames).  Then 32 and 64 nodes at a
+#    its own (src/citus_frames.c's frames).  Then 32 and 64 nodes at a
 #    trickle, driven through the grant function as nodes ask
 #    (test/perl/citus_nodes.sql): none is without a window for 1 % of the
-#    time, no two windows share a value of a millisecond.
+#    time, no two windows share a value of a millisecond; and so for nodes
+#    whose clocks lie 2 s and 30 s apart (lines of time,
+#    src/citus_frames.c), none of them more than a second ahead of its
+#    node's clock.
 #  - A pushed-down INSERT ... SELECT mints on the worker that holds the
 #    shard: its newest id of the shard is theirs.
 #  - Provisioning distributes the shard schemas (citus_distribute_shards);
@@ -251,6 +254,21 @@ for my $n (32, 64)
 	is($coord->safe_psql('postgres', 'SELECT n FROM lane_overlaps'), '0', "$n nodes on one shard: no two windows share a value");
 	is($coord->safe_psql('postgres', 'SELECT n || \' \' || most_lanes FROM lane_ahead'), "0 $n",
 		"$n nodes on one shard: in $n lanes, none more than a second ahead");
+	$coord->safe_psql('postgres', 'TRUNCATE lane_grants');
+}
+# Nodes whose clocks lie seconds apart on one shard (lines of time): 32
+# nodes in four clocks, 0, 2 s ahead, 2 s behind and 30 s ahead, then 16
+# in two 30 s apart, each order; every node keeps minting near its own
+# clock.
+for my $case (['{0,2000,-2000,30000}', 32, 4], ['{0,-30000}', 16, 2], ['{30000,0}', 16, 2])
+{
+	my ($offsets, $n, $clocks) = @$case;
+	my ($gap, $asks, $refused) = split /\|/, $coord->safe_psql('postgres',
+		"SELECT * FROM emulate_nodes($n, 3, 200 + $n + length('$offsets'), '" . $w1->host . "', " . $w1->port . ", '$offsets')");
+	cmp_ok($gap, '<=', 0.01, "$n nodes in $clocks clocks $offsets ms apart on one shard: none without a window for 1 % of the time ($asks asks, $refused refused)");
+	is($coord->safe_psql('postgres', 'SELECT n FROM lane_overlaps'), '0', "$n nodes in $clocks clocks $offsets: no two windows share a value");
+	is($coord->safe_psql('postgres', 'SELECT n FROM lane_ahead'), '0',
+		"$n nodes in $clocks clocks $offsets: none more than a second ahead of its own clock");
 	$coord->safe_psql('postgres', 'TRUNCATE lane_grants');
 }
 is($coord->safe_psql('postgres', q{

@@ -22,6 +22,9 @@
 #    clock of the node that asks).
 #  - The coordinator's clock steps back 8 s; no id the worker mints runs
 #    more than a second ahead of the worker's clock.
+#  - Lines of time: the coordinator, its clock 2 s and then 30 s ahead of
+#    the worker's, and the worker mint one shard at once; each keeps
+#    minting, its ids at most a second ahead of its own clock, none twice.
 #  - A synchronous standby of the coordinator: its own grants in a session
 #    with synchronous_commit = remote_write succeed.  Then the standby
 #    receives nothing: while
@@ -226,6 +229,52 @@ sub refusal
 	ok($r == 0 && $id_ms - $worker_now <= 1000,
 		'clock: the worker mints the shard, no id more than a second ahead of its clock ('
 		  . ($r == 0 ? ($id_ms - $worker_now) . ' ms' : "refused: $e") . ')');
+
+	# Both mint one shard at once for 2 s, the coordinator's clock 2 s and
+	# then 30 s ahead of the worker's (so the worker's 2 s and 30 s behind):
+	# each keeps minting near its own clock, in a line of time of its own
+	# (src/citus_frames.c), and no id is minted twice.
+	my $mint = q{
+		DO $$ DECLARE t0 timestamptz := clock_timestamp(); c bigint; i bigint; BEGIN
+		  WHILE clock_timestamp() < t0 + interval '2 s' LOOP
+		    c := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+		    i := sharded_id.next_id(SHARD);
+		    INSERT INTO lines_log VALUES (i, (extract(epoch FROM sharded_id.created_at(i)) * 1000)::bigint - c);
+		  END LOOP;
+		END $$};
+	for my $node ($coord, $worker)
+	{
+		$node->safe_psql('postgres',
+			'SET citus.enable_ddl_propagation = off; CREATE TABLE lines_log (id bigint, ahead bigint)');
+	}
+	for my $case ([ '+2', 30 ], [ '+30', 31 ])
+	{
+		my ($offset, $shard) = @$case;
+		$set_clock->($offset);
+		my $sql = $mint =~ s/SHARD/$shard/r;
+		my %out;
+		my @runs = map {
+			my $node = $_;
+			$out{ $node->name } = '';
+			IPC::Run::start([ "$bindir/psql", '-X', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'), '-c', $sql ],
+				'>', \$out{ $node->name }, '2>&1')
+		} ($coord, $worker);
+		my @ok = map { $_->finish } @runs;
+		ok($ok[0] && $ok[1], "lines: the coordinator ${offset} s ahead and the worker both minted shard $shard for 2 s")
+		  or diag(join "\n", values %out);
+		for my $node ($coord, $worker)
+		{
+			my ($n, $ahead) = split /\|/, $node->safe_psql('postgres',
+				"SELECT count(*), coalesce(max(ahead), 99999) FROM lines_log WHERE sharded_id.shard_id(id) = $shard");
+			cmp_ok($n, '>', 100, 'lines: ' . $node->name . " minted shard $shard ($n ids)");
+			cmp_ok($ahead, '<=', 1000, 'lines: ' . $node->name . "'s ids of shard $shard at most a second ahead of its clock ($ahead ms)");
+		}
+		my $ids = $worker->safe_psql('postgres',
+			"SELECT string_agg(id::text, ',') FROM lines_log WHERE sharded_id.shard_id(id) = $shard");
+		is($coord->safe_psql('postgres',
+				"SELECT count(*) FROM lines_log WHERE id = ANY ('{$ids}'::bigint[])"),
+			'0', "lines: no id of shard $shard minted by both");
+	}
 	$_->stop for ($worker, $coord);
 }
 

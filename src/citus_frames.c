@@ -1,0 +1,326 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/citus_frames.c
+ *	  Shard windows on Citus, the coordinator's side: where a request's
+ *	  window lies among the shard's frames, in which line of time.
+ *
+ * The design is in doc/sharded_id-design.md, "Citus", "Lines of time".  A
+ * shard's frames follow one line of time until a node asks whose clock
+ * lies more than a second from the line's (ahead of its last requester's,
+ * or behind its frames): then the shard splits in SHID_GRANT_LINES lines,
+ * each in a part of the values of every millisecond from where the one
+ * line's frames ended, so that nodes whose clocks differ mint it at once,
+ * each near its own clock.  Once all lines but one are idle and lie behind
+ * it, they merge again.  No value of a millisecond is granted twice: a
+ * line's frames follow one another, lines hold different parts, and a
+ * frame in a part keeps out of the milliseconds whose every value was
+ * granted (ShidGrantState's whole_lo, whole_hi).
+ *
+ * Everything here runs under the slot's spinlock (citus_grant.c): no call
+ * that can fail, no allocation.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "citus.h"
+#include "citus_int.h"
+#include "port/pg_bitutils.h"
+#include "slots.h"
+
+/*
+ * A line without a grant for this long is idle: a request may move it on
+ * past its nodes' clocks, and the shard's lines may merge again.
+ */
+static inline int64
+shid_line_idle_ms(void)
+{
+	return Max((int64) shid_citus_window_ms * 100, 2 * SHID_WINDOW_AHEAD_MS);
+}
+
+/*
+ * Whether a request that needs windows from ms from on may take a lane of
+ * line l's last frame: a frame of this run above the floors, starting
+ * within a second of the requester's clock, with half a window or more
+ * left after from; and one of its lanes never granted, unless !free.
+ */
+static bool
+shid_line_joinable(const ShidGrantState *g, int l, const ShidFrameAsk *a, int64 from, bool free)
+{
+	const ShidGrantLine *ln = &g->line[l];
+	int			count = 1 << ln->lane_bits;
+	uint64		all = count == 64 ? ~UINT64CONST(0) : (UINT64CONST(1) << count) - 1;
+
+	return a->lanes && ln->frame_start != 0 && ln->frame_start >= a->base &&
+		ln->frame_start >= g->line_floor && ln->frame_start <= a->ref + SHID_WINDOW_AHEAD_MS &&
+		ln->end - from >= shid_citus_window_ms / 2 && (!free || (ln->lanes_taken & all) != all);
+}
+
+/* The lane grant takes of line l's frame, numbered among all values'. */
+static void
+shid_line_lane(const ShidGrantState *g, int l, int lane, ShidGrant *grant)
+{
+	const ShidGrantLine *ln = &g->line[l];
+
+	grant->lane = (int16) (ln->in_part ? (l << ln->lane_bits) | lane : lane);
+	grant->lane_bits = (int16) (ln->in_part ? ln->lane_bits + SHID_GRANT_LINE_BITS : ln->lane_bits);
+}
+
+/*
+ * Take a lane of line l's last frame (shid_line_joinable), the window
+ * starting at from if the frame started before.  A frame whose lanes are
+ * all taken is marked, so that the line's next one has twice as many.
+ */
+static bool
+shid_line_join(ShidGrantState *g, int l, const ShidFrameAsk *a, int64 from, ShidGrant *grant)
+{
+	ShidGrantLine *ln = &g->line[l];
+	int			lane;
+
+	if (!shid_line_joinable(g, l, a, from, true))
+	{
+		if (shid_line_joinable(g, l, a, from, false))
+			ln->overflow = true;	/* every lane taken */
+		return false;
+	}
+	lane = pg_rightmost_one_pos64(~ln->lanes_taken);
+	shid_line_lane(g, l, lane, grant);
+	grant->start = Max(ln->frame_start, from);
+	grant->end = ln->end;
+	ln->lanes_taken |= UINT64CONST(1) << lane;
+	ln->mono = a->mono;
+	ln->ref = a->ref;
+	return true;
+}
+
+/*
+ * Where line l's next frame would lie: from the latest of the requester's
+ * clock, its min_start, the floors and the line's end (the shard's last
+ * end while it has one line), for a window; a frame in a part of the
+ * values, once the shard split, ends where the milliseconds of frames of
+ * every value begin, or starts after them.  Returns its start, *end its
+ * end.
+ */
+static int64
+shid_line_next(const ShidGrantState *g, int l, const ShidFrameAsk *a, int64 *end)
+{
+	int64		s = Max(Max(a->ref, a->min_start), Max(a->base, g->line_floor));
+
+	s = Max(s, g->split ? g->line[l].end : g->end);
+	*end = s + shid_citus_window_ms;
+	if (g->split && s < g->whole_hi && *end > g->whole_lo)
+	{
+		if (s >= g->whole_lo)
+		{
+			s = g->whole_hi;
+			*end = s + shid_citus_window_ms;
+		}
+		else
+			*end = g->whole_lo;
+	}
+	return s;
+}
+
+/*
+ * The line for a request: among the lines that serve it within a second
+ * of its clock (a lane of the last frame, or the next frame), the latest
+ * one that it does not move on more than a second past the clock of its
+ * last requester (a line used in the last shid_line_idle_ms); else one
+ * not used yet in this run; else -1.  *pushed: a line that serves it but
+ * would move on past its nodes' clocks, the least recently used (-1:
+ * none); *wait: the ms until some line would serve it.
+ */
+static int
+shid_frames_choose(const ShidGrantState *g, const ShidFrameAsk *a, int64 from, int *pushed, int64 *wait)
+{
+	int			lines = g->split ? SHID_GRANT_LINES : 1;
+	int			best = -1;
+	int			fresh = -1;
+	int64		s;
+	int64		e;
+
+	*pushed = -1;
+	*wait = PG_INT64_MAX;
+	for (int l = 0; l < lines; l++)
+	{
+		const ShidGrantLine *ln = &g->line[l];
+		int64		idle = a->mono - ln->mono;
+
+		s = shid_line_next(g, l, a, &e);
+		if (s > a->ref + SHID_WINDOW_AHEAD_MS && !shid_line_joinable(g, l, a, from, true))
+		{
+			*wait = Min(*wait, s - a->ref - SHID_WINDOW_AHEAD_MS);
+			continue;
+		}
+		if (ln->frame_start == 0)
+		{
+			if (fresh < 0)
+				fresh = l;
+		}
+		else if (idle < shid_line_idle_ms() && from > ln->end &&
+				 from + shid_citus_window_ms > ln->ref + idle + SHID_WINDOW_AHEAD_MS)
+		{
+			/* Its frame would start at this clock, past its nodes'. */
+			if (*pushed < 0 || ln->mono < g->line[*pushed].mono)
+				*pushed = l;
+		}
+		else if (best < 0 || ln->end > g->line[best].end)
+			best = l;
+	}
+	return best >= 0 ? best : fresh;
+}
+
+/*
+ * Split the shard in lines: every frame granted so far holds every value
+ * of its milliseconds, and they lie in [whole_lo, whole_hi).  Line 0 keeps
+ * its last frame, and its next ones lie in its part of the values.
+ */
+static void
+shid_frames_split(ShidGrantState *g)
+{
+	g->split = true;
+	g->whole_hi = g->end;
+}
+
+/*
+ * One line again, from start on, where line l opens a frame there: when
+ * every other line is unused, or idle and behind start.  Its frames hold
+ * every value again, and no line's frame starts before start.
+ */
+static bool
+shid_frames_merge(ShidGrantState *g, int l, const ShidFrameAsk *a, int64 start)
+{
+	ShidGrantLine keep = g->line[l];
+
+	for (int m = 0; m < SHID_GRANT_LINES; m++)
+	{
+		const ShidGrantLine *ln = &g->line[m];
+
+		if (m != l && ln->frame_start != 0 &&
+			(a->mono - ln->mono < shid_line_idle_ms() || ln->end > start))
+			return false;
+	}
+	memset(g->line, 0, sizeof(g->line));
+	g->line[0] = keep;
+	g->line[0].in_part = false;
+	g->split = false;
+	g->whole_lo = g->line_floor = start;
+	g->whole_hi = 0;
+	return true;
+}
+
+/*
+ * Open line l's next frame, [start, end), and take its first lane.  Its
+ * lanes, as log2: twice the line's last frame's where a request found them
+ * all taken, half where half or fewer were granted, else as many; none
+ * (the whole field, or the line's whole part) for the line's first frame
+ * of this run and for a requester that cannot mint in a lane.
+ */
+static void
+shid_line_open(ShidGrantState *g, int l, const ShidFrameAsk *a, int64 start, int64 end, ShidGrant *grant)
+{
+	ShidGrantLine *ln = &g->line[l];
+	int			max_bits = a->max_bits - (g->split ? SHID_GRANT_LINE_BITS : 0);
+	int			bits = ln->lane_bits;
+
+	if (!a->lanes || ln->frame_start == 0)
+		bits = 0;
+	else if (ln->overflow)
+		bits++;
+	else if (bits > 0 && pg_popcount64(ln->lanes_taken) <= (1 << bits) / 2)
+		bits--;
+	if (!g->split && g->whole_lo == 0)
+		g->whole_lo = start;
+	ln->frame_start = start;
+	ln->end = end;
+	ln->lane_bits = (int16) Max(0, Min(bits, max_bits));
+	ln->lanes_taken = 1;
+	ln->overflow = false;
+	ln->in_part = g->split;
+	ln->mono = a->mono;
+	ln->ref = a->ref;
+	shid_line_lane(g, l, 0, grant);
+	grant->start = start;
+	grant->end = end;
+	g->end = Max(g->end, end);
+}
+
+/*
+ * Place a request's window among the shard's frames (ShidFrameAsk): a lane
+ * of the last frame of its line, or that line's next frame; splitting the
+ * shard in lines where its one line does not serve the request within a
+ * second of its clock, or would move on past its nodes' clocks.  A
+ * requester that cannot mint in a lane gets a frame of every value, after
+ * every line's.  Returns false, placing nothing, with *retry_after (ms)
+ * when no line serves it within a second of its clock.
+ */
+bool
+shid_frames_place(ShidGrantState *g, const ShidFrameAsk *a, ShidGrant *grant, int32 *retry_after)
+{
+	int64		from = Max(a->ref, a->min_start);
+	bool		can_split = a->lanes && a->max_bits >= SHID_GRANT_LINE_BITS;
+	int			pushed;
+	int64		wait;
+	int64		start;
+	int64		end = 0;
+	int			l;
+
+	if (!a->lanes)
+	{
+		/* After every line: a frame of every value, and one line again. */
+		start = Max(Max(from, g->end), Max(a->base, g->line_floor));
+		l = 0;
+		wait = start - a->ref - SHID_WINDOW_AHEAD_MS;
+		if (wait <= 0 && g->split)
+		{
+			memset(g->line, 0, sizeof(g->line));
+			g->split = false;
+			g->whole_lo = g->line_floor = start;
+			g->whole_hi = 0;
+		}
+	}
+	else
+	{
+		l = shid_frames_choose(g, a, from, &pushed, &wait);
+		/* No split for a requester whose own slot runs ahead of its clock. */
+		if (l < 0 && !g->split && can_split && g->line[0].frame_start != 0 &&
+			from <= a->ref + SHID_WINDOW_AHEAD_MS)
+		{
+			shid_frames_split(g);
+			l = shid_frames_choose(g, a, from, &pushed, &wait);
+		}
+		/*
+		 * A shard that cannot split moves its line on; one split in
+		 * SHID_GRANT_LINES lines, all of them in use, waits for one to idle.
+		 */
+		if (l < 0 && !g->split)
+			l = pushed;
+		if (l >= 0 && shid_line_join(g, l, a, from, grant))
+			return true;
+		if (l >= 0)
+			start = shid_line_next(g, l, a, &end);
+		else
+			start = PG_INT64_MAX;
+		if (l >= 0 && start > a->ref + SHID_WINDOW_AHEAD_MS)
+		{
+			wait = Min(wait, start - a->ref - SHID_WINDOW_AHEAD_MS);
+			l = -1;
+		}
+		else if (l >= 0)
+			wait = 0;
+	}
+	if (l < 0 || wait > 0)
+	{
+		*retry_after = (int32) Max(1, Min(wait, SHID_WINDOW_AHEAD_MS));
+		return false;
+	}
+	if (!a->lanes)
+		end = start + shid_citus_window_ms;
+	else if (g->split && shid_frames_merge(g, l, a, start))
+	{
+		l = 0;
+		end = start + shid_citus_window_ms;
+	}
+	shid_line_open(g, l, a, start, end, grant);
+	return true;
+}
