@@ -2,7 +2,7 @@
 #
 # reset_ceiling() never repeats an id, whatever runs beside it: six pgbench
 # clients insert 50 ids of shard 5 at a time into a table with a primary
-# key for 10 s, in counter mode and in seed mode (a sequence with a cache),
+# key for 6 s, in counter mode and in seed mode (a sequence with a cache),
 # while another client calls reset_ceiling() in a loop.  Every insert must
 # commit: a repeated id would fail its transaction with a duplicate key and
 # abort the client.  Afterwards the shard still mints at the clock.
@@ -16,7 +16,7 @@ use PostgreSQL::Test::Utils;
 use ShardedIdTest;
 use Test::More;
 
-my $seconds = 10;
+my $seconds = 6;
 my $node = sharded_node('reset_race', conf => "max_connections = 40\n");
 $node->start;
 $node->safe_psql('postgres', q{

@@ -240,35 +240,30 @@ my ($race_ms, $race_mixed) = split /\|/, $coord->safe_psql('postgres', q{
 cmp_ok($race_ms, '>', 0, "race: $race_ms milliseconds of shard 1 carry ids of both nodes (lanes of the sequence field)");
 is($race_mixed, '0', 'race: in each, the two nodes\' sequence fields lie apart: each minted in a lane of its own');
 
-# More nodes on one shard than this machine runs: 32 and then 64 nodes minting one shard at a trickle, driven through
-# citus_grant_windows as the nodes ask (test/perl/citus_nodes.sql): no
-# node is without a window for 1 % of the time, no two grants share a
-# value of a millisecond, none starts more than a second after its node's
-# clock.
+# More nodes on one shard than this machine runs: 32 and then 64 nodes
+# minting one shard at a trickle, driven through citus_grant_windows as
+# the nodes ask (test/perl/citus_nodes.sql): no node is without a window
+# for 1 % of the time, no two grants share a value of a millisecond, none
+# starts more than a second after its node's clock, each node in a lane of
+# its own.  Then nodes whose clocks lie seconds apart (lines of time,
+# src/citus_frames.c): 32 in four clocks, 0, 2 s ahead, 2 s behind and
+# 30 s ahead, and 16 in two 30 s apart, each order; each clock's nodes in
+# lanes of a quarter of the values.
 $coord->safe_psql('postgres', slurp_file("$FindBin::RealBin/../perl/citus_nodes.sql"));
-for my $n (32, 64)
+my @emulated = ([ 32, '{0}', 3 ], [ 64, '{0}', 3 ], [ 32, '{0,2000,-2000,30000}', 2 ], [ 16, '{0,30000}', 2 ],
+	[ 16, '{30000,0}', 2 ]);
+for my $i (0 .. $#emulated)
 {
+	my ($n, $offsets, $seconds) = @{ $emulated[$i] };
+	my $what = "$n nodes on one shard" . ($offsets eq '{0}' ? '' : ", their clocks $offsets ms off");
 	my ($gap, $asks, $refused) = split /\|/, $coord->safe_psql('postgres',
-		"SELECT * FROM emulate_nodes($n, 3, 10 + $n, '" . $w1->host . "', " . $w1->port . ')');
-	cmp_ok($gap, '<=', 0.01, "$n nodes on one shard: none without a window for 1 % of the time ($asks asks, $refused refused)");
-	is($coord->safe_psql('postgres', 'SELECT n FROM lane_overlaps'), '0', "$n nodes on one shard: no two windows share a value");
-	is($coord->safe_psql('postgres', 'SELECT n || \' \' || most_lanes FROM lane_ahead'), "0 $n",
-		"$n nodes on one shard: in $n lanes, none more than a second ahead");
-	$coord->safe_psql('postgres', 'TRUNCATE lane_grants');
-}
-# Nodes whose clocks lie seconds apart on one shard (lines of time): 32
-# nodes in four clocks, 0, 2 s ahead, 2 s behind and 30 s ahead, then 16
-# in two 30 s apart, each order; every node keeps minting near its own
-# clock.
-for my $case (['{0,2000,-2000,30000}', 32, 4], ['{0,-30000}', 16, 2], ['{30000,0}', 16, 2])
-{
-	my ($offsets, $n, $clocks) = @$case;
-	my ($gap, $asks, $refused) = split /\|/, $coord->safe_psql('postgres',
-		"SELECT * FROM emulate_nodes($n, 3, 200 + $n + length('$offsets'), '" . $w1->host . "', " . $w1->port . ", '$offsets')");
-	cmp_ok($gap, '<=', 0.01, "$n nodes in $clocks clocks $offsets ms apart on one shard: none without a window for 1 % of the time ($asks asks, $refused refused)");
-	is($coord->safe_psql('postgres', 'SELECT n FROM lane_overlaps'), '0', "$n nodes in $clocks clocks $offsets: no two windows share a value");
-	is($coord->safe_psql('postgres', 'SELECT n FROM lane_ahead'), '0',
-		"$n nodes in $clocks clocks $offsets: none more than a second ahead of its own clock");
+		"SELECT * FROM emulate_nodes($n, $seconds, 40 + $i, '" . $w1->host . "', "
+		  . $w1->port . ", '$offsets')");
+	cmp_ok($gap, '<=', 0.01, "$what: none without a window for 1 % of the time ($asks asks, $refused refused)");
+	is($coord->safe_psql('postgres', 'SELECT n FROM lane_overlaps'), '0', "$what: no two windows share a value");
+	is($coord->safe_psql('postgres', 'SELECT n || \' \' || most_lanes FROM lane_ahead'),
+		'0 ' . ($offsets eq '{0}' ? $n : 4 * $n / scalar(split /,/, $offsets)),
+		"$what: none more than a second ahead of its node's clock, in the lanes expected");
 	$coord->safe_psql('postgres', 'TRUNCATE lane_grants');
 }
 is($coord->safe_psql('postgres', q{

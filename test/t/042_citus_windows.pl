@@ -154,18 +154,21 @@ sub mint_eventually
 
 # A loop that mints 500 ids of shard 1 per transaction on the node until
 # $stop exists, going on through refusals and restarts; returns its handle
-# and output.
+# and the file its output goes to.
+my $minters = 0;
 sub minter
 {
 	my ($node, $stop, $sql) = @_;
-	my $out = '';
+	# A file, not a pipe nobody reads until the end: errors would fill it
+	# and stop the loop.
+	my $out = $node->basedir . '/minter_' . ++$minters . '.log';
 	$sql //= 'INSERT INTO minted (id) SELECT sharded_id.next_id(1) FROM generate_series(1, 500)';
 	my $h = IPC::Run::start(
 		[ 'bash', '-c',
 		  qq{while [ ! -e '$stop' ]; do "$bindir/psql" -X -q -v ON_ERROR_STOP=1 -d '}
 			. $node->connstr('postgres') . qq{' -c '$sql' && echo ok; sleep 0.02; done} ],
-		'>', \$out, '2>&1');
-	return [ $h, \$out ];
+		'>', $out, '2>&1');
+	return [ $h, $out ];
 }
 
 sub stop_minters
@@ -174,7 +177,7 @@ sub stop_minters
 	open my $touch, '>', $stop or die $!;
 	close $touch;
 	$_->[0]->finish for @loops;
-	return map { scalar(() = ${ $_->[1] } =~ /^ok$/mg) } @loops;
+	return map { scalar(() = slurp_file($_->[1]) =~ /^ok$/mg) } @loops;
 }
 
 # Every id minted so far on the nodes: how many, and how many repeat.  What
@@ -259,7 +262,7 @@ ok(minted_more($coord, $coord->safe_psql('postgres', 'SELECT count(*) FROM minte
 	'churn: the coordinator mints on after the last cycle');
 my ($coord_ok) = stop_minters($stop, $coord_loop);
 ok($coord_ok > 0, "churn: the coordinator minted all along ($coord_ok transactions of 500 ids)");
-unlike(${ $coord_loop->[1] }, qr/ERROR/, 'churn: none of its calls failed');
+unlike(slurp_file($coord_loop->[1]), qr/ERROR/, 'churn: none of its calls failed');
 is(join(',', @failed_adds), join(',', ('08006') x ($cycles / 100)),
 	'churn: ' . ($cycles / 100) . ' adds of a node at a dead port failed (08006)');
 ok($groups[-1] > 31, "churn: worker 1 went through groups $groups[0] to $groups[-1], past 31, in "

@@ -93,19 +93,21 @@ sub worker
 
 # A loop on the node that mints $n ids (200 unless said) of the shard per
 # statement, with the node's clock beside each, until $stop exists, going
-# on through errors.
+# on through errors.  What psql prints goes to a file: a pipe nobody reads
+# would fill with errors and stop the loop.
+my $minters = 0;
 sub minter
 {
 	my ($node, $stop, $shard, $n) = @_;
-	my $out = '';
+	my $out = $node->basedir . '/minter_' . ++$minters . '.log';
 	$n //= 200;
 	my $sql = "INSERT INTO minted SELECT sharded_id.next_id($shard), (extract(epoch FROM clock_timestamp()) * 1000)::bigint FROM generate_series(1, $n)";
 	my $h = IPC::Run::start(
 		[ 'bash', '-c',
 		  qq{while [ ! -e '$stop' ]; do "$bindir/psql" -X -q -v ON_ERROR_STOP=1 -d '}
 			. $node->connstr('postgres') . qq{' -c '$sql' && echo ok; sleep 0.02; done} ],
-		'>', \$out, '2>&1');
-	return [ $h, \$out ];
+		'>', $out, '2>&1');
+	return [ $h, $out ];
 }
 
 # A loop on the coordinator that mints 5,000 ids of the shard per
