@@ -40,9 +40,10 @@ shid_line_idle_ms(void)
 
 /*
  * Whether a request that needs windows from ms from on may take a lane of
- * line l's last frame: a frame of this run above the floors, starting
- * within a second of the requester's clock, with half a window or more
- * left after from; and one of its lanes never granted, unless !free.
+ * line l's last frame: a frame of this run above the floors, the window
+ * (from from on, or from the frame's start) starting within a second of
+ * the requester's clock, with half a window or more left after from; and
+ * one of its lanes never granted, unless !free.
  */
 static bool
 shid_line_joinable(const ShidGrantState *g, int l, const ShidFrameAsk *a, int64 from, bool free)
@@ -52,7 +53,7 @@ shid_line_joinable(const ShidGrantState *g, int l, const ShidFrameAsk *a, int64 
 	uint64		all = count == 64 ? ~UINT64CONST(0) : (UINT64CONST(1) << count) - 1;
 
 	return a->lanes && ln->frame_start != 0 && ln->frame_start >= a->base &&
-		ln->frame_start >= g->line_floor && ln->frame_start <= a->ref + SHID_WINDOW_AHEAD_MS &&
+		ln->frame_start >= g->line_floor && Max(ln->frame_start, from) <= a->ref + SHID_WINDOW_AHEAD_MS &&
 		ln->end - from >= shid_citus_window_ms / 2 && (!free || (ln->lanes_taken & all) != all);
 }
 
@@ -184,7 +185,9 @@ shid_frames_split(ShidGrantState *g)
 
 /*
  * One line again, from start on, where line l opens a frame there: when
- * every other line is unused, or idle and behind start.  Its frames hold
+ * every other line is unused, or idle and behind start, and no request was
+ * refused for as long as a line takes to idle (the requester that split
+ * the shard may wait for its line).  Its frames hold
  * every value again, and no line's frame starts before start.
  */
 static bool
@@ -200,6 +203,8 @@ shid_frames_merge(ShidGrantState *g, int l, const ShidFrameAsk *a, int64 start)
 			(a->mono - ln->mono < shid_line_idle_ms() || ln->end > start))
 			return false;
 	}
+	if (a->mono - g->refused_mono < shid_line_idle_ms())
+		return false;			/* a requester waits for a line */
 	memset(g->line, 0, sizeof(g->line));
 	g->line[0] = keep;
 	g->line[0].in_part = false;
@@ -311,6 +316,7 @@ shid_frames_place(ShidGrantState *g, const ShidFrameAsk *a, ShidGrant *grant, in
 	}
 	if (l < 0 || wait > 0)
 	{
+		g->refused_mono = a->mono;
 		*retry_after = (int32) Max(1, Min(wait, SHID_WINDOW_AHEAD_MS));
 		return false;
 	}

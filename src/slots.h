@@ -103,6 +103,7 @@ typedef struct ShidGrantState
 	int64		line_floor;		/* no line's frame starts before (a merge
 								 * of the lines), 0: none */
 	bool		split;			/* in SHID_GRANT_LINES lines */
+	int64		refused_mono;	/* the monotonic ms of the last refusal */
 	ShidGrantLine line[SHID_GRANT_LINES];
 	int64		paced;			/* the shard's paced clock at the last grant
 								 * (the wall clock, or, after a step back,
