@@ -5,16 +5,18 @@
  *	  window lies among the shard's frames, in which line of time.
  *
  * The design is in doc/sharded_id-design.md, "Citus", "Lines of time".  A
- * shard's frames follow one line of time until a node asks whose clock
- * lies more than a second from the line's (ahead of its last requester's,
- * or behind its frames): then the shard splits in SHID_GRANT_LINES lines,
- * each in a part of the values of every millisecond from where the one
- * line's frames ended, so that nodes whose clocks differ mint it at once,
- * each near its own clock.  Once all lines but one are idle and lie behind
- * it, they merge again.  No value of a millisecond is granted twice: a
- * line's frames follow one another, lines hold different parts, and a
- * frame in a part keeps out of the milliseconds whose every value was
- * granted (ShidGrantState's whole_lo, whole_hi).
+ * shard's frames follow one line of time until a request finds that the
+ * line cannot serve it within a second of its clock, or would move on past
+ * the clock of its last requester (a second less a window): then the shard
+ * splits in SHID_GRANT_LINES lines, each in a part of the values of every
+ * millisecond, so that nodes whose clocks differ mint it at once, each
+ * near its own clock.  Once the other lines are unused or idle and lie
+ * behind the one a frame opens in, and no request was refused lately,
+ * they merge again.  No value of a millisecond is granted twice: a line's
+ * frames follow one another and never start before its end, which a merge
+ * keeps (raised past the whole milliseconds); lines hold different parts;
+ * and a frame in a part keeps out of the milliseconds whose every value
+ * was granted since the last merge (ShidGrantState's whole_lo, whole_hi).
  *
  * Everything here runs under the slot's spinlock (citus_grant.c): no call
  * that can fail, no allocation.
@@ -53,7 +55,7 @@ shid_line_joinable(const ShidGrantState *g, int l, const ShidFrameAsk *a, int64 
 	uint64		all = count == 64 ? ~UINT64CONST(0) : (UINT64CONST(1) << count) - 1;
 
 	return a->lanes && ln->frame_start != 0 && ln->frame_start >= a->base &&
-		ln->frame_start >= g->line_floor && Max(ln->frame_start, from) <= a->ref + SHID_WINDOW_AHEAD_MS &&
+		Max(ln->frame_start, from) <= a->ref + SHID_WINDOW_AHEAD_MS &&
 		ln->end - from >= shid_citus_window_ms / 2 && (!free || (ln->lanes_taken & all) != all);
 }
 
@@ -105,7 +107,7 @@ shid_line_join(ShidGrantState *g, int l, const ShidFrameAsk *a, int64 from, Shid
 static int64
 shid_line_next(const ShidGrantState *g, int l, const ShidFrameAsk *a, int64 *end)
 {
-	int64		s = Max(Max(a->ref, a->min_start), Max(a->base, g->line_floor));
+	int64		s = Max(Max(a->ref, a->min_start), a->base);
 
 	s = Max(s, g->split ? g->line[l].end : g->end);
 	*end = s + shid_citus_window_ms;
@@ -184,17 +186,35 @@ shid_frames_split(ShidGrantState *g)
 }
 
 /*
- * One line again, from start on, where line l opens a frame there: when
- * every other line is unused, or idle and behind start, and no request was
- * refused for as long as a line takes to idle (the requester that split
- * the shard may wait for its line).  Its frames hold
- * every value again, and no line's frame starts before start.
+ * One line again from start on, whose frames hold every value: the
+ * milliseconds from start on are the whole ones.  Each line keeps its end
+ * (raised past the whole milliseconds before), where its part's next frame
+ * may start once the shard splits again: before it, the part's values were
+ * its own or whole.
+ */
+static void
+shid_frames_unsplit(ShidGrantState *g, int64 start)
+{
+	for (int m = 0; m < SHID_GRANT_LINES; m++)
+	{
+		g->line[m].end = Max(g->line[m].end, g->whole_hi);
+		g->line[m].frame_start = 0;
+		g->line[m].in_part = false;
+	}
+	g->split = false;
+	g->whole_lo = start;
+	g->whole_hi = 0;
+}
+
+/*
+ * Merge the lines where line l opens a frame at start: when every other
+ * line is unused, or idle and behind start, and no request was refused for
+ * as long as a line takes to idle (the requester that split the shard may
+ * wait for its line).
  */
 static bool
 shid_frames_merge(ShidGrantState *g, int l, const ShidFrameAsk *a, int64 start)
 {
-	ShidGrantLine keep = g->line[l];
-
 	for (int m = 0; m < SHID_GRANT_LINES; m++)
 	{
 		const ShidGrantLine *ln = &g->line[m];
@@ -205,12 +225,7 @@ shid_frames_merge(ShidGrantState *g, int l, const ShidFrameAsk *a, int64 start)
 	}
 	if (a->mono - g->refused_mono < shid_line_idle_ms())
 		return false;			/* a requester waits for a line */
-	memset(g->line, 0, sizeof(g->line));
-	g->line[0] = keep;
-	g->line[0].in_part = false;
-	g->split = false;
-	g->whole_lo = g->line_floor = start;
-	g->whole_hi = 0;
+	shid_frames_unsplit(g, start);
 	return true;
 }
 
@@ -273,21 +288,19 @@ shid_frames_place(ShidGrantState *g, const ShidFrameAsk *a, ShidGrant *grant, in
 	if (!a->lanes)
 	{
 		/* After every line: a frame of every value, and one line again. */
-		start = Max(Max(from, g->end), Max(a->base, g->line_floor));
+		start = Max(Max(from, g->end), a->base);
 		l = 0;
 		wait = start - a->ref - SHID_WINDOW_AHEAD_MS;
 		if (wait <= 0 && g->split)
-		{
-			memset(g->line, 0, sizeof(g->line));
-			g->split = false;
-			g->whole_lo = g->line_floor = start;
-			g->whole_hi = 0;
-		}
+			shid_frames_unsplit(g, start);
 	}
 	else
 	{
 		l = shid_frames_choose(g, a, from, &pushed, &wait);
-		/* No split for a requester whose own slot runs ahead of its clock. */
+		/*
+		 * No split for a requester whose own slot runs more than a second
+		 * ahead of its clock: no line can serve it.
+		 */
 		if (l < 0 && !g->split && can_split && g->line[0].frame_start != 0 &&
 			from <= a->ref + SHID_WINDOW_AHEAD_MS)
 		{
@@ -295,8 +308,9 @@ shid_frames_place(ShidGrantState *g, const ShidFrameAsk *a, ShidGrant *grant, in
 			l = shid_frames_choose(g, a, from, &pushed, &wait);
 		}
 		/*
-		 * A shard that cannot split moves its line on; one split in
-		 * SHID_GRANT_LINES lines, all of them in use, waits for one to idle.
+		 * A shard that cannot split moves its line on; a split one waits
+		 * until a line serves the request (one idles, or its clock gets
+		 * there).
 		 */
 		if (l < 0 && !g->split)
 			l = pushed;

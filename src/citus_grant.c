@@ -168,8 +168,10 @@ shid_grant_own_until(void)
  * itself, the time it read at the last such grant plus the monotonic time
  * since, so that its windows move on one ms per ms, as a slot ahead of the
  * clock does), or the nodes' time as they last reported it, moved on
- * since, whichever is later.  Uniqueness does not rest on it: grant.end
- * only grows, and every end is covered.
+ * since, whichever is later.  Uniqueness does not rest on it: each line's
+ * frames only move on, lines hold different parts of the values, frames in
+ * a part keep out of the whole milliseconds (citus_frames.c), and every
+ * end is covered.
  *
  * Locks: the slot's spinlock, then (released) the ceiling lock; then, with
  * a synchronous standby, SyncRepLock.

@@ -100,8 +100,6 @@ typedef struct ShidGrantState
 	int64		whole_lo;		/* where this run's frames of every value */
 	int64		whole_hi;		/* lie: [whole_lo, whole_hi), whole_hi 0
 								 * while the shard has one line */
-	int64		line_floor;		/* no line's frame starts before (a merge
-								 * of the lines), 0: none */
 	bool		split;			/* in SHID_GRANT_LINES lines */
 	int64		refused_mono;	/* the monotonic ms of the last refusal */
 	ShidGrantLine line[SHID_GRANT_LINES];
