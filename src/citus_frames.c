@@ -41,6 +41,18 @@ shid_line_idle_ms(void)
 }
 
 /*
+ * How far a requester's clock may run ahead of the clock of a line's last
+ * requester for it to move the line on: so far that the line's next frame
+ * still ends within a second of its nodes' clocks, and half a second at
+ * least (with long windows, a clock read a few ms later would split a line).
+ */
+static inline int64
+shid_line_apart_ms(void)
+{
+	return Max(SHID_WINDOW_AHEAD_MS - shid_citus_window_ms, SHID_WINDOW_AHEAD_MS / 2);
+}
+
+/*
  * Whether a request that needs windows from ms from on may take a lane of
  * line l's last frame: a frame of this run above the floors, the window
  * (from from on, or from the frame's start) starting within a second of
@@ -126,33 +138,42 @@ shid_line_next(const ShidGrantState *g, int l, const ShidFrameAsk *a, int64 *end
 
 /*
  * The line for a request: among the lines that serve it within a second
- * of its clock (a lane of the last frame, or the next frame), the latest
- * one that it does not move on more than a second past the clock of its
- * last requester (a line used in the last shid_line_idle_ms); else one
- * not used yet in this run; else -1.  *pushed: a line that serves it but
- * would move on past its nodes' clocks, the least recently used (-1:
- * none); *wait: the ms until some line would serve it.
+ * of its clock (a lane of the last frame, or the next frame), the one
+ * whose last requester's clock (moved on since) is nearest its own, an
+ * idle one (no grant in shid_line_idle_ms) last, but none whose nodes'
+ * clock runs more than shid_line_apart_ms behind it; else one not used
+ * yet in this run, unless a line of the requester's clock runs too far
+ * ahead (*own: frames of nodes of one clock, ahead; it waits for them, as
+ * on one line); else -1.  *pushed: a line that serves it but whose nodes'
+ * clock runs behind, the least recently used (-1: none); *wait: the ms
+ * until some line would serve it.
  */
 static int
-shid_frames_choose(const ShidGrantState *g, const ShidFrameAsk *a, int64 from, int *pushed, int64 *wait)
+shid_frames_choose(const ShidGrantState *g, const ShidFrameAsk *a, int64 from, int *pushed, bool *own,
+				   int64 *wait)
 {
 	int			lines = g->split ? SHID_GRANT_LINES : 1;
 	int			best = -1;
+	int64		best_apart = PG_INT64_MAX;
 	int			fresh = -1;
 	int64		s;
 	int64		e;
 
 	*pushed = -1;
+	*own = false;
 	*wait = PG_INT64_MAX;
 	for (int l = 0; l < lines; l++)
 	{
 		const ShidGrantLine *ln = &g->line[l];
 		int64		idle = a->mono - ln->mono;
+		bool		active = ln->frame_start != 0 && idle < shid_line_idle_ms();
 
 		s = shid_line_next(g, l, a, &e);
 		if (s > a->ref + SHID_WINDOW_AHEAD_MS && !shid_line_joinable(g, l, a, from, true))
 		{
 			*wait = Min(*wait, s - a->ref - SHID_WINDOW_AHEAD_MS);
+			if (active && a->ref >= ln->ref + idle - shid_line_apart_ms())
+				*own = true;
 			continue;
 		}
 		if (ln->frame_start == 0)
@@ -160,17 +181,26 @@ shid_frames_choose(const ShidGrantState *g, const ShidFrameAsk *a, int64 from, i
 			if (fresh < 0)
 				fresh = l;
 		}
-		else if (idle < shid_line_idle_ms() && from > ln->end &&
-				 from + shid_citus_window_ms > ln->ref + idle + SHID_WINDOW_AHEAD_MS)
+		else if (active && a->ref > ln->ref + idle + shid_line_apart_ms())
 		{
-			/* Its frame would start at this clock, past its nodes'. */
+			/* Its frames would run on with this clock, past its nodes'. */
 			if (*pushed < 0 || ln->mono < g->line[*pushed].mono)
 				*pushed = l;
 		}
-		else if (best < 0 || ln->end > g->line[best].end)
-			best = l;
+		else
+		{
+			/* The line of the nearest clock; an idle one last. */
+			int64		d = a->ref - (ln->ref + idle);
+			int64		apart = !active ? PG_INT64_MAX : d < 0 ? -d : d;
+
+			if (best < 0 || apart < best_apart)
+			{
+				best = l;
+				best_apart = apart;
+			}
+		}
 	}
-	return best >= 0 ? best : fresh;
+	return best >= 0 ? best : *own ? -1 : fresh;
 }
 
 /*
@@ -280,6 +310,7 @@ shid_frames_place(ShidGrantState *g, const ShidFrameAsk *a, ShidGrant *grant, in
 	int64		from = Max(a->ref, a->min_start);
 	bool		can_split = a->lanes && a->max_bits >= SHID_GRANT_LINE_BITS;
 	int			pushed;
+	bool		own;
 	int64		wait;
 	int64		start;
 	int64		end = 0;
@@ -296,16 +327,17 @@ shid_frames_place(ShidGrantState *g, const ShidFrameAsk *a, ShidGrant *grant, in
 	}
 	else
 	{
-		l = shid_frames_choose(g, a, from, &pushed, &wait);
+		l = shid_frames_choose(g, a, from, &pushed, &own, &wait);
 		/*
 		 * No split for a requester whose own slot runs more than a second
-		 * ahead of its clock: no line can serve it.
+		 * ahead of its clock (no line can serve it), nor for one of the
+		 * line's clock (its frames run ahead: it waits, as on one line).
 		 */
-		if (l < 0 && !g->split && can_split && g->line[0].frame_start != 0 &&
+		if (l < 0 && !own && !g->split && can_split && g->line[0].frame_start != 0 &&
 			from <= a->ref + SHID_WINDOW_AHEAD_MS)
 		{
 			shid_frames_split(g);
-			l = shid_frames_choose(g, a, from, &pushed, &wait);
+			l = shid_frames_choose(g, a, from, &pushed, &own, &wait);
 		}
 		/*
 		 * A shard that cannot split moves its line on; a split one waits

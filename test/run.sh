@@ -17,7 +17,8 @@
 # files of every major run in one pool (test/tap.sh: SHID_PROVE_JOBS at a
 # time, 3 by default, the slowest first, in a copy of the tree per major),
 # beside the other suites.  Once: the documents' links (test/docs.pl), that the file-level call
-# graph of src/*.c has no cycle (test/callgraph.sh), and the sources' size
+# graph of src/*.c has no cycle (test/callgraph.sh), Citus's frames fuzzed
+# (test/frames.sh), and the sources' size
 # limits (test/limits.sh; SHID_LIMITS_ENFORCE=0 makes it advisory).  Each
 # suite's full output is kept in the log directory the run prints, with the
 # TAP files' times (test/times.sh) in times.md.  The last line is
@@ -105,6 +106,9 @@ run_suite docs perl test/docs.pl
 # The C core: no file calls into a file that calls it (once, built with the
 # first major).
 run_suite callgraph bash test/callgraph.sh
+# Citus's frames and lines of time (src/citus_frames.c), fuzzed and
+# checked by brute force (test/frames_fuzz.c), once.
+run_suite frames bash test/frames.sh
 
 # The sources' size limits (test/limits.sh), once: each limit exceeded a
 # failure (SHID_LIMITS_ENFORCE=0: a note).
@@ -156,6 +160,7 @@ done
 [ -f "$logs/pg15-package.log" ] && count pg15-package
 count docs
 count callgraph
+count frames
 count limits
 for pg_config in $configs; do
     major=$(shid_major "$pg_config")
