@@ -7,7 +7,8 @@
  *
  * A node mints a shard's ids only in the milliseconds the coordinator
  * granted it: the design is in doc/sharded_id-design.md, "Citus".  The
- * coordinator's side, the grants, is citus_grant.c; the node's side,
+ * coordinator's side, the grants, is citus_grant.c (where each lies among
+ * a shard's frames, citus_frames.c); the node's side,
  * asking for windows over its own connection, is citus_ask.c; what a
  * coordinator learns from the nodes at its start is citus_learn.c.
  * citus_int.h holds what these files share.

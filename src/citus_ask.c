@@ -652,9 +652,9 @@ shid_window_request(ShidSlot *slot, int64 min_start, ShidWindowAnswer *answer)
 		if (shid_monotonic_us() > deadline_us)
 		{
 			shid_answer_failed(answer, "55000",
-							   psprintf("the windows of shard %d run more than %d ms ahead of this node's clock",
+							   psprintf("no window of shard %d is granted within %d ms of this node's clock",
 										slot->key.shard, SHID_WINDOW_AHEAD_MS),
-							   psprintf("Ids of shard %d may not be minted more than %d ms ahead of the clock of the node that mints them, and the windows granted for the shard reach that far: this node's clock runs more than a second behind nodes that minted the shard before it (or before the coordinator started), nodes in more than four clocks a second apart mint it, it is minted faster than the layout's ids per millisecond, or this node's clock was set back.",
+							   psprintf("Ids of shard %d may not be minted more than %d ms ahead of the clock of the node that mints them, and no window within that reach is free: the windows granted run that far ahead (this node's clock runs more than a second behind nodes that minted the shard before it, or before the coordinator started; the shard is minted faster than the layout's ids per millisecond; or this node's clock was set back), or nodes of four other clocks, each a second apart, hold every line of time of the shard.",
 										slot->key.shard, SHID_WINDOW_AHEAD_MS),
 							   pstrdup("Synchronise the clocks of the cluster's nodes, or spread the shard's writes over time; the shard mints again here once this node's clock reaches the windows granted."));
 			return;

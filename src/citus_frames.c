@@ -4,19 +4,22 @@
  *	  Shard windows on Citus, the coordinator's side: where a request's
  *	  window lies among the shard's frames, in which line of time.
  *
- * The design is in doc/sharded_id-design.md, "Citus", "Lines of time".  A
+ * The design is in doc/sharded_id-design.md, "Citus", "Lines of time".
+ * citus_grant.c calls shid_frames_place; this file calls no other.  A
  * shard's frames follow one line of time until a request finds that the
- * line cannot serve it within a second of its clock, or would move on past
- * the clock of its last requester (a second less a window): then the shard
- * splits in SHID_GRANT_LINES lines, each in a part of the values of every
- * millisecond, so that nodes whose clocks differ mint it at once, each
- * near its own clock.  Once the other lines are unused or idle and lie
+ * line cannot serve it within a second of its clock and its clock runs
+ * more than a second less a window (half a second at least,
+ * shid_line_apart_ms) behind the line's, or that its clock runs that far
+ * ahead of the line's: then the shard splits (where a millisecond has four
+ * values or more) in SHID_GRANT_LINES lines, each in a part of the values
+ * of every millisecond, so that nodes whose clocks differ mint it at once,
+ * each near its own clock.  Once the other lines are unused or idle and lie
  * behind the one a frame opens in, and no request was refused lately,
  * they merge again.  No value of a millisecond is granted twice: a line's
  * frames follow one another and never start before its end, which a merge
  * keeps (raised past the whole milliseconds); lines hold different parts;
- * and a frame in a part keeps out of the milliseconds whose every value
- * was granted since the last merge (ShidGrantState's whole_lo, whole_hi).
+ * and a frame in a part keeps out of the milliseconds of the frames of
+ * every value since the last merge (ShidGrantState's whole_lo, whole_hi).
  *
  * Everything here runs under the slot's spinlock (citus_grant.c): no call
  * that can fail, no allocation.
@@ -41,10 +44,12 @@ shid_line_idle_ms(void)
 }
 
 /*
- * How far a requester's clock may run ahead of the clock of a line's last
- * requester for it to move the line on: so far that the line's next frame
- * still ends within a second of its nodes' clocks, and half a second at
- * least (with long windows, a clock read a few ms later would split a line).
+ * How far a requester's clock may lie from the clock of a line's last
+ * requester (moved on since) and still be the line's: ahead, for it to
+ * move the line on, so far that the line's next frame still ends within a
+ * second of its nodes' clocks; behind, for it to wait for the line's
+ * frames rather than take a line of its own.  Half a second at least (with
+ * long windows, a clock read a few ms later would split a line).
  */
 static inline int64
 shid_line_apart_ms(void)
@@ -142,7 +147,8 @@ shid_line_next(const ShidGrantState *g, int l, const ShidFrameAsk *a, int64 *end
  * whose last requester's clock (moved on since) is nearest its own, an
  * idle one (no grant in shid_line_idle_ms) last, but none whose nodes'
  * clock runs more than shid_line_apart_ms behind it; else one not used
- * yet in this run, unless a line of the requester's clock runs too far
+ * yet since the shard last had one line, unless a line of the requester's
+ * clock (shid_line_apart_ms) runs too far
  * ahead (*own: frames of nodes of one clock, ahead; it waits for them, as
  * on one line); else -1.  *pushed: a line that serves it but whose nodes'
  * clock runs behind, the least recently used (-1: none); *wait: the ms
@@ -204,8 +210,9 @@ shid_frames_choose(const ShidGrantState *g, const ShidFrameAsk *a, int64 from, i
 }
 
 /*
- * Split the shard in lines: every frame granted so far holds every value
- * of its milliseconds, and they lie in [whole_lo, whole_hi).  Line 0 keeps
+ * Split the shard in lines: every frame granted since it last had one line
+ * holds every value of its milliseconds, and they lie in [whole_lo,
+ * whole_hi).  Line 0 keeps
  * its last frame, and its next ones lie in its part of the values.
  */
 static void
@@ -264,7 +271,8 @@ shid_frames_merge(ShidGrantState *g, int l, const ShidFrameAsk *a, int64 start)
  * lanes, as log2: twice the line's last frame's where a request found them
  * all taken, half where half or fewer were granted, else as many; none
  * (the whole field, or the line's whole part) for the line's first frame
- * of this run and for a requester that cannot mint in a lane.
+ * since the shard last had one line, and for a requester that cannot mint
+ * in a lane.
  */
 static void
 shid_line_open(ShidGrantState *g, int l, const ShidFrameAsk *a, int64 start, int64 end, ShidGrant *grant)
@@ -298,11 +306,13 @@ shid_line_open(ShidGrantState *g, int l, const ShidFrameAsk *a, int64 start, int
 /*
  * Place a request's window among the shard's frames (ShidFrameAsk): a lane
  * of the last frame of its line, or that line's next frame; splitting the
- * shard in lines where its one line does not serve the request within a
- * second of its clock, or would move on past its nodes' clocks.  A
- * requester that cannot mint in a lane gets a frame of every value, after
- * every line's.  Returns false, placing nothing, with *retry_after (ms)
- * when no line serves it within a second of its clock.
+ * shard in lines (shid_frames_choose says when).  A requester that cannot
+ * mint in a lane gets a frame of every value, after every line's.  Returns
+ * false, placing nothing, with *retry_after (ms), when no line serves it
+ * within a second of its clock, or, the shard split, every line that does
+ * is held by nodes whose clock runs more than shid_line_apart_ms behind.
+ *
+ * Locks: the slot's spinlock, held by the caller (citus_grant.c).
  */
 bool
 shid_frames_place(ShidGrantState *g, const ShidFrameAsk *a, ShidGrant *grant, int32 *retry_after)

@@ -161,7 +161,9 @@ shid_grant_own_until(void)
  * requester can mint in a lane (else it gets a frame of every value, after
  * every line's).  Returns false, granting nothing, with *retry_after
  * (ms) when the window would start more than SHID_WINDOW_AHEAD_MS ahead of
- * the requester's clock: node_clock, a node's as it asked; for this
+ * the requester's clock, or every line that serves it is held by nodes of
+ * a clock behind (shid_frames_place).  The requester's clock: node_clock,
+ * a node's as it asked; for this
  * server's own minting (node_clock SHID_CLOCK_OWN), or a node too old to
  * send its clock (SHID_CLOCK_UNKNOWN), this server's paced clock (the
  * clock, or, after the clock stepped back behind the windows it granted

@@ -106,7 +106,7 @@ extern ShidNodeRead shid_citus_read_node(int32 *group);
 extern bool shid_extension_at_2_0(void);
 
 /*
- * Most lanes a shard's milliseconds are split in, as log2 (ShidGrantState's
+ * Most lanes a shard's milliseconds are split in, as log2 (ShidGrantLine's
  * lanes_taken has a bit for each), and never more than the slot's values.
  */
 #define SHID_MAX_LANE_BITS	6

@@ -78,7 +78,7 @@
  * Spinlocks: each slot's mutex (slots.h) covers the slot's fields below its
  * key.  It is held for a claim (at most one word of the bitmap), an owner
  * change, a floor raise, a reset, a Citus window's change or grant
- * (citus_ask.c, citus_grant.c).  Never for a loop over values, a wait, a call that can fail,
+ * (citus_ask.c, citus_grant.c, citus_frames.c).  Never for a loop over values, a wait, a call that can fail,
  * or another lock.  The Citus state's mutex (citus_int.h) is taken alone, for
  * a few fields: on a node, the bound of the coordinator's own windows it
  * keeps (citus_learn.c).  The greatest paced clock of a coordinator's own

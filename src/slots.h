@@ -71,19 +71,21 @@ typedef struct ShidWindow
  * shard's grants.  A frame is a range of the shard's milliseconds whose
  * values are split in lanes, each granted once; a line of time's frames
  * follow one another.  A shard has one line, whose frames hold every value
- * of their milliseconds, until nodes whose clocks lie more than a second
- * apart mint it: then it splits, each line in a part of the values of
- * every millisecond from where the one line's frames ended.  Covered by
- * the slot's mutex.
+ * of their milliseconds, until nodes whose clocks lie a second less a
+ * window apart (half a second at least) mint it: then it splits, each line
+ * in a part of every millisecond's values, outside the milliseconds of the
+ * one line's frames (citus_frames.c).  Covered by the slot's mutex.
  */
 #define SHID_GRANT_LINE_BITS	2	/* log2 of the lines a shard may split in */
 #define SHID_GRANT_LINES		(1 << SHID_GRANT_LINE_BITS)
 
 typedef struct ShidGrantLine
 {
-	int64		frame_start;	/* its last frame's first ms; 0: none in
-								 * this run */
-	int64		end;			/* and that frame's end */
+	int64		frame_start;	/* its last frame's first ms; 0: none since
+								 * the shard last had one line */
+	int64		end;			/* where its part's next frame may start:
+								 * its last frame's end, raised past the
+								 * whole ms at a merge */
 	int64		mono;			/* the monotonic ms of its last grant */
 	int64		ref;			/* and the clock of its requester */
 	uint64		lanes_taken;	/* the frame's lanes granted, one bit each */
@@ -97,9 +99,9 @@ typedef struct ShidGrantState
 {
 	int64		end;			/* the end of the last window granted for
 								 * the shard: the greatest of its lines' */
-	int64		whole_lo;		/* where this run's frames of every value */
-	int64		whole_hi;		/* lie: [whole_lo, whole_hi), whole_hi 0
-								 * while the shard has one line */
+	int64		whole_lo;		/* where the frames of every value since */
+	int64		whole_hi;		/* the last merge lie: [whole_lo, whole_hi),
+								 * whole_hi 0 while the shard has one line */
 	bool		split;			/* in SHID_GRANT_LINES lines */
 	int64		refused_mono;	/* the monotonic ms of the last refusal */
 	ShidGrantLine line[SHID_GRANT_LINES];

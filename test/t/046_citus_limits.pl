@@ -24,7 +24,8 @@
 #    more than a second ahead of the worker's clock.
 #  - Lines of time: the coordinator, its clock 2 s and then 30 s ahead of
 #    the worker's, and the worker mint one shard at once; each keeps
-#    minting, its ids at most a second ahead of its own clock, none twice.
+#    minting, its ids at most a second ahead of its own clock, and no id is
+#    minted by both.
 #  - A synchronous standby of the coordinator: its own grants in a session
 #    with synchronous_commit = remote_write succeed.  Then the standby
 #    receives nothing: while
@@ -232,8 +233,8 @@ sub refusal
 
 	# Both mint one shard at once for 2 s, the coordinator's clock 2 s and
 	# then 30 s ahead of the worker's (so the worker's 2 s and 30 s behind):
-	# each keeps minting near its own clock, in a line of time of its own
-	# (src/citus_frames.c), and no id is minted twice.
+	# each keeps minting near its own clock (lines of time,
+	# src/citus_frames.c), and no id is minted by both.
 	my $mint = q{
 		DO $$ DECLARE t0 timestamptz := clock_timestamp(); c bigint; i bigint; BEGIN
 		  WHILE clock_timestamp() < t0 + interval '2 s' LOOP
